@@ -1,0 +1,63 @@
+"""The typer application, its sub-commands, and the one place errors become exit codes."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+import typer
+
+from cloudtwin import __version__
+from cloudtwin.errors import CloudtwinError
+
+app = typer.Typer(
+    name="cloudtwin",
+    help=(
+        "cloudtwin: a digital twin of a multi-tenant AI cloud.\n\n"
+        "Describe a fabric and its workload in a YAML scenario, simulate it, and compare "
+        "routing strategies.\n\n"
+        "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
+        "--strategies ecmp,pinning"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"cloudtwin {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """cloudtwin: a digital twin of a multi-tenant AI cloud."""
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the CLI; CloudtwinError becomes one line on stderr and exit code 2."""
+    try:
+        result = app(args=argv, prog_name="cloudtwin", standalone_mode=False)
+    except click.exceptions.Exit as err:
+        return int(err.exit_code)
+    except click.ClickException as err:
+        err.show()
+        return int(err.exit_code)
+    except click.exceptions.Abort:
+        typer.echo("Aborted.", err=True)
+        return 1
+    except CloudtwinError as err:
+        typer.echo(f"cloudtwin: error: {err}", err=True)
+        return 2
+    return int(result) if isinstance(result, int) else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

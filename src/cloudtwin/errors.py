@@ -1,0 +1,46 @@
+"""The one error tree of cloudtwin: every error a user can cause is a CloudtwinError."""
+
+from __future__ import annotations
+
+__all__ = [
+    "CloudtwinError",
+    "EngineError",
+    "LogFormatError",
+    "RoutingError",
+    "ScenarioError",
+    "StoreError",
+    "TopologyError",
+    "WorkloadError",
+]
+
+
+class CloudtwinError(Exception):
+    """Base of every error cloudtwin raises on bad input; the CLI maps it to exit code 2."""
+
+
+class ScenarioError(CloudtwinError):
+    """A scenario file or override is malformed; the message names the key and the reason."""
+
+
+class TopologyError(CloudtwinError):
+    """A fabric cannot be built as described (impossible sizes, unreachable hosts)."""
+
+
+class RoutingError(CloudtwinError):
+    """A routing strategy is unknown, cannot be loaded, or cannot route a flow."""
+
+
+class WorkloadError(CloudtwinError):
+    """A workload does not fit the fabric it is placed on."""
+
+
+class EngineError(CloudtwinError):
+    """The simulator was given inconsistent arrays (lengths, negative sizes, cycles)."""
+
+
+class LogFormatError(CloudtwinError):
+    """A log format string or log input cannot be understood."""
+
+
+class StoreError(CloudtwinError):
+    """The results/operations store cannot be opened or queried."""
