@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sys
 
-import click
 import typer
 
 from cloudtwin import __version__
@@ -42,21 +41,16 @@ def _root(
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; CloudtwinError becomes one line on stderr and exit code 2."""
+    """Run the CLI; a CloudtwinError becomes one line on stderr and exit code 2."""
     try:
-        result = app(args=argv, prog_name="cloudtwin", standalone_mode=False)
-    except click.exceptions.Exit as err:
-        return int(err.exit_code)
-    except click.ClickException as err:
-        err.show()
-        return int(err.exit_code)
-    except click.exceptions.Abort:
-        typer.echo("Aborted.", err=True)
-        return 1
+        app(args=argv, prog_name="cloudtwin")
+    except SystemExit as exit_:
+        code = exit_.code
+        return code if isinstance(code, int) else (0 if code is None else 1)
     except CloudtwinError as err:
         typer.echo(f"cloudtwin: error: {err}", err=True)
         return 2
-    return int(result) if isinstance(result, int) else 0
+    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover
