@@ -1,0 +1,294 @@
+"""The event-driven fluid simulator: flows arrive, share links max-min fairly, and complete.
+
+Events are flow arrivals, flow completions (remaining bits / rate) and dependency
+releases (a flow waits until every flow it depends on has finished, plus a gap).
+Flows that finish at the same instant are handled in one batch. After an event only
+what changed is recomputed when that is exact: a new flow that fits in the residual
+capacity of its links, or a finished flow whose links no other flow was held back by,
+leaves every other rate as it was; otherwise the max-min rates are solved again.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.engine.maxmin import RELATIVE_TOLERANCE, water_fill
+from cloudtwin.errors import EngineError
+from cloudtwin.topology.paths import Paths
+
+__all__ = ["Dependencies", "SimResult", "simulate"]
+
+Progress = Callable[[int, int], None]
+"""progress(finished_flows, total_flows), called now and then during a run."""
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """Flow f may start only after every flow in `after[indptr[f]:indptr[f+1]]` has finished,
+    plus `gap_s[f]` (a per-step software/launch latency)."""
+
+    indptr: np.ndarray
+    after: np.ndarray
+    gap_s: np.ndarray | None = None
+
+
+@dataclass(frozen=True)
+class SimResult:
+    """What happened to each flow (seconds)."""
+
+    start_s: np.ndarray
+    finish_s: np.ndarray
+    events: int
+    solves: int
+
+    @property
+    def fct_s(self) -> np.ndarray:
+        """Flow completion time: finish minus (actual) start."""
+        return self.finish_s - self.start_s
+
+    @property
+    def completion_s(self) -> float:
+        """When the last flow finished."""
+        return float(self.finish_s.max()) if self.finish_s.size else 0.0
+
+
+class _Active:
+    """Entries (flow, link, weight) of the flows now in flight, and the load they put on links."""
+
+    def __init__(self, paths: Paths, capacity_bps: np.ndarray, rate_cap_bps: np.ndarray) -> None:
+        self.paths = paths
+        self.capacity = capacity_bps
+        self.threshold = capacity_bps * (1 - RELATIVE_TOLERANCE)
+        self.cap = rate_cap_bps
+        self.flow = np.empty(0, dtype=np.int64)
+        self.link = np.empty(0, dtype=np.int64)
+        self.weight = np.empty(0)
+        self.rate = np.zeros(rate_cap_bps.size)
+        self.load = np.zeros(capacity_bps.size)
+        self.count = np.zeros(capacity_bps.size, dtype=np.int64)
+        self.members = np.empty(0, dtype=np.int64)
+        self.solves = 0
+
+    def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        indptr = self.paths.indptr
+        lengths = indptr[flows + 1] - indptr[flows]
+        starts = np.repeat(indptr[flows] - np.cumsum(lengths) + lengths, lengths)
+        index = starts + np.arange(int(lengths.sum()))
+        return np.repeat(flows, lengths), self.paths.link_ids[index], self.paths.entry_weights[index]
+
+    def remove(self, done: np.ndarray) -> bool:
+        """Drop finished flows; True if the others' rates are still max-min."""
+        flow, link, weight = self._entries(done)
+        np.subtract.at(self.load, link, weight * self.rate[flow])
+        np.subtract.at(self.count, link, 1)
+        held = (self.load[link] + weight * self.rate[flow] >= self.threshold[link]) & (
+            self.count[link] > 0
+        )
+        gone = np.zeros(self.rate.size, dtype=bool)
+        gone[done] = True
+        keep = ~gone[self.flow]
+        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
+        self.members = self.members[~gone[self.members]]
+        self.rate[done] = 0.0
+        return not held.any()
+
+    def add(self, new: np.ndarray) -> bool:
+        """Admit arriving flows; True if each fits at its cap without slowing anyone."""
+        flow, link, weight = self._entries(new)
+        self.flow = np.concatenate((self.flow, flow))
+        self.link = np.concatenate((self.link, link))
+        self.weight = np.concatenate((self.weight, weight))
+        self.members = np.concatenate((self.members, new))
+        np.add.at(self.count, link, 1)
+        need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
+        touched = np.unique(link)
+        fits = np.all(self.load[touched] + need[touched] <= self.capacity[touched] * (1 + RELATIVE_TOLERANCE))
+        if fits:
+            self.rate[new] = self.cap[new]
+            self.load += need
+        return bool(fits)
+
+    def solve(self) -> None:
+        """Max-min rates of every flow in flight, from scratch."""
+        self.solves += 1
+        members = self.members
+        local = np.zeros(self.rate.size, dtype=np.int64)
+        local[members] = np.arange(members.size)
+        links, compact = np.unique(self.link, return_inverse=True)
+        rates = water_fill(
+            local[self.flow], compact, self.weight, self.capacity[links], self.cap[members]
+        )
+        self.rate[members] = rates
+        self.load[:] = 0.0
+        np.add.at(self.load, self.link, self.weight * self.rate[self.flow])
+
+
+def simulate(
+    paths: Paths,
+    capacity_bps: np.ndarray,
+    size_bytes: np.ndarray,
+    start_s: np.ndarray,
+    rate_cap_bps: np.ndarray,
+    latency_s: np.ndarray | None = None,
+    dependencies: Dependencies | None = None,
+    progress: Progress | None = None,
+) -> SimResult:
+    """Run flows to completion; return when each one started and finished.
+
+    A flow's finish time is when its last bit has been sent plus `latency_s` (its path's
+    propagation delay). A dependent flow starts at the latest finish of the flows it
+    depends on plus its gap, or at its own `start_s` if that is later.
+    """
+    flows = paths.flow_count
+    size_bits = np.asarray(size_bytes, dtype=float) * 8.0
+    start = np.asarray(start_s, dtype=float).copy()
+    cap = np.asarray(rate_cap_bps, dtype=float)
+    capacity = np.asarray(capacity_bps, dtype=float)
+    latency = np.zeros(flows) if latency_s is None else np.asarray(latency_s, dtype=float)
+    _check(flows, size_bits, start, cap, latency, capacity, paths)
+    waiting, dependents, dep_ptr, gap = _dependency_tables(flows, dependencies)
+
+    remaining = size_bits.copy()
+    finish = np.full(flows, np.nan)
+    active = _Active(paths, capacity, cap)
+    initial = np.flatnonzero(waiting == 0)
+    initial = initial[np.argsort(start[initial], kind="stable")]
+    initial_start = start[initial]
+    cursor = 0
+    released: list[tuple[float, int]] = []
+    ready = np.full(flows, -np.inf)
+    now = float(start[initial[0]]) if initial.size else 0.0
+    finished = events = 0
+    report_every = max(1, flows // 200)
+    next_report = report_every
+
+    while True:
+        members = active.members
+        rate = active.rate[members]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            to_finish = np.where(rate > 0, remaining[members] / rate, np.inf)
+        soonest = float(to_finish.min()) if members.size else np.inf
+        next_arrival = min(
+            float(initial_start[cursor]) if cursor < initial.size else np.inf,
+            released[0][0] if released else np.inf,
+        )
+        step = min(soonest, next_arrival - now)
+        if not np.isfinite(step):
+            if members.size:
+                raise EngineError(f"{members.size} flows can make no progress (a link of capacity 0?)")
+            break
+        events += 1
+        now += step
+        remaining[members] -= rate * step
+        exact = True
+        done = members[to_finish <= step * (1 + 1e-12) + 1e-18]
+        if done.size:
+            remaining[done] = 0.0
+            finish[done] = now + latency[done]
+            exact = active.remove(done)
+            finished += done.size
+            _release(done, finish, waiting, (dependents, dep_ptr), gap, start, ready, released)
+        arriving, cursor = _arrivals(now, initial, initial_start, cursor, released)
+        if arriving.size:
+            exact = active.add(arriving) and exact
+        if not exact:
+            active.solve()
+        if progress is not None and finished >= next_report:
+            progress(finished, flows)
+            next_report = finished + report_every
+
+    if np.isnan(finish).any():
+        raise EngineError(f"{int(np.isnan(finish).sum())} flows never started (a dependency cycle?)")
+    if progress is not None:
+        progress(flows, flows)
+    return SimResult(start_s=start, finish_s=finish, events=events, solves=active.solves)
+
+
+def _check(
+    flows: int,
+    size_bits: np.ndarray,
+    start: np.ndarray,
+    cap: np.ndarray,
+    latency: np.ndarray,
+    capacity: np.ndarray,
+    paths: Paths,
+) -> None:
+    for name, array in (("size_bytes", size_bits), ("start_s", start), ("rate_cap_bps", cap), ("latency_s", latency)):
+        if array.shape != (flows,):
+            raise EngineError(f"{name} has shape {array.shape}, expected ({flows},)")
+        if not np.all(np.isfinite(array)):
+            raise EngineError(f"{name} holds a value that is not finite")
+    if np.any(size_bits <= 0):
+        raise EngineError("size_bytes must be positive for every flow")
+    if np.any(cap <= 0):
+        raise EngineError("rate_cap_bps must be positive for every flow")
+    if paths.link_ids.size and (paths.link_ids.min() < 0 or paths.link_ids.max() >= capacity.size):
+        raise EngineError("a path names a link that does not exist")
+
+
+def _dependency_tables(
+    flows: int, dependencies: Dependencies | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per flow: how many flows it waits for, and (CSR) which flows wait for it."""
+    if dependencies is None:
+        empty = np.empty(0, dtype=np.int64)
+        return np.zeros(flows, dtype=np.int64), empty, np.zeros(flows + 1, dtype=np.int64), np.zeros(flows)
+    indptr = np.asarray(dependencies.indptr, dtype=np.int64)
+    after = np.asarray(dependencies.after, dtype=np.int64)
+    if indptr.size != flows + 1 or (after.size and (after.min() < 0 or after.max() >= flows)):
+        raise EngineError("dependencies do not match the flows")
+    waiter = np.repeat(np.arange(flows), np.diff(indptr))
+    order = np.argsort(after, kind="stable")
+    dep_ptr = np.concatenate(([0], np.cumsum(np.bincount(after, minlength=flows))))
+    gap = np.zeros(flows) if dependencies.gap_s is None else np.asarray(dependencies.gap_s, dtype=float)
+    return np.diff(indptr).astype(np.int64), waiter[order], dep_ptr, gap
+
+
+def _release(
+    done: np.ndarray,
+    finish: np.ndarray,
+    waiting: np.ndarray,
+    table: tuple[np.ndarray, np.ndarray],
+    gap: np.ndarray,
+    start: np.ndarray,
+    ready: np.ndarray,
+    released: list[tuple[float, int]],
+) -> None:
+    """Count down the waiters of `done`; queue those with nothing left to wait for."""
+    dependents, dep_ptr = table
+    lengths = dep_ptr[done + 1] - dep_ptr[done]
+    if not lengths.any():
+        return
+    index = np.repeat(dep_ptr[done] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    waiters = dependents[index]
+    np.subtract.at(waiting, waiters, 1)
+    # A waiter starts after the latest finish among the flows it waited for.
+    np.maximum.at(ready, waiters, np.repeat(finish[done], lengths))
+    for flow in np.unique(waiters[waiting[waiters] == 0]):
+        begin = max(float(start[flow]), float(ready[flow]) + float(gap[flow]))
+        start[flow] = begin
+        heapq.heappush(released, (begin, int(flow)))
+
+
+def _arrivals(
+    now: float,
+    initial: np.ndarray,
+    initial_start: np.ndarray,
+    cursor: int,
+    released: list[tuple[float, int]],
+) -> tuple[np.ndarray, int]:
+    """Flows due to start by `now`: the next initial ones and released waiters."""
+    end = cursor
+    if cursor < initial.size and initial_start[cursor] <= now:
+        end = int(np.searchsorted(initial_start, now, side="right"))
+    batch = [initial[cursor:end]]
+    due: list[int] = []
+    while released and released[0][0] <= now:
+        due.append(heapq.heappop(released)[1])
+    if due:
+        batch.append(np.array(due, dtype=np.int64))
+    return np.concatenate(batch), end

@@ -1,0 +1,86 @@
+"""Performance metrics of a run, computed per connection as perftest reports each pair."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["RunSummary", "summarize"]
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    """The summary `cloudtwin run` prints, and its stable JSON form."""
+
+    scenario: str
+    strategy: str
+    flows: int
+    aggregate_gbps: float
+    per_flow_gbps: dict[str, float]
+    fct_s: dict[str, float]
+    completion_s: float
+    utilization: float
+
+    def to_json(self) -> dict[str, object]:
+        """`{"scenario", "strategy", "flows", "aggregate_gbps", "per_flow_gbps", "fct_s", ...}`."""
+        return {
+            "scenario": self.scenario,
+            "strategy": self.strategy,
+            "flows": self.flows,
+            "aggregate_gbps": self.aggregate_gbps,
+            "per_flow_gbps": dict(self.per_flow_gbps),
+            "fct_s": dict(self.fct_s),
+            "completion_s": self.completion_s,
+            "utilization": self.utilization,
+        }
+
+
+def summarize(
+    scenario: str,
+    strategy: str,
+    connection: np.ndarray,
+    size_bytes: np.ndarray,
+    start_s: np.ndarray,
+    finish_s: np.ndarray,
+    line_rate_bps: np.ndarray,
+) -> RunSummary:
+    """Per connection: bytes over (last QP finish - first QP start); then the statistics.
+
+    >>> s = summarize("x", "ecmp", np.array([0, 1]), np.array([125e6, 125e6]),
+    ...               np.zeros(2), np.array([0.01, 0.02]), np.array([100e9, 100e9]))
+    >>> s.aggregate_gbps, s.utilization
+    (150.0, 0.75)
+    """
+    ids, conn = np.unique(connection, return_inverse=True)
+    count = ids.size
+    bytes_ = np.bincount(conn, size_bytes, minlength=count)
+    begin = np.full(count, np.inf)
+    np.minimum.at(begin, conn, start_s)
+    end = np.full(count, -np.inf)
+    np.maximum.at(end, conn, finish_s)
+    rate = np.full(count, np.inf)
+    np.minimum.at(rate, conn, line_rate_bps)
+    fct = end - begin
+    gbps = bytes_ * 8.0 / fct / 1e9
+    return RunSummary(
+        scenario=scenario,
+        strategy=strategy,
+        flows=int(count),
+        aggregate_gbps=float(gbps.sum()),
+        per_flow_gbps=_stats(gbps, ("min", "p50", "mean", "max")),
+        fct_s=_stats(fct, ("p50", "p99", "max")),
+        completion_s=float(end.max() - begin.min()),
+        utilization=float(np.mean(gbps * 1e9 / rate)),
+    )
+
+
+def _stats(values: np.ndarray, keys: tuple[str, ...]) -> dict[str, float]:
+    table = {
+        "min": lambda v: np.min(v),
+        "p50": lambda v: np.percentile(v, 50),
+        "p99": lambda v: np.percentile(v, 99),
+        "mean": lambda v: np.mean(v),
+        "max": lambda v: np.max(v),
+    }
+    return {key: float(table[key](values)) for key in keys}

@@ -1,0 +1,86 @@
+"""Running a scenario end to end: topology, flows, routing, simulation, summary."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.engine.simulator import Progress, SimResult, simulate
+from cloudtwin.evaluation.metrics import RunSummary, summarize
+from cloudtwin.flows import Flows
+from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
+from cloudtwin.scenario.model import Scenario
+from cloudtwin.tenancy.overlay import outer_headers
+from cloudtwin.topology.builders import build_topology
+from cloudtwin.topology.paths import Paths
+from cloudtwin.topology.topology import Topology
+from cloudtwin.workloads.perftest import TenantHosts, perftest_flows
+
+__all__ = ["Run", "build_flows", "route_flows", "run_scenario", "tenant_groups"]
+
+
+@dataclass(frozen=True, eq=False)
+class Run:
+    """Everything one simulated run produced."""
+
+    scenario: Scenario
+    strategy: str
+    topology: Topology
+    flows: Flows
+    paths: Paths
+    result: SimResult
+    summary: RunSummary
+
+
+def tenant_groups(scenario: Scenario) -> list[TenantHosts]:
+    """Host groups per tenant; without tenants, every host in one group with no overlay."""
+    if not scenario.tenants:
+        return [(-1, np.arange(scenario.host_count))]
+    return [(i, np.array(t.hosts, dtype=np.int64)) for i, t in enumerate(scenario.tenants)]
+
+
+def build_flows(scenario: Scenario, topology: Topology) -> Flows:
+    """The flows of the scenario's workload."""
+    sport_per_qp = scenario.hosts.udp_sport == "per-qp"
+    return perftest_flows(scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp)
+
+
+def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: Strategy) -> Paths:
+    """Paths for `flows` under `strategy`, with the scenario's hashing settings."""
+    vnis = np.array([t.vni for t in scenario.tenants] or [0], dtype=np.int64)
+    context = RoutingContext(
+        topology=topology,
+        flows=flows,
+        headers=outer_headers(topology, flows, vnis),
+        rate_bps=np.full(len(flows), topology.nic_rate_bps),
+        hash_kind=scenario.routing.hash,
+        per_switch_seed=scenario.routing.per_switch_seed,
+        seed=scenario.seed,
+    )
+    return strategy.route(context)
+
+
+def run_scenario(
+    scenario: Scenario, strategy: str | None = None, progress: Progress | None = None
+) -> Run:
+    """Simulate the scenario under `strategy` (default: the scenario's own)."""
+    spec = strategy or scenario.routing.strategy
+    chosen = load_strategy(spec)
+    topology = build_topology(scenario)
+    flows = build_flows(scenario, topology)
+    paths = route_flows(scenario, topology, flows, chosen)
+    rate = np.full(len(flows), topology.nic_rate_bps)
+    result = simulate(
+        paths,
+        topology.capacity_bps,
+        flows.size_bytes,
+        flows.start_s,
+        rate,
+        latency_s=paths.latency_s(topology),
+        progress=progress,
+    )
+    summary = summarize(
+        scenario.name, chosen.name, flows.connection, flows.size_bytes, result.start_s, result.finish_s, rate
+    )
+    return Run(scenario, chosen.name, topology, flows, paths, result, summary)

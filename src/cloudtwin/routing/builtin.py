@@ -1,0 +1,8 @@
+"""Imports the built-in strategies so that they register themselves."""
+
+from cloudtwin.routing.adaptive import Adaptive
+from cloudtwin.routing.ecmp import Ecmp, EcmpQp
+from cloudtwin.routing.pinning import Pinning
+from cloudtwin.routing.spray import Spray
+
+__all__ = ["Adaptive", "Ecmp", "EcmpQp", "Pinning", "Spray"]

@@ -1,0 +1,43 @@
+"""Scenarios: what a user describes in YAML, validated into frozen models."""
+
+from cloudtwin.scenario.loader import apply_overrides, load_scenario, parse_yaml
+from cloudtwin.scenario.model import (
+    FatTreeFabric,
+    Hosts,
+    LeafSpineFabric,
+    PerftestWorkload,
+    RailOptimizedFabric,
+    Routing,
+    Scenario,
+    Tenant,
+    parse_host_ranges,
+)
+from cloudtwin.scenario.units import (
+    format_rate,
+    format_size,
+    format_time,
+    parse_rate,
+    parse_size,
+    parse_time,
+)
+
+__all__ = [
+    "FatTreeFabric",
+    "Hosts",
+    "LeafSpineFabric",
+    "PerftestWorkload",
+    "RailOptimizedFabric",
+    "Routing",
+    "Scenario",
+    "Tenant",
+    "apply_overrides",
+    "format_rate",
+    "format_size",
+    "format_time",
+    "load_scenario",
+    "parse_host_ranges",
+    "parse_rate",
+    "parse_size",
+    "parse_time",
+    "parse_yaml",
+]

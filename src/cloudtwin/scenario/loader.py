@@ -1,0 +1,160 @@
+"""Turning YAML text and `--set key=value` overrides into a validated Scenario.
+
+Errors come out as one ScenarioError line that names the source, the key (and the
+line in the file when it is known) and the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.model import Scenario
+
+__all__ = ["apply_overrides", "load_scenario", "parse_yaml"]
+
+_DISCRIMINATED = ("fabric", "workload")
+
+
+def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], yaml.Node | None]:
+    """The mapping in `text` and its node tree (for line numbers); ScenarioError if broken."""
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f" line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+        raise ScenarioError(f"{source}:{where}: not valid YAML: {problem}") from err
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ScenarioError(f"{source}: a scenario must be a mapping of keys, not {type(data).__name__}")
+    return data, node
+
+
+def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+    """A copy of `data` with each `a.b.c=value` applied; values are read as YAML scalars.
+
+    >>> apply_overrides({"fabric": {"leaves": 16}}, ["fabric.leaves=8", "seed=7"])
+    {'fabric': {'leaves': 8}, 'seed': 7}
+    """
+    result = _deep_copy(data)
+    for item in overrides:
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key:
+            raise ScenarioError(f"--set {item!r}: expected key=value, e.g. fabric.leaves=8")
+        try:
+            value = yaml.safe_load(raw) if raw.strip() else ""
+        except yaml.YAMLError as err:
+            raise ScenarioError(f"--set {key}: value {raw!r} is not a YAML scalar") from err
+        _set_path(result, key.split("."), value, key)
+    return result
+
+
+def _deep_copy(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _deep_copy(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_deep_copy(v) for v in value]
+    return value
+
+
+def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> None:
+    target: Any = data
+    for depth, part in enumerate(parts[:-1]):
+        here = ".".join(parts[: depth + 1])
+        if isinstance(target, list):
+            target = target[_index(part, target, key)]
+            continue
+        if part not in target or target[part] is None:
+            target[part] = {}
+        target = target[part]
+        if not isinstance(target, dict | list):
+            raise ScenarioError(f"--set {key}: {here} is a value, not a section")
+    last = parts[-1]
+    if isinstance(target, list):
+        target[_index(last, target, key)] = value
+    else:
+        target[last] = value
+
+
+def _index(part: str, items: list[Any], key: str) -> int:
+    if not part.isdigit() or int(part) >= len(items):
+        raise ScenarioError(f"--set {key}: {part!r} is not an index of a {len(items)}-item list")
+    return int(part)
+
+
+def load_scenario(
+    text: str, source: str = "<scenario>", overrides: Iterable[str] = ()
+) -> Scenario:
+    """Validate YAML `text` (with overrides) into a Scenario, or raise one-line ScenarioError."""
+    data, node = parse_yaml(text, source)
+    data = apply_overrides(data, overrides)
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as err:
+        raise ScenarioError(_describe(err, data, node, source)) from err
+
+
+def _describe(err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str) -> str:
+    first = err.errors(include_url=False)[0]
+    loc = _clean_loc(first["loc"], data)
+    key = ".".join(str(p) for p in loc)
+    message = str(first["msg"]).removeprefix("Value error, ")
+    if first["type"] == "extra_forbidden":
+        message = "unknown key"
+    elif first["type"] == "union_tag_invalid":
+        message = f"unknown kind {first['input'].get('kind')!r}; expected one of {message.split('tags: ')[-1]}"
+    elif "input" in first and first["type"] not in ("missing", "value_error"):
+        message = f"{message} (got {first['input']!r})"
+    line = _line_of(node, loc)
+    where = f"{source}:{line}" if line else source
+    if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
+        return f"{where}: {key}: {message}"
+    return f"{where}: {message}"
+
+
+def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:
+    """Drop the discriminator tags pydantic puts in locations (`fabric.leaf-spine.leaves`)."""
+    cleaned: list[Any] = []
+    cursor: Any = data
+    for part in loc:
+        if isinstance(cursor, dict) and part not in cursor and cursor.get("kind", part) == part:
+            continue
+        if isinstance(cursor, dict) and part in _DISCRIMINATED and part not in cursor:
+            cleaned.append(part)
+            cursor = None
+            continue
+        cleaned.append(part)
+        if isinstance(cursor, dict):
+            cursor = cursor.get(part)
+        elif isinstance(cursor, list) and isinstance(part, int) and part < len(cursor):
+            cursor = cursor[part]
+        else:
+            cursor = None
+    return cleaned
+
+
+def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                if key_node.value == str(part):
+                    line = key_node.start_mark.line + 1
+                    node = value_node
+                    break
+            else:
+                return line
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+            line = node.start_mark.line + 1
+        else:
+            return line
+    return line

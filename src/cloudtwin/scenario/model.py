@@ -1,0 +1,205 @@
+"""Pydantic models of a scenario: fabric, hosts, tenants, routing and workload, frozen and validated."""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+
+from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
+
+__all__ = [
+    "DEFAULT_LATENCY_S",
+    "DEFAULT_RATE_BPS",
+    "FatTreeFabric",
+    "Fabric",
+    "Hosts",
+    "LeafSpineFabric",
+    "PerftestWorkload",
+    "RailOptimizedFabric",
+    "Routing",
+    "Scenario",
+    "Tenant",
+    "Workload",
+    "parse_host_ranges",
+]
+
+DEFAULT_RATE_BPS = 100e9
+DEFAULT_LATENCY_S = 1e-6
+DEFAULT_SIZE_BYTES = 1 << 30
+
+
+Rate = Annotated[float, BeforeValidator(parse_rate), Field(gt=0)]
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LeafSpineFabric(_Model):
+    """Two-level Clos: every leaf connects to every spine with `uplinks_per_spine` links."""
+
+    kind: Literal["leaf-spine"] = "leaf-spine"
+    leaves: int = Field(16, ge=1)
+    spines: int = Field(8, ge=1)
+    hosts_per_leaf: int = Field(8, ge=1)
+    host_link: Rate = DEFAULT_RATE_BPS
+    uplink: Rate = DEFAULT_RATE_BPS
+    uplinks_per_spine: int = Field(1, ge=1)
+    latency: Duration = DEFAULT_LATENCY_S
+
+
+class RailOptimizedFabric(LeafSpineFabric):
+    """Leaf-spine where NIC i of every host in a group of `hosts_per_leaf` hosts sits on leaf i
+    of that group; `leaves` counts all rail leaves (groups x NICs per host)."""
+
+    kind: Literal["rail-optimized"] = "rail-optimized"  # type: ignore[assignment]
+
+
+class FatTreeFabric(_Model):
+    """Three-tier k-ary fat-tree: k pods of k/2 edge and k/2 aggregation switches, (k/2)^2 cores."""
+
+    kind: Literal["fat-tree"] = "fat-tree"
+    k: int = Field(4, ge=2)
+    host_link: Rate = DEFAULT_RATE_BPS
+    link: Rate = DEFAULT_RATE_BPS
+    latency: Duration = DEFAULT_LATENCY_S
+
+    @model_validator(mode="after")
+    def _even(self) -> FatTreeFabric:
+        if self.k % 2:
+            raise ValueError(f"k must be even, got {self.k}")
+        return self
+
+
+Fabric = Annotated[
+    LeafSpineFabric | RailOptimizedFabric | FatTreeFabric, Field(discriminator="kind")
+]
+
+
+class Hosts(_Model):
+    """What every host brings to the fabric."""
+
+    nics: int = Field(1, ge=1, le=64)
+    nic_rate: Rate | None = None
+    udp_sport: Literal["per-qp", "fixed"] = "per-qp"
+
+
+_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+
+
+def parse_host_ranges(spec: str | int | list[int]) -> tuple[int, ...]:
+    """Host indices from `"0-63,80"`, a single int or a list.
+
+    >>> parse_host_ranges("0-3,8")
+    (0, 1, 2, 3, 8)
+    """
+    if isinstance(spec, bool):
+        raise ValueError(f"{spec!r} is not a host range")
+    if isinstance(spec, int):
+        return (spec,)
+    if isinstance(spec, list):
+        return tuple(int(h) for h in spec)
+    hosts: list[int] = []
+    for part in str(spec).split(","):
+        match = _RANGE.match(part)
+        if match is None:
+            raise ValueError(f"{part.strip()!r} is not a host range like 0-63")
+        low = int(match.group(1))
+        high = int(match.group(2) or low)
+        if high < low:
+            raise ValueError(f"host range {part.strip()!r} runs backwards")
+        hosts.extend(range(low, high + 1))
+    return tuple(hosts)
+
+
+HostSet = Annotated[tuple[int, ...], BeforeValidator(parse_host_ranges)]
+
+
+class Tenant(_Model):
+    """A tenant: a set of hosts and the VXLAN network identifier of its overlay."""
+
+    name: str = Field(min_length=1)
+    vni: int = Field(ge=1, le=(1 << 24) - 1)
+    hosts: HostSet
+
+
+class Routing(_Model):
+    """How the fabric picks a path for each flow."""
+
+    strategy: str = "ecmp"
+    hash: Literal["mix", "xor"] = "mix"
+    per_switch_seed: bool = True
+
+
+Pattern = Literal["pairs", "permutation", "shift", "incast", "all-to-all"]
+
+
+class PerftestWorkload(_Model):
+    """ib_write_bw-style RoCE test traffic between the hosts of each tenant."""
+
+    kind: Literal["perftest"] = "perftest"
+    pattern: Pattern = "permutation"
+    size: Size = DEFAULT_SIZE_BYTES
+    qps: int = Field(1, ge=1, le=1024)
+    shift: int | None = Field(None, ge=1)
+    incast_senders: int | None = Field(None, ge=1)
+    start: Duration = 0.0
+
+
+Workload = Annotated[PerftestWorkload, Field(discriminator="kind")]
+
+
+class Scenario(_Model):
+    """A whole scenario: one fabric, its hosts and tenants, a routing strategy, a workload."""
+
+    name: str = Field("scenario", min_length=1)
+    seed: int = Field(1, ge=0)
+    fabric: Fabric = Field(default_factory=LeafSpineFabric)
+    hosts: Hosts = Field(default_factory=Hosts)
+    tenants: tuple[Tenant, ...] = ()
+    routing: Routing = Field(default_factory=Routing)
+    workload: Workload = Field(default_factory=PerftestWorkload)
+
+    @property
+    def host_count(self) -> int:
+        """Number of hosts the fabric holds."""
+        fabric = self.fabric
+        if isinstance(fabric, FatTreeFabric):
+            return fabric.k**3 // 4 // self.hosts.nics
+        if isinstance(fabric, RailOptimizedFabric):
+            return (fabric.leaves // self.hosts.nics) * fabric.hosts_per_leaf
+        return fabric.leaves * fabric.hosts_per_leaf
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Scenario:
+        fabric = self.fabric
+        if isinstance(fabric, RailOptimizedFabric) and fabric.leaves % self.hosts.nics:
+            raise ValueError(
+                f"fabric.leaves: rail-optimized needs a multiple of hosts.nics "
+                f"({self.hosts.nics}) leaves, got {fabric.leaves}"
+            )
+        self._check_tenants()
+        return self
+
+    def _check_tenants(self) -> None:
+        seen: dict[int, str] = {}
+        names: set[str] = set()
+        for i, tenant in enumerate(self.tenants):
+            if tenant.name in names:
+                raise ValueError(f"tenants.{i}.name: duplicate tenant name {tenant.name!r}")
+            names.add(tenant.name)
+            for host in tenant.hosts:
+                if not 0 <= host < self.host_count:
+                    raise ValueError(
+                        f"tenants.{i}.hosts: host {host} is outside the fabric "
+                        f"(0-{self.host_count - 1})"
+                    )
+                if host in seen:
+                    raise ValueError(
+                        f"tenants.{i}.hosts: host {host} already belongs to tenant {seen[host]!r}"
+                    )
+                seen[host] = tenant.name

@@ -1,0 +1,187 @@
+"""Paths of flows as a CSR pair, hop-by-hop equal-cost routing, and equal-cost path enumeration."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+
+import numpy as np
+
+from cloudtwin.errors import TopologyError
+from cloudtwin.topology.topology import NodeKind, Topology
+
+__all__ = [
+    "Chooser",
+    "Paths",
+    "equal_cost_paths",
+    "next_hop_candidates",
+    "pick_nth",
+    "route_hop_by_hop",
+    "spread_fractions",
+]
+
+
+@dataclass(frozen=True, eq=False)
+class Paths:
+    """The links each flow crosses: `link_ids[indptr[f]:indptr[f+1]]` for flow f.
+
+    `weights` is the fraction of the flow's rate on each entry (1 on a single path;
+    less where a flow is split over several paths, as spraying does). None means all 1.
+    """
+
+    indptr: np.ndarray
+    link_ids: np.ndarray
+    weights: np.ndarray | None = None
+
+    @property
+    def flow_count(self) -> int:
+        """Number of flows."""
+        return int(self.indptr.size - 1)
+
+    @cached_property
+    def flow_of_entry(self) -> np.ndarray:
+        """The flow each entry of `link_ids` belongs to."""
+        return np.repeat(np.arange(self.flow_count), np.diff(self.indptr))
+
+    @cached_property
+    def entry_weights(self) -> np.ndarray:
+        """Weights with None expanded to ones."""
+        if self.weights is None:
+            return np.ones(self.link_ids.size)
+        return self.weights
+
+    def path(self, flow: int) -> np.ndarray:
+        """The link ids of one flow."""
+        return self.link_ids[self.indptr[flow] : self.indptr[flow + 1]]
+
+    @classmethod
+    def from_rows(cls, rows: np.ndarray) -> Paths:
+        """From a (flows, hops) matrix padded with -1."""
+        mask = rows >= 0
+        indptr = np.concatenate(([0], np.cumsum(mask.sum(axis=1))))
+        return cls(indptr=indptr.astype(np.int64), link_ids=rows[mask].astype(np.int64))
+
+    @classmethod
+    def concat(cls, parts: list[Paths]) -> Paths:
+        """Paths of several flow sets, one after the other."""
+        offsets = np.cumsum([0] + [int(p.link_ids.size) for p in parts[:-1]])
+        indptr = np.concatenate([[0]] + [p.indptr[1:] + o for p, o in zip(parts, offsets, strict=True)])
+        weights = None
+        if any(p.weights is not None for p in parts):
+            weights = np.concatenate([p.entry_weights for p in parts])
+        return cls(indptr, np.concatenate([p.link_ids for p in parts]), weights)
+
+    def latency_s(self, topology: Topology) -> np.ndarray:
+        """Propagation latency per flow (weighted where a flow is split)."""
+        per_entry = topology.latency_s[self.link_ids] * self.entry_weights
+        return np.bincount(self.flow_of_entry, per_entry, minlength=self.flow_count)
+
+
+Chooser = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
+"""choose(hop, flows, nodes, candidates, ok) -> column of the chosen candidate per row.
+
+`flows` are the indices of the flows deciding at this hop, `nodes` the switches they are
+at, `candidates` the (rows, degree) outgoing links padded with -1, `ok` which of them lie
+on a shortest path to the flow's destination (at least one per row).
+"""
+
+
+def pick_nth(ok: np.ndarray, n: np.ndarray) -> np.ndarray:
+    """Column of the n-th (from 0) True in each row of `ok`.
+
+    >>> pick_nth(np.array([[True, False, True], [False, True, True]]), np.array([1, 0]))
+    array([2, 1])
+    """
+    return np.count_nonzero(np.cumsum(ok, axis=1) <= n[:, None], axis=1)
+
+
+def next_hop_candidates(
+    topology: Topology, nodes: np.ndarray, target_slot: np.ndarray, link_up: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Outgoing links of `nodes` and which of them get one hop closer to the target edge."""
+    hops = topology.hops_to_edge
+    cand = topology.out_links[nodes]
+    valid = cand >= 0
+    nxt = topology.link_dst[np.where(valid, cand, 0)]
+    need = hops[nodes, target_slot] - 1
+    ok = valid & (hops[nxt, target_slot[:, None]] == need[:, None])
+    ok &= topology.node_kind[nxt] != NodeKind.NIC
+    if link_up is not None:
+        ok &= link_up[np.where(valid, cand, 0)]
+    return cand, ok
+
+
+def route_hop_by_hop(
+    topology: Topology, src: np.ndarray, dst: np.ndarray, choose: Chooser
+) -> Paths:
+    """One path per flow from NIC `src` to NIC `dst`, each switch asking `choose` for its hop."""
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    if np.any(src == dst):
+        raise TopologyError("a flow cannot go from a NIC to itself")
+    flows = src.size
+    target = topology.edge_of_nic[dst]
+    slot = topology.edge_slot[target]
+    max_hops = int(topology.hops_to_edge.max()) + 2 if flows else 2
+    rows = np.full((flows, max_hops + 1), -1, dtype=np.int64)
+    rows[:, 0] = topology.out_links[src, 0]
+    node = topology.link_dst[rows[:, 0]]
+    length = np.ones(flows, dtype=np.int64)
+    moving = np.flatnonzero(node != target)
+    hop = 1
+    while moving.size:
+        cand, ok = next_hop_candidates(topology, node[moving], slot[moving])
+        stuck = ~ok.any(axis=1)
+        if stuck.any():
+            flow = int(moving[np.argmax(stuck)])
+            raise TopologyError(
+                f"no path from {topology.node_name(int(src[flow]))} "
+                f"to {topology.node_name(int(dst[flow]))}"
+            )
+        column = choose(hop, moving, node[moving], cand, ok)
+        link = cand[np.arange(moving.size), column]
+        rows[moving, hop] = link
+        node[moving] = topology.link_dst[link]
+        length[moving] += 1
+        moving = moving[node[moving] != target[moving]]
+        hop += 1
+    rows[np.arange(flows), length] = topology.down_link[dst]
+    return Paths.from_rows(rows)
+
+
+def equal_cost_paths(topology: Topology, src: int, dst: int) -> list[tuple[int, ...]]:
+    """Every shortest path (as link ids) from NIC `src` to NIC `dst`; parallel links count apart."""
+    target = int(topology.edge_of_nic[dst])
+    slot = np.array([topology.edge_slot[target]])
+    first = int(topology.out_links[src, 0])
+    last = int(topology.down_link[dst])
+    paths: list[tuple[int, ...]] = []
+    stack: list[tuple[int, tuple[int, ...]]] = [(int(topology.link_dst[first]), (first,))]
+    while stack:
+        node, prefix = stack.pop()
+        if node == target:
+            paths.append(prefix + (last,))
+            continue
+        cand, ok = next_hop_candidates(topology, np.array([node]), slot)
+        for link in cand[0][ok[0]][::-1]:
+            stack.append((int(topology.link_dst[link]), prefix + (int(link),)))
+    return paths
+
+
+def spread_fractions(topology: Topology, src_edge: int, dst_edge: int) -> dict[int, float]:
+    """Fraction of traffic on each switch link when every switch splits evenly over its next hops."""
+    slot = np.array([topology.edge_slot[dst_edge]])
+    share: dict[int, float] = {src_edge: 1.0}
+    fractions: dict[int, float] = {}
+    while share and dst_edge not in share:
+        nxt: dict[int, float] = {}
+        for node, frac in share.items():
+            cand, ok = next_hop_candidates(topology, np.array([node]), slot)
+            links = cand[0][ok[0]]
+            for link in links:
+                fractions[int(link)] = fractions.get(int(link), 0.0) + frac / links.size
+                there = int(topology.link_dst[link])
+                nxt[there] = nxt.get(there, 0.0) + frac / links.size
+        share = nxt
+    return fractions
