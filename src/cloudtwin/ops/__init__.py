@@ -1,0 +1,32 @@
+"""Operations analytics: log formats, reading, masking, template mining and anomaly detection."""
+
+from cloudtwin.ops.accuracy import grouping_accuracy
+from cloudtwin.ops.logformat import LogFormat
+from cloudtwin.ops.masking import GENERIC_MASKS, WILDCARD, Masker
+from cloudtwin.ops.miner import Cluster, MinerConfig, TemplateMiner
+from cloudtwin.ops.parameters import extract_parameters
+from cloudtwin.ops.parser import LogParser, ParsedBatch
+from cloudtwin.ops.presets import PRESETS, Preset, resolve_format
+from cloudtwin.ops.reader import LineBatch, open_log, read_batches
+from cloudtwin.ops.record import LogRecord
+
+__all__ = [
+    "GENERIC_MASKS",
+    "PRESETS",
+    "WILDCARD",
+    "Cluster",
+    "LineBatch",
+    "LogFormat",
+    "LogParser",
+    "LogRecord",
+    "Masker",
+    "MinerConfig",
+    "ParsedBatch",
+    "Preset",
+    "TemplateMiner",
+    "extract_parameters",
+    "grouping_accuracy",
+    "open_log",
+    "read_batches",
+    "resolve_format",
+]

@@ -1,0 +1,190 @@
+"""Log line formats: Loghub-style header format strings, JSON lines, and syslog presets."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cloudtwin.errors import LogFormatError
+
+__all__ = ["FormatKind", "LogFormat", "ParsedLine"]
+
+FormatKind = Literal["regex", "jsonl"]
+
+_PLACEHOLDER = re.compile(r"<([^<>]*)>")
+_FIELD_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+#: Field names (case-insensitive) that a format may use for the level and component roles.
+LEVEL_FIELDS = ("level", "severity", "type")
+COMPONENT_FIELDS = ("component", "app", "appname", "logger", "program", "process")
+#: Field names whose values, joined in format order, make the timestamp text.
+TIME_FIELDS = ("timestamp", "datetime", "month", "date", "day", "time", "year", "ts")
+
+#: Field names of the ``jsonl`` format, after mapping the common JSON keys onto them.
+JSON_FIELDS = ("Timestamp", "Level", "Component", "Content")
+#: Syslog severity names by code (RFC 5424 table 2), for formats with a ``Pri`` group.
+SYSLOG_SEVERITIES = ("emerg", "alert", "crit", "err", "warning", "notice", "info", "debug")
+
+#: One parsed line: the header fields by name; ``Content`` is the free-text message.
+ParsedLine = dict[str, str]
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """A compiled log line format.
+
+    Build one with :meth:`from_string`; a ``regex`` format is a Loghub format string such
+    as ``'<Date> <Time> <Level> <Component>: <Content>'``, where ``<Name>`` is a field,
+    other text is regular-expression source, and a run of spaces matches any whitespace.
+
+    >>> fmt = LogFormat.from_string("<Date> <Time> <Level> <Component>: <Content>")
+    >>> fmt.parse("081109 203615 INFO dfs.DataNode: Receiving block blk_1")["Content"]
+    'Receiving block blk_1'
+    >>> fmt.parse("no header here") is None
+    True
+    """
+
+    text: str
+    kind: FormatKind = "regex"
+    fields: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    fast_pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+
+    @classmethod
+    def from_string(cls, text: str) -> LogFormat:
+        """Compile a Loghub format string, or ``jsonl`` for JSON lines."""
+        if text.strip().lower() in ("jsonl", "json"):
+            return cls(text="jsonl", kind="jsonl", fields=JSON_FIELDS)
+        return _compile_regex_format(text)
+
+    @classmethod
+    def from_pattern(cls, name: str, pattern: str) -> LogFormat:
+        """A format given directly as a regular expression with named groups (for presets)."""
+        compiled = re.compile(pattern)
+        names = tuple(compiled.groupindex)
+        if "Content" not in names:
+            raise LogFormatError(f"format {name!r} has no Content group")
+        if "Pri" in names:
+            names = (*names, "Level")
+        return cls(text=name, kind="regex", fields=names, pattern=compiled)
+
+    @property
+    def level_field(self) -> str | None:
+        """The field holding the severity level, if the format has one."""
+        return _role_field(self.fields, LEVEL_FIELDS)
+
+    @property
+    def component_field(self) -> str | None:
+        """The field holding the component name, if the format has one."""
+        return _role_field(self.fields, COMPONENT_FIELDS)
+
+    @property
+    def time_fields(self) -> tuple[str, ...]:
+        """The fields whose values, joined by spaces, make the timestamp text."""
+        return tuple(f for f in self.fields if f.lower() in TIME_FIELDS)
+
+    def parse(self, line: str) -> ParsedLine | None:
+        """Split one line (without its newline) into fields; None if it does not fit."""
+        if self.kind == "jsonl":
+            return _parse_json(line)
+        assert self.pattern is not None
+        line = line.strip()
+        match = self.fast_pattern.match(line) if self.fast_pattern is not None else None
+        if match is None:
+            match = self.pattern.match(line)
+        if match is None:
+            return None
+        fields = match.groupdict()
+        pri = fields.get("Pri")
+        if pri is not None:
+            fields["Level"] = SYSLOG_SEVERITIES[int(pri) % 8]
+        return fields
+
+    def why_not(self, line: str) -> str:
+        """The reason a line does not fit this format (for the unparsed table)."""
+        if self.kind == "jsonl":
+            return "not a JSON object with a message field"
+        return f"does not match format {self.text!r}"
+
+
+def _role_field(fields: tuple[str, ...], names: tuple[str, ...]) -> str | None:
+    for name in names:
+        for f in fields:
+            if f.lower() == name:
+                return f
+    return None
+
+
+def _compile_regex_format(text: str) -> LogFormat:
+    names: list[str] = []
+    parts: list[str] = []
+    fast: list[str] = []
+    pos = 0
+    for match in _PLACEHOLDER.finditer(text):
+        literal = re.sub(" +", r"\\s+", text[pos : match.start()])
+        parts.append(literal)
+        fast.append(literal)
+        name = match.group(1)
+        if not _FIELD_NAME.match(name):
+            raise LogFormatError(
+                f"format placeholder <{name}> at column {match.start() + 1} is not a field "
+                "name (letters, digits, underscore)"
+            )
+        if name in names:
+            raise LogFormatError(f"format placeholder <{name}> appears twice")
+        names.append(name)
+        at_end = match.end() == len(text)
+        # A final field may be greedy: with the line anchored at both ends it is the same.
+        parts.append(f"(?P<{name}>.*)" if at_end else f"(?P<{name}>.*?)")
+        # The fast pattern takes a field followed by a space as one whitespace-free run;
+        # when it matches, the lazy pattern would have split the line the same way.
+        followed_by_space = text[match.end() : match.end() + 1] == " "
+        fast.append(f"(?P<{name}>\\S+)" if followed_by_space else parts[-1])
+        pos = match.end()
+    parts.append(re.sub(" +", r"\\s+", text[pos:]))
+    fast.append(parts[-1])
+    stray = re.search(r"[<>]", re.sub(_PLACEHOLDER, "", text))
+    if stray:
+        raise LogFormatError(f"format {text!r} has an unbalanced '{stray.group(0)}'")
+    if "Content" not in names:
+        raise LogFormatError(f"format {text!r} has no <Content> placeholder")
+    try:
+        pattern = re.compile("^" + "".join(parts) + "$")
+        fast_pattern = re.compile("^" + "".join(fast) + "$")
+    except re.error as err:
+        raise LogFormatError(f"format {text!r} is not a valid pattern: {err}") from err
+    return LogFormat(text, "regex", tuple(names), pattern, fast_pattern)
+
+
+_JSON_MESSAGE_KEYS = ("message", "msg", "content", "log")
+
+
+def _parse_json(line: str) -> ParsedLine | None:
+    try:
+        obj = json.loads(line)
+    except ValueError:
+        return None
+    if not isinstance(obj, Mapping):
+        return None
+    return json_fields(obj)
+
+
+def json_fields(obj: Mapping[str, object]) -> ParsedLine | None:
+    """Map a JSON log object onto the field names the rest of the pipeline uses."""
+    lower = {str(k).lower(): v for k, v in obj.items()}
+    content = next((lower[k] for k in _JSON_MESSAGE_KEYS if k in lower), None)
+    if content is None:
+        return None
+    out: ParsedLine = {"Content": str(content)}
+    for key, role in (("level", "Level"), ("severity", "Level"), ("component", "Component"),
+                      ("logger", "Component"), ("service", "Component")):
+        if key in lower and role not in out:
+            out[role] = str(lower[key])
+    for key in ("timestamp", "time", "ts", "@timestamp"):
+        if key in lower:
+            out["Timestamp"] = str(lower[key])
+            break
+    return out

@@ -1,0 +1,252 @@
+"""The template miner: a streaming fixed-depth parse tree in the style of Drain (ICWS 2017)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from cloudtwin.errors import LogFormatError
+from cloudtwin.ops.masking import WILDCARD, Masker
+
+__all__ = ["Cluster", "MinerConfig", "TemplateMiner"]
+
+_CACHE_LIMIT = 100_000
+
+
+@dataclass(frozen=True)
+class MinerConfig:
+    """Settings of the parse tree.
+
+    ``depth`` counts the root, the token-count layer and the leaves, as in the Drain paper,
+    so ``depth - 3`` leading tokens route a message (Loghub benchmark convention).
+    ``sim_threshold`` is the fraction of equal tokens a message needs to join a group.
+    """
+
+    depth: int = 4
+    sim_threshold: float = 0.5
+    max_children: int = 100
+    masks: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.depth < 3:
+            raise LogFormatError(f"miner depth must be at least 3, got {self.depth}")
+        if not 0.0 <= self.sim_threshold <= 1.0:
+            raise LogFormatError(
+                f"similarity threshold must be in [0, 1], got {self.sim_threshold}"
+            )
+        if self.max_children < 2:
+            raise LogFormatError(f"max children must be at least 2, got {self.max_children}")
+
+
+@dataclass(eq=False)
+class Cluster:
+    """One template group: its id, its template tokens and how many lines joined it.
+
+    ``route`` is the message that started the group; it decides the group's place in
+    the tree, so saving it lets a restored miner route exactly like the original.
+    """
+
+    template_id: int
+    tokens: list[str]
+    size: int = 0
+    wildcards: list[int] = field(default_factory=list)
+    route: str = ""
+
+    @property
+    def template(self) -> str:
+        """The template text, variables written as ``<*>``."""
+        return " ".join(self.tokens)
+
+
+class _Node:
+    __slots__ = ("children", "clusters")
+
+    def __init__(self) -> None:
+        self.children: dict[str, _Node] = {}
+        self.clusters: list[Cluster] = []
+
+
+def _has_digit(token: str, _rx: re.Pattern[str] = re.compile(r"\d")) -> bool:
+    return _rx.search(token) is not None
+
+
+class TemplateMiner:
+    """Groups messages into templates, one message at a time, in bounded memory.
+
+    A message is masked, split on whitespace, routed by its token count and its first
+    ``depth - 3`` tokens to a leaf, and joins the leaf's most similar group if at least
+    ``sim_threshold`` of its tokens equal the group's template; the template then turns
+    the differing tokens into ``<*>``. Otherwise it starts a new group. Group ids never
+    change, so a new file extends the same template set.
+
+    >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
+    >>> [miner.add("user 7 logged in").template_id, miner.add("user 9 logged in").template_id]
+    [1, 1]
+    >>> miner.clusters[0].template
+    'user <*> logged in'
+    >>> miner.add("disk full").template_id
+    2
+    """
+
+    def __init__(self, config: MinerConfig | None = None) -> None:
+        self.config = config or MinerConfig()
+        self.masker = Masker(self.config.masks)
+        self.clusters: list[Cluster] = []
+        self._root: dict[int, _Node] = {}
+        self._cache: dict[str, Cluster] = {}
+        self._routing_tokens = self.config.depth - 3
+        self._changed: set[int] = set()
+
+    # -- public API -------------------------------------------------------------------
+
+    def add(self, content: str) -> Cluster:
+        """Mine one message; the group it joined (or started)."""
+        masked = self.masker.mask(content)
+        cluster = self._cache.get(masked)
+        if cluster is None:
+            cluster = self._add_tokens(masked.split())
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._cache.clear()
+            self._cache[masked] = cluster
+        cluster.size += 1
+        self._changed.add(cluster.template_id)
+        return cluster
+
+    def add_many(self, contents: Iterable[str]) -> list[int]:
+        """Mine messages in order, one by one; their template ids."""
+        return [self.add(c).template_id for c in contents]
+
+    def add_batch(self, contents: Sequence[str] | pa.Array) -> npt.NDArray[np.int64]:
+        """Mine a batch of messages; their template ids, same result as :meth:`add_many`.
+
+        Masking runs vectorised over the batch, and each distinct masked message is routed
+        through the tree once, in order of first appearance, which is what the one-by-one
+        path does with its cache.
+
+        >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
+        >>> miner.add_batch(["job 1 done", "job 2 done", "disk full"]).tolist()
+        [1, 1, 2]
+        """
+        if len(contents) == 0:
+            return np.zeros(0, dtype=np.int64)
+        masked = self.masker.mask_many(contents)
+        encoded = pc.dictionary_encode(masked)
+        indices = encoded.indices.to_numpy(zero_copy_only=False)
+        counts = np.bincount(indices, minlength=len(encoded.dictionary))
+        ids = np.empty(len(encoded.dictionary), dtype=np.int64)
+        for k, text in enumerate(encoded.dictionary.to_pylist()):
+            cluster = self._cache.get(text)
+            if cluster is None:
+                cluster = self._add_tokens(text.split())
+                if len(self._cache) >= _CACHE_LIMIT:
+                    self._cache.clear()
+                self._cache[text] = cluster
+            cluster.size += int(counts[k])
+            self._changed.add(cluster.template_id)
+            ids[k] = cluster.template_id
+        return ids[indices]
+
+    def restore(self, template_id: int, template: str, size: int, route: str = "") -> None:
+        """Put back a group saved earlier (ids must come in increasing order)."""
+        if template_id != len(self.clusters) + 1:
+            raise LogFormatError(f"template ids must be restored in order, got {template_id}")
+        cluster = self._new_cluster((route or template).split())
+        cluster.tokens = template.split()
+        cluster.wildcards = [i for i, t in enumerate(cluster.tokens) if t == WILDCARD]
+        cluster.size = size
+        self._changed.discard(template_id)
+
+    def take_changed(self) -> list[Cluster]:
+        """The groups created or grown since the last call (for saving them)."""
+        changed = [self.clusters[i - 1] for i in sorted(self._changed)]
+        self._changed.clear()
+        return changed
+
+    def cluster(self, template_id: int) -> Cluster:
+        """The group with this id."""
+        return self.clusters[template_id - 1]
+
+    # -- the tree ---------------------------------------------------------------------
+
+    def _add_tokens(self, tokens: list[str]) -> Cluster:
+        leaf = self._search(tokens)
+        match = self._best_match(leaf.clusters, tokens) if leaf is not None else None
+        if match is None:
+            return self._new_cluster(tokens)
+        self._generalise(match, tokens)
+        return match
+
+    def _search(self, tokens: list[str]) -> _Node | None:
+        node = self._root.get(len(tokens))
+        if node is None:
+            return None
+        for token in tokens[: self._routing_tokens]:
+            child = node.children.get(token)
+            if child is None:
+                child = node.children.get(WILDCARD)
+                if child is None:
+                    return None
+            node = child
+        return node
+
+    def _best_match(self, clusters: list[Cluster], tokens: list[str]) -> Cluster | None:
+        best: Cluster | None = None
+        best_key = (-1.0, -1)
+        n = len(tokens)
+        for cluster in clusters:
+            template = cluster.tokens
+            equal = sum(map(str.__eq__, template, tokens))
+            both_wild = sum(1 for i in cluster.wildcards if tokens[i] == WILDCARD)
+            sim = (equal - both_wild) / n if n else 1.0
+            key = (sim, len(cluster.wildcards))
+            if key > best_key:
+                best, best_key = cluster, key
+        if best is None or best_key[0] < self.config.sim_threshold:
+            return None
+        return best
+
+    def _generalise(self, cluster: Cluster, tokens: list[str]) -> None:
+        template = cluster.tokens
+        changed = False
+        for i, (a, b) in enumerate(zip(template, tokens, strict=True)):
+            if a != b and a != WILDCARD:
+                template[i] = WILDCARD
+                changed = True
+        if changed:
+            cluster.wildcards = [i for i, t in enumerate(template) if t == WILDCARD]
+
+    def _new_cluster(self, tokens: list[str]) -> Cluster:
+        wild = [i for i, t in enumerate(tokens) if t == WILDCARD]
+        cluster = Cluster(len(self.clusters) + 1, list(tokens), 0, wild, " ".join(tokens))
+        self.clusters.append(cluster)
+        self._changed.add(cluster.template_id)
+        self._insert(cluster)
+        return cluster
+
+    def _insert(self, cluster: Cluster) -> None:
+        tokens = cluster.tokens
+        node = self._root.setdefault(len(tokens), _Node())
+        for token in tokens[: self._routing_tokens]:
+            node = self._child_for(node, token)
+        node.clusters.append(cluster)
+
+    def _child_for(self, node: _Node, token: str) -> _Node:
+        children = node.children
+        if token in children:
+            return children[token]
+        if _has_digit(token):
+            return children.setdefault(WILDCARD, _Node())
+        limit = self.config.max_children
+        if WILDCARD in children:
+            if len(children) < limit:
+                return children.setdefault(token, _Node())
+            return children[WILDCARD]
+        if len(children) + 1 < limit:
+            return children.setdefault(token, _Node())
+        return children.setdefault(WILDCARD, _Node())
