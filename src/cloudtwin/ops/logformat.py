@@ -83,8 +83,13 @@ class LogFormat:
 
     @property
     def time_fields(self) -> tuple[str, ...]:
-        """The fields whose values, joined by spaces, make the timestamp text."""
-        return tuple(f for f in self.fields if f.lower() in TIME_FIELDS)
+        """The fields whose values, joined by spaces, make the timestamp text.
+
+        An epoch ``Timestamp`` next to calendar fields (as in BGL) is left out.
+        """
+        names = tuple(f for f in self.fields if f.lower() in TIME_FIELDS)
+        calendar = tuple(f for f in names if f.lower() != "timestamp")
+        return calendar or names
 
     def parse(self, line: str) -> ParsedLine | None:
         """Split one line (without its newline) into fields; None if it does not fit."""

@@ -1,0 +1,17 @@
+"""The DuckDB store: one embedded file holding operations data (and, later, simulation runs)."""
+
+from cloudtwin.store.database import DEFAULT_DB, QueryResult, Store
+from cloudtwin.store.ops_ingest import IngestSummary, ingest_file, ingest_records, ingest_stream
+from cloudtwin.store.ops_tables import OPS_SCHEMA_VERSION, ensure_ops_schema
+
+__all__ = [
+    "DEFAULT_DB",
+    "OPS_SCHEMA_VERSION",
+    "IngestSummary",
+    "QueryResult",
+    "Store",
+    "ensure_ops_schema",
+    "ingest_file",
+    "ingest_records",
+    "ingest_stream",
+]

@@ -1,0 +1,138 @@
+"""The DuckDB store: one embedded database file, its transactions and its schema versions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+
+from cloudtwin.errors import StoreError
+
+__all__ = ["DEFAULT_DB", "QueryResult", "Store"]
+
+#: Where the store lives unless ``--db`` says otherwise.
+DEFAULT_DB = Path("cloudtwin.duckdb")
+
+_VERSION_DDL = (
+    "CREATE TABLE IF NOT EXISTS schema_version "
+    "(component VARCHAR PRIMARY KEY, version INTEGER NOT NULL)"
+)
+
+#: Column names and rows of a query.
+QueryResult = tuple[list[str], list[tuple[Any, ...]]]
+
+
+class Store:
+    """An open store. Use as a context manager; write inside :meth:`transaction`.
+
+    Each part of cloudtwin that keeps data here (operations logs, simulation runs)
+    owns its tables and calls :meth:`ensure_schema` with its own component name.
+
+    >>> with Store(":memory:") as store:
+    ...     store.ensure_schema("demo", 1, ["CREATE TABLE t (x INTEGER)"])
+    ...     with store.transaction() as con:
+    ...         _ = con.execute("INSERT INTO t VALUES (1), (2)")
+    ...     store.query("SELECT sum(x) AS total FROM t")
+    (['total'], [(3,)])
+    """
+
+    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> None:
+        self.path = str(path)
+        self.read_only = read_only
+        if read_only and self.path != ":memory:" and not Path(self.path).exists():
+            raise StoreError(f"--db {self.path}: no store there yet (ingest something first)")
+        config: dict[str, str | bool | int | float | list[str]] = (
+            {"enable_external_access": False} if read_only else {}
+        )
+        try:
+            self.connection = duckdb.connect(self.path, read_only=read_only, config=config)
+        except duckdb.Error as err:
+            raise StoreError(f"--db {self.path}: cannot open the store: {err}") from err
+        if not read_only:
+            self.connection.execute(_VERSION_DDL)
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection (committed data is already on disk)."""
+        self.connection.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[duckdb.DuckDBPyConnection]:
+        """One atomic unit of work: all of it is stored, or none of it."""
+        con = self.connection
+        con.execute("BEGIN TRANSACTION")
+        try:
+            yield con
+        except BaseException:
+            con.execute("ROLLBACK")
+            raise
+        con.execute("COMMIT")
+
+    def ensure_schema(self, component: str, version: int, ddl: Sequence[str]) -> None:
+        """Create a component's tables if needed and check the stored schema version."""
+        stored = self.schema_version(component)
+        if stored is not None and stored != version:
+            raise StoreError(
+                f"--db {self.path}: {component} tables have schema version {stored}, "
+                f"this cloudtwin reads version {version}"
+            )
+        if stored is None and not self.read_only:
+            with self.transaction() as con:
+                for statement in ddl:
+                    con.execute(statement)
+                con.execute("INSERT INTO schema_version VALUES (?, ?)", [component, version])
+
+    def schema_version(self, component: str) -> int | None:
+        """The schema version a component's tables were created with, if they exist."""
+        try:
+            row = self.connection.execute(
+                "SELECT version FROM schema_version WHERE component = ?", [component]
+            ).fetchone()
+        except duckdb.CatalogException:
+            return None
+        return int(row[0]) if row else None
+
+    def query(self, sql: str, params: Sequence[object] = ()) -> QueryResult:
+        """Run one statement written by cloudtwin itself; its columns and rows."""
+        try:
+            cursor = self.connection.execute(sql, list(params))
+        except duckdb.Error as err:
+            raise StoreError(f"query failed: {err}") from err
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall()
+
+    def select(self, sql: str) -> QueryResult:
+        """Run one user-written read-only statement (SELECT, WITH ... SELECT, ...)."""
+        try:
+            statements = self.connection.extract_statements(sql)
+        except duckdb.Error as err:
+            raise StoreError(f"SQL does not parse: {_first_line(err)}") from err
+        if len(statements) != 1:
+            raise StoreError(f"SQL must be exactly one statement, got {len(statements)}")
+        kind = statements[0].type
+        if kind != duckdb.StatementType.SELECT:
+            raise StoreError(f"SQL must be a read-only SELECT, got a {kind.name} statement")
+        try:
+            cursor = self.connection.execute(sql)
+        except duckdb.Error as err:
+            raise StoreError(f"SQL failed: {_first_line(err)}") from err
+        columns = [d[0] for d in cursor.description or []]
+        return columns, cursor.fetchall()
+
+
+def _first_line(err: Exception) -> str:
+    return str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__

@@ -1,0 +1,236 @@
+"""The operations tables of the store: log lines, templates, parameters, unparsed lines, sources."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+
+from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+from cloudtwin.ops.parser import LogParser, ParsedBatch
+from cloudtwin.store.database import Store
+
+__all__ = [
+    "OPS_SCHEMA_VERSION",
+    "TIME_FORMATS",
+    "SourceState",
+    "ensure_ops_schema",
+    "load_miner",
+    "source_state",
+    "write_batch",
+]
+
+OPS_SCHEMA_VERSION = 1
+
+#: strptime formats tried, in order, on a line's time text; ISO 8601 is tried last.
+#: A format without a year (syslog, OpenSSH) gives year 1900 unless ``--year`` is set.
+TIME_FORMATS = [
+    "%y%m%d %H%M%S",
+    "%Y-%m-%d %H:%M:%S,%g",
+    "%y/%m/%d %H:%M:%S",
+    "%Y.%m.%d %Y-%m-%d-%H.%M.%S.%f",
+    "%b %d %H:%M:%S",
+    "%a %b %d %H:%M:%S %Y",
+    "%d/%b/%Y:%H:%M:%S %z",
+]
+
+_DDL = [
+    """CREATE TABLE ops_sources (
+        source_id INTEGER PRIMARY KEY, source VARCHAR NOT NULL UNIQUE, format VARCHAR,
+        fingerprint VARCHAR, fingerprint_bytes BIGINT,
+        next_offset BIGINT NOT NULL, next_line BIGINT NOT NULL,
+        lines BIGINT NOT NULL, unparsed BIGINT NOT NULL, updated_at TIMESTAMP)""",
+    """CREATE TABLE ops_templates (
+        template_id INTEGER PRIMARY KEY, template VARCHAR NOT NULL, size BIGINT NOT NULL,
+        route VARCHAR NOT NULL)""",
+    """CREATE TABLE ops_lines (
+        source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, line BIGINT NOT NULL,
+        ts TIMESTAMP, level VARCHAR, component VARCHAR, template_id INTEGER NOT NULL,
+        content VARCHAR NOT NULL)""",
+    """CREATE TABLE ops_params (
+        source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, position SMALLINT NOT NULL,
+        value VARCHAR NOT NULL)""",
+    """CREATE TABLE ops_unparsed (
+        source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, line BIGINT NOT NULL,
+        text VARCHAR NOT NULL, reason VARCHAR NOT NULL)""",
+    "CREATE TABLE ops_miner (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
+]
+
+
+@dataclass(frozen=True)
+class SourceState:
+    """Where the ingest of one source stands: the next byte offset and line number."""
+
+    source_id: int
+    source: str
+    fingerprint: str | None
+    fingerprint_bytes: int
+    next_offset: int
+    next_line: int
+    lines: int
+    unparsed: int
+
+
+def ensure_ops_schema(store: Store) -> None:
+    """Create the operations tables if they are missing."""
+    store.ensure_schema("ops", OPS_SCHEMA_VERSION, _DDL)
+
+
+def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
+    """A miner holding every stored template; tree settings fixed by the first ingest.
+
+    The parse tree's depth, similarity threshold and fan-out are kept in ``ops_miner``
+    so that later ingests extend the same template set; ``config`` only contributes
+    its masks once the store has settings.
+    """
+    con = store.connection
+    rows = dict(con.execute("SELECT key, value FROM ops_miner").fetchall())
+    if rows:
+        config = MinerConfig(
+            depth=int(rows["depth"]),
+            sim_threshold=float(rows["sim_threshold"]),
+            max_children=int(rows["max_children"]),
+            masks=config.masks,
+        )
+    else:
+        with store.transaction() as tx:
+            tx.executemany(
+                "INSERT INTO ops_miner VALUES (?, ?)",
+                [["depth", str(config.depth)], ["sim_threshold", repr(config.sim_threshold)],
+                 ["max_children", str(config.max_children)],
+                 ["first_masks", json.dumps(list(config.masks))]],
+            )
+    miner = TemplateMiner(config)
+    for tid, template, size, route in con.execute(
+        "SELECT template_id, template, size, route FROM ops_templates ORDER BY template_id"
+    ).fetchall():
+        miner.restore(tid, template, size, route)
+    return miner
+
+
+def source_state(
+    store: Store, source: str, fmt: str, fingerprint: tuple[str, int] | None
+) -> SourceState:
+    """The progress of a source, registering it on first sight."""
+    con = store.connection
+    row = con.execute(
+        "SELECT source_id, source, fingerprint, fingerprint_bytes, next_offset, next_line, "
+        "lines, unparsed FROM ops_sources WHERE source = ?",
+        [source],
+    ).fetchone()
+    if row is None:
+        fp, nbytes = fingerprint if fingerprint else (None, 0)
+        with store.transaction() as tx:
+            next_id = tx.execute("SELECT coalesce(max(source_id), 0) + 1 FROM ops_sources")
+            source_id = int(next_id.fetchone()[0])  # type: ignore[index]
+            tx.execute(
+                "INSERT INTO ops_sources VALUES (?, ?, ?, ?, ?, 0, 1, 0, 0, now()::TIMESTAMP)",
+                [source_id, source, fmt, fp, nbytes],
+            )
+        return SourceState(source_id, source, fp, nbytes, 0, 1, 0, 0)
+    return SourceState(*row)
+
+
+def write_batch(
+    con: duckdb.DuckDBPyConnection,
+    state: SourceState,
+    parser: LogParser,
+    parsed: ParsedBatch,
+    year: int | None,
+) -> SourceState:
+    """Store one parsed batch and move the source's progress marker past it.
+
+    Call inside :meth:`Store.transaction` so that lines, templates and the marker are
+    committed together: a killed ingest then resumes exactly after the last batch.
+    """
+    sid = state.source_id
+    if parsed.numbers:
+        _insert_lines(con, sid, parsed, year)
+        _insert_params(con, sid, parser, parsed)
+    if parsed.bad_numbers:
+        table = pa.table({
+            "byte_offset": pa.array(parsed.bad_offsets, pa.int64()),
+            "line": pa.array(parsed.bad_numbers, pa.int64()),
+            "text": pa.array(parsed.bad_texts, pa.string()),
+            "reason": pa.array(parsed.bad_reasons, pa.string()),
+        })
+        con.register("_ops_bad", table)
+        con.execute(
+            "INSERT INTO ops_unparsed SELECT ?, byte_offset, line, text, reason FROM _ops_bad",
+            [sid],
+        )
+        con.unregister("_ops_bad")
+    changed = parser.miner.take_changed()
+    if changed:
+        con.executemany(
+            "INSERT OR REPLACE INTO ops_templates VALUES (?, ?, ?, ?)",
+            [[c.template_id, c.template, c.size, c.route] for c in changed],
+        )
+    lines = state.lines + len(parsed.numbers)
+    unparsed = state.unparsed + len(parsed.bad_numbers)
+    next_line = max(parsed.numbers[-1:] + parsed.bad_numbers[-1:], default=state.next_line - 1) + 1
+    con.execute(
+        "UPDATE ops_sources SET next_offset = ?, next_line = ?, lines = ?, unparsed = ?, "
+        "updated_at = now()::TIMESTAMP WHERE source_id = ?",
+        [parsed.end_offset, next_line, lines, unparsed, sid],
+    )
+    return SourceState(
+        sid, state.source, state.fingerprint, state.fingerprint_bytes,
+        parsed.end_offset, next_line, lines, unparsed,
+    )
+
+
+def _insert_lines(
+    con: duckdb.DuckDBPyConnection, sid: int, parsed: ParsedBatch, year: int | None
+) -> None:
+    table = pa.table({
+        "byte_offset": pa.array(parsed.offsets, pa.int64()),
+        "line": pa.array(parsed.numbers, pa.int64()),
+        "ts_text": pa.array(parsed.time_texts, pa.string()),
+        "level": pa.array(parsed.levels, pa.string()),
+        "component": pa.array(parsed.components, pa.string()),
+        "template_id": pa.array(parsed.template_ids.astype(np.int32)),
+        "content": pa.array(parsed.contents, pa.string()),
+    })
+    con.register("_ops_batch", table)
+    con.execute(
+        """INSERT INTO ops_lines
+        SELECT ?, byte_offset, line,
+               CASE WHEN year(t) = 1900 AND ?::INTEGER IS NOT NULL
+                    THEN t + to_years(?::INTEGER - 1900) ELSE t END,
+               level, component, template_id, content
+        FROM (SELECT *, coalesce(try_strptime(ts_text, ?), try_cast(ts_text AS TIMESTAMP)) AS t
+              FROM _ops_batch)""",
+        [sid, year, year, TIME_FORMATS],
+    )
+    con.unregister("_ops_batch")
+
+
+def _insert_params(
+    con: duckdb.DuckDBPyConnection, sid: int, parser: LogParser, parsed: ParsedBatch
+) -> None:
+    offsets: list[int] = []
+    positions: list[int] = []
+    values: list[str] = []
+    for offset, tid, content in zip(
+        parsed.offsets, parsed.template_ids.tolist(), parsed.contents, strict=True
+    ):
+        for k, value in enumerate(parser.parameters(tid, content)):
+            offsets.append(offset)
+            positions.append(k)
+            values.append(value)
+    if not values:
+        return
+    table = pa.table({
+        "byte_offset": pa.array(offsets, pa.int64()),
+        "position": pa.array(positions, pa.int16()),
+        "value": pa.array(values, pa.string()),
+    })
+    con.register("_ops_params", table)
+    con.execute(
+        "INSERT INTO ops_params SELECT ?, byte_offset, position, value FROM _ops_params", [sid]
+    )
+    con.unregister("_ops_params")
