@@ -1,0 +1,39 @@
+"""Shared fixtures: scenarios from overrides, and a checker for paths through a topology."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import pytest
+
+from cloudtwin.scenario import Scenario, load_scenario
+from cloudtwin.topology import Paths, Topology
+
+
+def scenario_from(
+    *overrides: str, text: str = "name: test\nfabric: {kind: leaf-spine}\n"
+) -> Scenario:
+    """A scenario from YAML defaults plus `--set` style overrides."""
+    return load_scenario(text, "<test>", list(overrides))
+
+
+def check_paths(topology: Topology, paths: Paths, src: np.ndarray, dst: np.ndarray) -> None:
+    """Every path leaves its source NIC, is contiguous, and arrives at its destination NIC."""
+    assert paths.flow_count == src.size
+    for flow in range(paths.flow_count):
+        path = paths.path(flow)
+        assert path.size >= 2, f"flow {flow} has a path of {path.size} links"
+        assert topology.link_src[path[0]] == src[flow]
+        assert topology.link_dst[path[-1]] == dst[flow]
+        np.testing.assert_array_equal(topology.link_dst[path[:-1]], topology.link_src[path[1:]])
+
+
+@pytest.fixture
+def make_scenario() -> Callable[..., Scenario]:
+    return scenario_from
+
+
+@pytest.fixture
+def assert_valid_paths() -> Callable[[Topology, Paths, np.ndarray, np.ndarray], None]:
+    return check_paths
