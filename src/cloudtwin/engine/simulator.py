@@ -83,11 +83,11 @@ class _Active:
     def remove(self, done: np.ndarray) -> bool:
         """Drop finished flows; True if the others' rates are still max-min."""
         flow, link, weight = self._entries(done)
-        np.subtract.at(self.load, link, weight * self.rate[flow])
+        freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
+        self.load -= freed
         np.subtract.at(self.count, link, 1)
-        held = (self.load[link] + weight * self.rate[flow] >= self.threshold[link]) & (
-            self.count[link] > 0
-        )
+        # A link that was saturated before *all* the finished flows left may now let others rise.
+        held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
         gone = np.zeros(self.rate.size, dtype=bool)
         gone[done] = True
         keep = ~gone[self.flow]

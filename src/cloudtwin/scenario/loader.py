@@ -6,6 +6,7 @@ line in the file when it is known) and the reason.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -113,6 +114,9 @@ def _describe(err: ValidationError, data: Mapping[str, Any], node: yaml.Node | N
         message = f"unknown kind {first['input'].get('kind')!r}; expected one of {message.split('tags: ')[-1]}"
     elif "input" in first and first["type"] not in ("missing", "value_error"):
         message = f"{message} (got {first['input']!r})"
+    if not key:  # a model-level check names its key at the start of the message
+        named = re.match(r"([A-Za-z_][\w.]*): ", message)
+        loc = [int(p) if p.isdigit() else p for p in named.group(1).split(".")] if named else loc
     line = _line_of(node, loc)
     where = f"{source}:{line}" if line else source
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):

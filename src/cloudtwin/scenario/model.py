@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
@@ -68,11 +68,12 @@ class FatTreeFabric(_Model):
     link: Rate = DEFAULT_RATE_BPS
     latency: Duration = DEFAULT_LATENCY_S
 
-    @model_validator(mode="after")
-    def _even(self) -> FatTreeFabric:
-        if self.k % 2:
-            raise ValueError(f"k must be even, got {self.k}")
-        return self
+    @field_validator("k")
+    @classmethod
+    def _even(cls, k: int) -> int:
+        if k % 2:
+            raise ValueError(f"k must be even, got {k}")
+        return k
 
 
 Fabric = Annotated[
