@@ -40,6 +40,11 @@ def _root(
     """cloudtwin: a digital twin of a multi-tenant AI cloud."""
 
 
+from cloudtwin.cli import logs as _logs  # noqa: E402
+
+app.add_typer(_logs.app, name="logs")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a CloudtwinError becomes one line on stderr and exit code 2."""
     try:

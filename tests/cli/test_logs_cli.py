@@ -1,0 +1,125 @@
+"""Tests of the `cloudtwin logs` commands, run in-process through the CLI entry point."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from cloudtwin.cli.app import main
+
+LOGHUB = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "loghub-2k"
+HDFS = LOGHUB / "HDFS" / "HDFS_2k.log"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    path = str(tmp_path / "ops.duckdb")
+    assert run(capsys, "logs", "ingest", str(HDFS), "--format", "hdfs", "--db", path)[0] == 0
+    return path
+
+
+def test_ingest_json_reports_what_was_added_then_nothing(
+    db: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run(capsys, "logs", "ingest", str(HDFS), "-f", "hdfs", "--db", db, "--json")
+    assert (code, err) == (0, "")
+    [summary] = json.loads(out)
+    assert (summary["lines"], summary["unparsed"], summary["templates"]) == (0, 0, 16)
+
+
+def test_parse_jsonl_gives_one_object_per_input_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    log = tmp_path / "x.log.gz"
+    lines = HDFS.read_text().splitlines()[:50]
+    log.write_bytes(gzip.compress(("\n".join(lines[:20] + ["not hdfs"] + lines[20:])).encode()))
+    code, out, _ = run(capsys, "logs", "parse", str(log), "--format", "hdfs", "--jsonl")
+    objs = [json.loads(x) for x in out.splitlines()]
+    assert code == 0
+    assert [o["line"] for o in objs] == list(range(1, 52))
+    assert objs[20]["template_id"] is None and "does not match format" in objs[20]["error"]
+    first = objs[0]
+    assert first["template"] == "PacketResponder <*> for block <*> terminating"
+    assert first["params"] == ["1", "blk_38865049064139660"]
+
+
+def test_templates_search_and_sql_as_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "logs", "templates", "--db", db, "--json", "--limit", "2")
+    assert code == 0 and [t["lines"] for t in json.loads(out)] == [314, 311]
+    code, out, _ = run(capsys, "logs", "search", "--template", "1", "--db", db, "--json",
+                       "--since", "2008-11-10T00:00:00", "--limit", "1000")
+    rows = json.loads(out)
+    assert code == 0 and rows and all(r["template_id"] == 1 for r in rows)
+    assert all(r["ts"] >= "2008-11-10T00:00:00" for r in rows)
+    code, out, _ = run(capsys, "logs", "sql", "SELECT count(*) AS n FROM ops_lines", "--db", db,
+                       "--json")
+    assert (code, json.loads(out)) == (0, [{"n": 2000}])
+
+
+def test_counts_and_anomalies_as_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "logs", "counts", "--window", "1h", "--by", "component",
+                       "--db", db, "--json")
+    rows = json.loads(out)
+    assert code == 0 and sum(r["lines"] for r in rows) == 2000
+    code, out, _ = run(capsys, "logs", "anomalies", "--window", "1h", "--pca", "--db", db,
+                       "--json")
+    found = json.loads(out)
+    assert code == 0
+    assert {a["kind"] for a in found} <= {"burst", "new", "silent", "pca"}
+    assert all(set(a) >= {"window_start", "template", "score", "text"} for a in found)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["logs", "ingest", "missing.log", "-f", "hdfs"], "missing.log: no such file"),
+        (["logs", "ingest", str(HDFS), "-f", "<Date> <Oops!> <Content>"], "placeholder <Oops!>"),
+        (["logs", "parse", str(HDFS), "-f", "nosuch"], "--format 'nosuch' is neither a preset"),
+        (["logs", "search", "x", "--since", "yesterday"], "--since 'yesterday': not an ISO"),
+        (["logs", "counts", "--window", "5 parsecs"], "--window '5 parsecs'"),
+        (["logs", "anomalies", "--by", "node"], "--by 'node'"),
+        (["logs", "sql", "DROP TABLE ops_lines"], "read-only SELECT, got a DROP"),
+        (["logs", "search"], "needs a TEXT argument or --template"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    db: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+) -> None:
+    extra = [] if args[1] == "parse" else ["--db", db]
+    code, out, err = run(capsys, *args, *extra)
+    assert code == 2 and out == ""
+    assert err.count("\n") == 1 and message in err
+    assert run(capsys, "logs", "sql", "SELECT count(*) FROM ops_lines", "--db", db)[0] == 0
+
+
+def test_corrupt_gzip_is_exit_2_and_keeps_what_was_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = gzip.compress(HDFS.read_bytes())
+    bad = tmp_path / "cut.log.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    db = str(tmp_path / "s.duckdb")
+    code, _, err = run(capsys, "logs", "ingest", str(bad), "-f", "hdfs", "--db", db)
+    assert code == 2 and "cut.log.gz: corrupt gzip data after line" in err
+    code, out, _ = run(capsys, "logs", "sql", "SELECT count(*) AS n FROM ops_lines", "--db", db,
+                       "--json")
+    assert code == 0 and json.loads(out)[0]["n"] > 0
+
+
+@pytest.mark.parametrize(
+    "command", ["ingest", "parse", "templates", "search", "sql", "counts", "anomalies"]
+)
+def test_every_command_has_help_with_an_example(
+    capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    code, out, _ = run(capsys, "logs", command, "--help")
+    assert code == 0 and "Example:" in out and "--json" in out
