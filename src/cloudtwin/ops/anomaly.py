@@ -26,6 +26,7 @@ class DetectorConfig:
     windows; the score is the surprise ``-log10 P`` under a Poisson law with that mean
     (``P(X >= count)`` for a burst, ``P(X = 0)`` for silence). ``threshold`` is the
     score from which a burst or silence is flagged; 6 means odds of one in a million.
+    A burst needs the key to have been seen in ``min_history`` earlier windows.
     A key never seen before is always flagged as new once ``min_history`` windows
     passed, scored against a prior of one line spread over its history.
     """
@@ -71,10 +72,12 @@ def detect_changes(
     n_windows, n_keys = counts.shape
     if n_windows != len(windows) or n_keys != len(keys):
         raise ValueError(f"counts are {counts.shape}, windows {len(windows)}, keys {len(keys)}")
-    expected, seen_before, depth = _baseline(counts, config.history)
+    expected, active, depth = _baseline(counts, config.history)
+    seen_before = active > 0
     found: list[Anomaly] = []
     ready = depth >= config.min_history
-    for w, k in zip(*np.nonzero(ready[:, None] & (counts > expected) & seen_before), strict=True):
+    established = ready[:, None] & (active >= config.min_history)
+    for w, k in zip(*np.nonzero(established & (counts > expected)), strict=True):
         score = _burst_score(counts[w, k], expected[w, k])
         if score >= config.threshold:
             found.append(_anomaly("burst", w, k, counts, expected, score, windows, keys))
@@ -96,16 +99,18 @@ def detect_changes(
 def _baseline(
     counts: Counts, history: int
 ) -> tuple[Counts, npt.NDArray[np.bool_], npt.NDArray[np.int64]]:
-    """Mean of the previous ``history`` windows, whether a key was seen before, and depth."""
+    """Per window: the mean of each key's previous ``history`` windows, in how many of
+    all previous windows the key was seen, and how many history windows there are."""
     n_windows = counts.shape[0]
-    cumulative = np.vstack([np.zeros((1, counts.shape[1])), np.cumsum(counts, axis=0)])
+    zeros = np.zeros((1, counts.shape[1]))
+    cumulative = np.vstack([zeros, np.cumsum(counts, axis=0)])
+    seen = np.vstack([zeros, np.cumsum(counts > 0, axis=0)])
     idx = np.arange(n_windows)
     start = np.maximum(idx - history, 0)
     depth = idx - start
     sums = cumulative[idx] - cumulative[start]
     expected = np.divide(sums, depth[:, None], out=np.zeros_like(sums), where=depth[:, None] > 0)
-    seen_before = cumulative[idx] > 0
-    return expected, seen_before, depth
+    return expected, seen[idx], depth
 
 
 def _burst_score(count: float, expected: float) -> float:

@@ -21,12 +21,13 @@ class PcaConfig:
 
     The normal subspace keeps the components whose variance exceeds ``noise_factor``
     times the Poisson noise of square-rooted counts; ``alpha`` is the false-alarm rate
-    of the threshold. Windows flagged by a first fit are left out of a second fit, so
-    that the anomalies do not shape the normal subspace.
+    of the threshold; ``trim`` the share of most outlying windows (largest robust
+    z-score of any template) left out of the fit.
     """
 
     noise_factor: float = 4.0
     alpha: float = 0.001
+    trim: float = 0.1
 
 
 _SQRT_POISSON_VARIANCE = 0.25
@@ -60,14 +61,16 @@ def detect_pca(
     if x.shape[0] < 3 or x.shape[1] < 2:
         return []
     weighted = np.sqrt(x)  # variance-stabilised: Poisson noise becomes ~1/4 per template
-    fit = np.ones(x.shape[0], dtype=bool)
-    for _ in range(2):
-        model = _fit(weighted[fit], config.noise_factor * _SQRT_POISSON_VARIANCE)
-        if model is None:
-            return []
-        spe, residual, limit = _score(weighted, *model, config.alpha)
-        keep = spe <= limit
-        fit = keep if keep.sum() >= 3 else fit
+    # Fit on the windows that look ordinary template by template, so that a strong
+    # anomaly cannot pull the normal subspace towards itself.
+    median = np.median(weighted, axis=0)
+    spread = 1.4826 * np.median(np.abs(weighted - median), axis=0) + 0.5
+    outlying = (np.abs(weighted - median) / spread).max(axis=1)
+    fit = outlying <= np.quantile(outlying, 1.0 - config.trim)
+    model = _fit(weighted[fit], config.noise_factor * _SQRT_POISSON_VARIANCE)
+    if model is None:
+        return []
+    spe, residual, limit = _score(weighted, *model, config.alpha)
     found = []
     for w in (int(i) for i in np.nonzero(spe > limit)[0]):
         k = int(np.argmax(residual[w] ** 2))
