@@ -7,6 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
+from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(
@@ -38,6 +39,10 @@ def _root(
     ),
 ) -> None:
     """cloudtwin: a digital twin of a multi-tenant AI cloud."""
+
+
+app.command("run")(run_commands.run)
+app.command("compare")(run_commands.compare)
 
 
 from cloudtwin.cli import logs as _logs  # noqa: E402

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from cloudtwin.engine.compiled import AVAILABLE as COMPILED
+from cloudtwin.engine.compiled import compiled_fill
 from cloudtwin.errors import EngineError
 
-__all__ = ["RELATIVE_TOLERANCE", "max_min_rates", "water_fill"]
+__all__ = ["COMPILED", "RELATIVE_TOLERANCE", "max_min_rates", "water_fill"]
 
 RELATIVE_TOLERANCE = 1e-9
 
@@ -24,12 +26,35 @@ def water_fill(
     entry_weight: np.ndarray,
     capacity_bps: np.ndarray,
     rate_cap_bps: np.ndarray,
+    compiled: bool | None = None,
 ) -> np.ndarray:
     """Max-min rates for flows 0..len(rate_cap_bps)-1 given their link entries.
 
     `entry_link` indexes `capacity_bps`; links that no entry uses cost nothing, so callers
-    may pass compact arrays. Flows without entries get their cap.
+    may pass compact arrays. Flows without entries get their cap. `compiled` picks the
+    numba kernel (default: when numba is installed) or the numpy one.
     """
+    if compiled is None:
+        compiled = COMPILED
+    if compiled:
+        return compiled_fill(
+            np.ascontiguousarray(entry_flow, dtype=np.int64),
+            np.ascontiguousarray(entry_link, dtype=np.int64),
+            np.ascontiguousarray(entry_weight, dtype=np.float64),
+            np.ascontiguousarray(capacity_bps, dtype=np.float64),
+            np.ascontiguousarray(rate_cap_bps, dtype=np.float64),
+            RELATIVE_TOLERANCE,
+        )
+    return _water_fill_numpy(entry_flow, entry_link, entry_weight, capacity_bps, rate_cap_bps)
+
+
+def _water_fill_numpy(
+    entry_flow: np.ndarray,
+    entry_link: np.ndarray,
+    entry_weight: np.ndarray,
+    capacity_bps: np.ndarray,
+    rate_cap_bps: np.ndarray,
+) -> np.ndarray:
     flows = rate_cap_bps.size
     rate = np.array(rate_cap_bps, dtype=float)
     if flows == 0:
@@ -77,7 +102,9 @@ def max_min_rates(
     link_ids = np.asarray(link_ids)
     flows = indptr.size - 1
     if np.asarray(rate_cap_bps).size != flows:
-        raise EngineError(f"rate_cap_bps has {np.asarray(rate_cap_bps).size} entries for {flows} flows")
+        raise EngineError(
+            f"rate_cap_bps has {np.asarray(rate_cap_bps).size} entries for {flows} flows"
+        )
     entry_flow = np.repeat(np.arange(flows), np.diff(indptr))
     entry_weight = np.ones(link_ids.size) if weights is None else np.asarray(weights, dtype=float)
     return water_fill(

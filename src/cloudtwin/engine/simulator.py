@@ -71,6 +71,7 @@ class _Active:
         self.load = np.zeros(capacity_bps.size)
         self.count = np.zeros(capacity_bps.size, dtype=np.int64)
         self.members = np.empty(0, dtype=np.int64)
+        self.local = np.zeros(rate_cap_bps.size, dtype=np.int64)
         self.solves = 0
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -78,7 +79,11 @@ class _Active:
         lengths = indptr[flows + 1] - indptr[flows]
         starts = np.repeat(indptr[flows] - np.cumsum(lengths) + lengths, lengths)
         index = starts + np.arange(int(lengths.sum()))
-        return np.repeat(flows, lengths), self.paths.link_ids[index], self.paths.entry_weights[index]
+        return (
+            np.repeat(flows, lengths),
+            self.paths.link_ids[index],
+            self.paths.entry_weights[index],
+        )
 
     def remove(self, done: np.ndarray) -> bool:
         """Drop finished flows; True if the others' rates are still max-min."""
@@ -106,7 +111,9 @@ class _Active:
         np.add.at(self.count, link, 1)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
-        fits = np.all(self.load[touched] + need[touched] <= self.capacity[touched] * (1 + RELATIVE_TOLERANCE))
+        fits = np.all(
+            self.load[touched] + need[touched] <= self.capacity[touched] * (1 + RELATIVE_TOLERANCE)
+        )
         if fits:
             self.rate[new] = self.cap[new]
             self.load += need
@@ -116,11 +123,9 @@ class _Active:
         """Max-min rates of every flow in flight, from scratch."""
         self.solves += 1
         members = self.members
-        local = np.zeros(self.rate.size, dtype=np.int64)
-        local[members] = np.arange(members.size)
-        links, compact = np.unique(self.link, return_inverse=True)
+        self.local[members] = np.arange(members.size)
         rates = water_fill(
-            local[self.flow], compact, self.weight, self.capacity[links], self.cap[members]
+            self.local[self.flow], self.link, self.weight, self.capacity, self.cap[members]
         )
         self.rate[members] = rates
         self.load[:] = 0.0
@@ -179,7 +184,9 @@ def simulate(
         step = min(soonest, next_arrival - now)
         if not np.isfinite(step):
             if members.size:
-                raise EngineError(f"{members.size} flows can make no progress (a link of capacity 0?)")
+                raise EngineError(
+                    f"{members.size} flows can make no progress (a link of capacity 0?)"
+                )
             break
         events += 1
         now += step
@@ -202,7 +209,9 @@ def simulate(
             next_report = finished + report_every
 
     if np.isnan(finish).any():
-        raise EngineError(f"{int(np.isnan(finish).sum())} flows never started (a dependency cycle?)")
+        raise EngineError(
+            f"{int(np.isnan(finish).sum())} flows never started (a dependency cycle?)"
+        )
     if progress is not None:
         progress(flows, flows)
     return SimResult(start_s=start, finish_s=finish, events=events, solves=active.solves)
@@ -217,7 +226,12 @@ def _check(
     capacity: np.ndarray,
     paths: Paths,
 ) -> None:
-    for name, array in (("size_bytes", size_bits), ("start_s", start), ("rate_cap_bps", cap), ("latency_s", latency)):
+    for name, array in (
+        ("size_bytes", size_bits),
+        ("start_s", start),
+        ("rate_cap_bps", cap),
+        ("latency_s", latency),
+    ):
         if array.shape != (flows,):
             raise EngineError(f"{name} has shape {array.shape}, expected ({flows},)")
         if not np.all(np.isfinite(array)):
@@ -236,7 +250,12 @@ def _dependency_tables(
     """Per flow: how many flows it waits for, and (CSR) which flows wait for it."""
     if dependencies is None:
         empty = np.empty(0, dtype=np.int64)
-        return np.zeros(flows, dtype=np.int64), empty, np.zeros(flows + 1, dtype=np.int64), np.zeros(flows)
+        return (
+            np.zeros(flows, dtype=np.int64),
+            empty,
+            np.zeros(flows + 1, dtype=np.int64),
+            np.zeros(flows),
+        )
     indptr = np.asarray(dependencies.indptr, dtype=np.int64)
     after = np.asarray(dependencies.after, dtype=np.int64)
     if indptr.size != flows + 1 or (after.size and (after.min() < 0 or after.max() >= flows)):
@@ -244,7 +263,11 @@ def _dependency_tables(
     waiter = np.repeat(np.arange(flows), np.diff(indptr))
     order = np.argsort(after, kind="stable")
     dep_ptr = np.concatenate(([0], np.cumsum(np.bincount(after, minlength=flows))))
-    gap = np.zeros(flows) if dependencies.gap_s is None else np.asarray(dependencies.gap_s, dtype=float)
+    gap = (
+        np.zeros(flows)
+        if dependencies.gap_s is None
+        else np.asarray(dependencies.gap_s, dtype=float)
+    )
     return np.diff(indptr).astype(np.int64), waiter[order], dep_ptr, gap
 
 
@@ -263,7 +286,9 @@ def _release(
     lengths = dep_ptr[done + 1] - dep_ptr[done]
     if not lengths.any():
         return
-    index = np.repeat(dep_ptr[done] - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+    index = np.repeat(dep_ptr[done] - np.cumsum(lengths) + lengths, lengths) + np.arange(
+        int(lengths.sum())
+    )
     waiters = dependents[index]
     np.subtract.at(waiting, waiters, 1)
     # A waiter starts after the latest finish among the flows it waited for.

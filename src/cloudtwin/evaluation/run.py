@@ -43,7 +43,9 @@ def tenant_groups(scenario: Scenario) -> list[TenantHosts]:
 def build_flows(scenario: Scenario, topology: Topology) -> Flows:
     """The flows of the scenario's workload."""
     sport_per_qp = scenario.hosts.udp_sport == "per-qp"
-    return perftest_flows(scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp)
+    return perftest_flows(
+        scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp
+    )
 
 
 def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: Strategy) -> Paths:
@@ -81,6 +83,12 @@ def run_scenario(
         progress=progress,
     )
     summary = summarize(
-        scenario.name, chosen.name, flows.connection, flows.size_bytes, result.start_s, result.finish_s, rate
+        scenario.name,
+        chosen.name,
+        flows.connection,
+        flows.size_bytes,
+        result.start_s,
+        result.finish_s,
+        rate,
     )
     return Run(scenario, chosen.name, topology, flows, paths, result, summary)

@@ -45,14 +45,18 @@ class Adaptive:
                 gone = heapq.heappop(in_flight)[1]
                 path = rows[gone][rows[gone] >= 0]
                 load[path] -= rate[gone]
-            path = self._place(context, flow, int(target[flow]), int(slot[flow]), load, int(tie[flow]))
+            path = self._place(
+                context, flow, int(target[flow]), int(slot[flow]), load, int(tie[flow])
+            )
             rows[flow, : path.size] = path
             load[path] += rate[flow]
             heapq.heappush(in_flight, (float(expected_end[flow]), flow))
         return Paths.from_rows(rows)
 
     @staticmethod
-    def _place(context: RoutingContext, flow: int, target: int, slot: int, load: np.ndarray, tie: int) -> np.ndarray:
+    def _place(
+        context: RoutingContext, flow: int, target: int, slot: int, load: np.ndarray, tie: int
+    ) -> np.ndarray:
         topology = context.topology
         first = int(topology.out_links[context.flows.src[flow], 0])
         path = [first]

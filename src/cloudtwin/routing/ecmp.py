@@ -25,7 +25,9 @@ class Ecmp:
     def route(self, context: RoutingContext) -> Paths:
         """Hash-based next hop at every switch."""
 
-        def choose(hop: int, flows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        def choose(
+            hop: int, flows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray
+        ) -> np.ndarray:
             count = ok.sum(axis=1).astype(np.uint64)
             index = context.ecmp_hash(flows, nodes, self.with_qp) % count
             return pick_nth(ok, index.astype(np.int64))

@@ -42,14 +42,18 @@ class Pinning:
         else:
             self._two_tier(context, crossing, demand, choice)
 
-        def choose(hop: int, rows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray) -> np.ndarray:
+        def choose(
+            hop: int, rows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray
+        ) -> np.ndarray:
             count = ok.sum(axis=1)
             return pick_nth(ok, choice[rows, hop] % count)
 
         return route_hop_by_hop(topology, flows.src, flows.dst, choose)
 
     @staticmethod
-    def _two_tier(context: RoutingContext, crossing: np.ndarray, demand: np.ndarray, choice: np.ndarray) -> None:
+    def _two_tier(
+        context: RoutingContext, crossing: np.ndarray, demand: np.ndarray, choice: np.ndarray
+    ) -> None:
         topology, flows = context.topology, context.flows
         spines = int(np.count_nonzero(topology.node_kind == NodeKind.SPINE))
         src_edge = topology.edge_of_nic[flows.src[crossing]]
@@ -63,7 +67,9 @@ class Pinning:
         choice[crossing, 2] = group // spines
 
     @staticmethod
-    def _fat_tree(context: RoutingContext, crossing: np.ndarray, demand: np.ndarray, choice: np.ndarray) -> None:
+    def _fat_tree(
+        context: RoutingContext, crossing: np.ndarray, demand: np.ndarray, choice: np.ndarray
+    ) -> None:
         topology, flows = context.topology, context.flows
         half = int(np.count_nonzero(topology.node_kind == NodeKind.CORE) ** 0.5)
         src_edge = topology.edge_of_nic[flows.src[crossing]]
@@ -75,9 +81,12 @@ class Pinning:
         pod_dst = topology.node_index[dst_edge] // half
         inter = pod_src != pod_dst
         rows = crossing[inter]
-        core = color_bipartite_edges(
-            pod_src[inter] * half + agg[inter], pod_dst[inter] * half + agg[inter], half * slots
-        ) // slots
+        core = (
+            color_bipartite_edges(
+                pod_src[inter] * half + agg[inter], pod_dst[inter] * half + agg[inter], half * slots
+            )
+            // slots
+        )
         choice[rows, 2] = core
 
 
@@ -88,12 +97,16 @@ def _fair_demand(src: np.ndarray, dst: np.ndarray, rate_bps: np.ndarray) -> np.n
     return rate_bps / np.maximum(out_count, in_count)
 
 
-def _slots(topology: Topology, crossing: np.ndarray, demand: np.ndarray, src_edge: np.ndarray) -> int:
+def _slots(
+    topology: Topology, crossing: np.ndarray, demand: np.ndarray, src_edge: np.ndarray
+) -> int:
     """How many flows of the largest demand fit on one switch-to-switch link."""
     if crossing.size == 0:
         return 1
     kind = topology.node_kind
-    switch_link = (kind[topology.link_src] != NodeKind.NIC) & (kind[topology.link_dst] != NodeKind.NIC)
+    switch_link = (kind[topology.link_src] != NodeKind.NIC) & (
+        kind[topology.link_dst] != NodeKind.NIC
+    )
     capacity = float(topology.capacity_bps[switch_link].min())
     return max(1, int(np.floor(capacity / float(demand[crossing].max()) * (1 + 1e-9))))
 

@@ -36,7 +36,10 @@ class Spray:
             key = (int(src_edge[i]), int(dst_edge[i]))
             if key not in cache:
                 spread = spread_fractions(topology, *key)
-                cache[key] = (np.fromiter(spread, dtype=np.int64), np.fromiter(spread.values(), dtype=float))
+                cache[key] = (
+                    np.fromiter(spread, dtype=np.int64),
+                    np.fromiter(spread.values(), dtype=float),
+                )
             middle, fraction = cache[key]
             links.append(np.concatenate(([up[i]], middle, [down[i]])))
             weights.append(np.concatenate(([1.0], fraction, [1.0])))

@@ -84,12 +84,16 @@ def load_strategy(spec: str) -> Strategy:
         return _REGISTRY[spec]()
     if ":" not in spec:
         known = ", ".join(_REGISTRY)
-        raise RoutingError(f"routing.strategy: unknown strategy {spec!r} (known: {known}, or package.module:Class)")
+        raise RoutingError(
+            f"routing.strategy: unknown strategy {spec!r} (known: {known}, or package.module:Class)"
+        )
     module_name, _, attr = spec.partition(":")
     try:
         module = importlib.import_module(module_name)
-    except ImportError as err:
-        raise RoutingError(f"routing.strategy: cannot import module {module_name!r}: {err}") from err
+    except (ImportError, ValueError, TypeError) as err:  # also '' and relative names
+        raise RoutingError(
+            f"routing.strategy: cannot import module {module_name!r}: {err}"
+        ) from err
     factory = getattr(module, attr, None)
     if factory is None:
         raise RoutingError(f"routing.strategy: module {module_name!r} has no {attr!r}")

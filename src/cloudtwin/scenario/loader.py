@@ -19,6 +19,7 @@ from cloudtwin.scenario.model import Scenario
 __all__ = ["apply_overrides", "load_scenario", "parse_yaml"]
 
 _DISCRIMINATED = ("fabric", "workload")
+_DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
 
 
 def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], yaml.Node | None]:
@@ -34,7 +35,9 @@ def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], y
     if data is None:
         data = {}
     if not isinstance(data, dict):
-        raise ScenarioError(f"{source}: a scenario must be a mapping of keys, not {type(data).__name__}")
+        raise ScenarioError(
+            f"{source}: a scenario must be a mapping of keys, not {type(data).__name__}"
+        )
     return data, node
 
 
@@ -91,19 +94,22 @@ def _index(part: str, items: list[Any], key: str) -> int:
     return int(part)
 
 
-def load_scenario(
-    text: str, source: str = "<scenario>", overrides: Iterable[str] = ()
-) -> Scenario:
+def load_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
     """Validate YAML `text` (with overrides) into a Scenario, or raise one-line ScenarioError."""
     data, node = parse_yaml(text, source)
     data = apply_overrides(data, overrides)
+    for section, kind in _DEFAULT_KIND.items():
+        if isinstance(data.get(section), dict):
+            data[section].setdefault("kind", kind)
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
         raise ScenarioError(_describe(err, data, node, source)) from err
 
 
-def _describe(err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str) -> str:
+def _describe(
+    err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str
+) -> str:
     first = err.errors(include_url=False)[0]
     loc = _clean_loc(first["loc"], data)
     key = ".".join(str(p) for p in loc)
@@ -111,7 +117,8 @@ def _describe(err: ValidationError, data: Mapping[str, Any], node: yaml.Node | N
     if first["type"] == "extra_forbidden":
         message = "unknown key"
     elif first["type"] == "union_tag_invalid":
-        message = f"unknown kind {first['input'].get('kind')!r}; expected one of {message.split('tags: ')[-1]}"
+        expected = message.split("tags: ")[-1]
+        message = f"unknown kind {first['input'].get('kind')!r}; expected one of {expected}"
     elif "input" in first and first["type"] not in ("missing", "value_error"):
         message = f"{message} (got {first['input']!r})"
     if not key:  # a model-level check names its key at the start of the message
@@ -156,7 +163,9 @@ def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
                     break
             else:
                 return line
-        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+        elif (
+            isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value)
+        ):
             node = node.value[part]
             line = node.start_mark.line + 1
         else:

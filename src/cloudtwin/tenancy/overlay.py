@@ -13,15 +13,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudtwin.flows import ROCE_UDP_PORT, Flows
 from cloudtwin.hashing import hash_fields
 from cloudtwin.topology.topology import Topology
-from cloudtwin.flows import ROCE_UDP_PORT, Flows
 
 __all__ = ["UDP", "VXLAN_UDP_PORT", "Headers", "outer_headers", "underlay_ip"]
 
 VXLAN_UDP_PORT = 4789
 UDP = 17
-_UNDERLAY_BASE = (10 << 24)
+_UNDERLAY_BASE = 10 << 24
 _OVERLAY_BASE = (192 << 24) | (168 << 16)
 _EPHEMERAL_LOW = 49152
 _EPHEMERAL_SPAN = 16384
@@ -64,7 +64,11 @@ def outer_headers(topology: Topology, flows: Flows, vnis: np.ndarray) -> Headers
     proto = np.full(n, UDP, dtype=np.uint64)
     sport = flows.sport.astype(np.uint64)
     dport = np.full(n, ROCE_UDP_PORT, dtype=np.uint64)
-    vni = np.where(flows.tenant >= 0, np.asarray(vnis)[np.maximum(flows.tenant, 0)], 0) if n else np.zeros(0)
+    vni = (
+        np.where(flows.tenant >= 0, np.asarray(vnis)[np.maximum(flows.tenant, 0)], 0)
+        if n
+        else np.zeros(0)
+    )
     overlay = vni > 0
     if overlay.any():
         inner = [

@@ -66,7 +66,9 @@ class Paths:
     def concat(cls, parts: list[Paths]) -> Paths:
         """Paths of several flow sets, one after the other."""
         offsets = np.cumsum([0] + [int(p.link_ids.size) for p in parts[:-1]])
-        indptr = np.concatenate([[0]] + [p.indptr[1:] + o for p, o in zip(parts, offsets, strict=True)])
+        indptr = np.concatenate(
+            [[0]] + [p.indptr[1:] + o for p, o in zip(parts, offsets, strict=True)]
+        )
         weights = None
         if any(p.weights is not None for p in parts):
             weights = np.concatenate([p.entry_weights for p in parts])
@@ -97,7 +99,10 @@ def pick_nth(ok: np.ndarray, n: np.ndarray) -> np.ndarray:
 
 
 def next_hop_candidates(
-    topology: Topology, nodes: np.ndarray, target_slot: np.ndarray, link_up: np.ndarray | None = None
+    topology: Topology,
+    nodes: np.ndarray,
+    target_slot: np.ndarray,
+    link_up: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Outgoing links of `nodes` and which of them get one hop closer to the target edge."""
     hops = topology.hops_to_edge

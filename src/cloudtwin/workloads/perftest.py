@@ -36,7 +36,11 @@ _MAX_FLOWS = 5_000_000
 
 
 def host_pairs(
-    pattern: str, hosts: np.ndarray, rng: np.random.Generator, shift: int, incast_senders: int | None
+    pattern: str,
+    hosts: np.ndarray,
+    rng: np.random.Generator,
+    shift: int,
+    incast_senders: int | None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """(source host, destination host) arrays for one pattern over `hosts`."""
     n = hosts.size
@@ -54,7 +58,9 @@ def host_pairs(
     if pattern == "incast":
         senders = n - 1 if incast_senders is None else incast_senders
         if senders > n - 1:
-            raise WorkloadError(f"workload.incast_senders: {senders} is more than the {n - 1} other hosts")
+            raise WorkloadError(
+                f"workload.incast_senders: {senders} is more than the {n - 1} other hosts"
+            )
         return hosts[1 : senders + 1], np.full(senders, hosts[0])
     if pattern == "all-to-all":
         src, dst = np.meshgrid(hosts, hosts, indexing="ij")
@@ -86,7 +92,9 @@ def qp_flows(
     """Flows for connections `src_nic[i] -> dst_nic[i]`, each split over `qps` QPs."""
     connections = src_nic.size
     if connections * qps > _MAX_FLOWS:
-        raise WorkloadError(f"{connections * qps:,} flows is more than the {_MAX_FLOWS:,} supported")
+        raise WorkloadError(
+            f"{connections * qps:,} flows is more than the {_MAX_FLOWS:,} supported"
+        )
     conn = np.repeat(np.arange(connections), qps)
     share = np.asarray(size_bytes, dtype=float)[conn] / qps
     src = src_nic[conn]
@@ -139,7 +147,9 @@ def perftest_flows(
     src_hosts, dst_hosts, tenants = [], [], []
     for tenant, hosts in groups:
         shift = workload.shift or min(default_shift, max(1, hosts.size - 1))
-        src, dst = host_pairs(workload.pattern, np.asarray(hosts), rng, shift, workload.incast_senders)
+        src, dst = host_pairs(
+            workload.pattern, np.asarray(hosts), rng, shift, workload.incast_senders
+        )
         src_hosts.append(src)
         dst_hosts.append(dst)
         tenants.append(np.full(src.size, tenant))
@@ -151,5 +161,14 @@ def perftest_flows(
     tenant = np.repeat(np.concatenate(tenants), rails)
     size = np.full(src_nic.size, float(workload.size))
     return qp_flows(
-        topology, src_nic, dst_nic, size, workload.qps, rng, workload.start, tenant, job, sport_per_qp
+        topology,
+        src_nic,
+        dst_nic,
+        size,
+        workload.qps,
+        rng,
+        workload.start,
+        tenant,
+        job,
+        sport_per_qp,
     )

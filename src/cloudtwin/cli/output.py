@@ -1,0 +1,74 @@
+"""Shared CLI plumbing: reading scenarios, progress bars, JSON and atomic result files."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.loader import load_scenario
+from cloudtwin.scenario.model import Scenario
+
+__all__ = ["emit_json", "progress_bar", "read_scenario", "stdout", "write_json"]
+
+stdout = Console(soft_wrap=False)
+
+
+def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
+    """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise ScenarioError(f"{path}: no such scenario file") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    return load_scenario(text, str(path), overrides or ())
+
+
+def emit_json(document: object) -> None:
+    """JSON on stdout and nothing else."""
+    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False) + "\n")
+
+
+def write_json(path: Path, document: object) -> None:
+    """Write JSON to `path` atomically: a crash never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            json.dump(document, handle, indent=2)
+            handle.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback drawing on stderr when stderr is a terminal; None otherwise."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    console = Console(stderr=True)
+    columns = (
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+    )
+    with Progress(*columns, console=console, transient=True) as progress:
+        task = progress.add_task(label, total=None)
+
+        def update(done: int, total: int) -> None:
+            progress.update(task, completed=done, total=total)
+
+        yield update
