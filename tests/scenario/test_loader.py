@@ -301,3 +301,13 @@ def test_parse_host_ranges(spec: object, hosts: tuple[int, ...]) -> None:
 def test_parse_host_ranges_rejects(spec: object) -> None:
     with pytest.raises(ValueError):
         parse_host_ranges(spec)  # type: ignore[arg-type]
+
+
+def test_sections_without_kind_take_the_default_kind() -> None:
+    # `kind` defaults to leaf-spine / perftest, so a section (or an override into it) may omit it
+    scenario = load_scenario("fabric: {leaves: 4}\n", "f.yaml", ["workload.qps=4"])
+    assert isinstance(scenario.fabric, LeafSpineFabric)
+    assert not isinstance(scenario.fabric, RailOptimizedFabric)
+    assert scenario.fabric.leaves == 4
+    assert scenario.workload.kind == "perftest" and scenario.workload.qps == 4
+    assert load_scenario("", "e.yaml", ["fabric.spines=2"]).fabric.spines == 2
