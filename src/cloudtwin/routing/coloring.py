@@ -18,7 +18,7 @@ def color_bipartite_edges(left: np.ndarray, right: np.ndarray, colors: int) -> n
     are dealt so that no vertex holds a colour more than ceil(degree / colors) times.
 
     >>> color_bipartite_edges(np.array([0, 0, 1, 1]), np.array([0, 1, 0, 1]), 2).tolist()
-    [0, 1, 1, 0]
+    [1, 0, 0, 1]
     """
     left = np.asarray(left, dtype=np.int64)
     right = np.asarray(right, dtype=np.int64)
