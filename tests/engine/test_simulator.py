@@ -268,3 +268,18 @@ def test_flows_finishing_together_free_their_link() -> None:
     # at 1 bit/s -> 24.0 s (not 24.5 s at its old 1/3 rate).
     result = run([[0], [0], [0]], [1.0], [1, 1, 1], start=[0.0, 0.0, 0.5], caps=[1.0] * 3)
     np.testing.assert_allclose(result.finish_s, [23.75, 23.75, 24.0], rtol=1e-12)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_both_kernels_drive_the_simulator(monkeypatch: pytest.MonkeyPatch, compiled: bool) -> None:
+    import cloudtwin.engine.maxmin as maxmin
+
+    if compiled and not maxmin.COMPILED:
+        pytest.skip("numba is not installed")
+    monkeypatch.setattr(maxmin, "COMPILED", compiled)
+    # the hand-computed cases above, on the chosen kernel
+    result = run([[0], [0], [0]], [1.0], [1, 1, 1], start=[0.0, 0.0, 0.5], caps=[1.0] * 3)
+    np.testing.assert_allclose(result.finish_s, [23.75, 23.75, 24.0], rtol=1e-12)
+    sizes_bits = np.array([16.0, 22.0, 8.0, 16.0, 68.0])
+    result = run([[0, 1], [0], [1], [1, 2], [2]], [10.0, 8.0, 20.0], sizes_bits / 8)
+    np.testing.assert_allclose(result.finish_s, [5.0, 3.0, 3.0, 5.0, 4.0], rtol=1e-9)
