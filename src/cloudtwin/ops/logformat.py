@@ -158,7 +158,8 @@ def _compile_regex_format(text: str) -> LogFormat:
         raise LogFormatError(f"format {text!r} has no <Content> placeholder")
     try:
         pattern = re.compile("^" + "".join(parts) + "$")
-        fast_pattern = re.compile("^" + "".join(fast) + "$")
+        # Surrounding whitespace is allowed here, so batches need not strip every line.
+        fast_pattern = re.compile(r"^\s*" + "".join(fast) + r"\s*$")
     except re.error as err:
         raise LogFormatError(f"format {text!r} is not a valid pattern: {err}") from err
     return LogFormat(text, "regex", tuple(names), pattern, fast_pattern)

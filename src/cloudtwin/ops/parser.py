@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -54,6 +55,53 @@ class LogParser:
 
     def parse_batch(self, batch: LineBatch) -> ParsedBatch:
         """Split and mine every line of the batch, in order."""
+        fmt = self.format
+        if fmt.kind == "regex" and fmt.pattern is not None and not batch.too_long:
+            out = self._split_regex(batch, fmt.pattern, fmt.fast_pattern or fmt.pattern)
+        else:
+            out = self._split_each(batch)
+        out.template_ids = self.miner.add_batch(out.contents)
+        return out
+
+    def _split_regex(
+        self, batch: LineBatch, exact: re.Pattern[str], fast: re.Pattern[str]
+    ) -> ParsedBatch:
+        """The common case, in list comprehensions: a regex format, no over-long line."""
+        texts = batch.texts
+        slow, quick = exact.match, fast.match
+        matches = [quick(t) or slow(t.strip()) for t in texts]
+        names = list(exact.groupindex)
+        content_at = exact.groupindex["Content"] - 1
+        groups = [m.groups() if m is not None else None for m in matches]
+        ok = [i for i, g in enumerate(groups) if g is not None and g[content_at].strip()]
+        if len(ok) != len(texts):
+            return self._split_each(batch)  # some lines do not fit: take the careful path
+        rows = [g for g in groups if g is not None]
+        out = ParsedBatch(end_offset=batch.end_offset)
+        out.numbers = batch.numbers
+        out.offsets = batch.offsets
+        out.contents = [g[content_at].strip() for g in rows]
+        out.levels = self._column(rows, names, self._level)
+        out.components = self._column(rows, names, self._component)
+        time_at = [names.index(f) for f in self._time]
+        if len(time_at) == 1:
+            out.time_texts = [g[time_at[0]] for g in rows]
+        elif time_at:
+            out.time_texts = [" ".join([g[i] for i in time_at]) for g in rows]
+        else:
+            out.time_texts = [None] * len(rows)
+        return out
+
+    @staticmethod
+    def _column(
+        rows: list[tuple[str, ...]], names: list[str], name: str | None
+    ) -> list[str | None]:
+        if name is None or name not in names:
+            return [None] * len(rows)
+        at = names.index(name)
+        return [g[at] for g in rows]
+
+    def _split_each(self, batch: LineBatch) -> ParsedBatch:
         out = ParsedBatch(end_offset=batch.end_offset)
         parse = self.format.parse
         for i, text in enumerate(batch.texts):
@@ -68,7 +116,6 @@ class LogParser:
             out.levels.append(fields.get(self._level) if self._level else None)
             out.components.append(fields.get(self._component) if self._component else None)
             out.time_texts.append(self._time_text(fields))
-        out.template_ids = self.miner.add_batch(out.contents)
         return out
 
     def parameters(self, template_id: int, content: str) -> list[str]:

@@ -7,6 +7,7 @@ import io
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 from typing import BinaryIO
 
@@ -19,6 +20,7 @@ MAX_LINE_BYTES = 1 << 20
 DEFAULT_BATCH_LINES = 20_000
 _GZIP_MAGIC = b"\x1f\x8b"
 _SKIP_CHUNK = 1 << 20
+_READ_CHUNK = 1 << 20
 
 
 @dataclass
@@ -74,40 +76,89 @@ def read_batches(
     """
     offset = _skip(stream, name, start_offset)
     number = start_line
-    batch = LineBatch(end_offset=offset)
+    pending = LineBatch(end_offset=offset)
     try:
-        for raw in iter(lambda: stream.readline(MAX_LINE_BYTES), b""):
-            length = len(raw)
-            if length == MAX_LINE_BYTES and not raw.endswith(b"\n"):
-                length += _discard_rest_of_line(stream)
-                batch.too_long.add(len(batch.texts))
-            batch.texts.append(raw.decode("utf-8", "replace").rstrip("\r\n"))
-            batch.offsets.append(offset)
-            batch.numbers.append(number)
-            offset += length
-            number += 1
-            batch.end_offset = offset
-            if len(batch.texts) >= batch_lines:
-                yield batch
-                batch = LineBatch(end_offset=offset)
+        for texts, lengths, cut in _split_lines(stream):
+            take = 0
+            while take < len(texts):
+                room = batch_lines - len(pending)
+                part = slice(take, take + room)
+                offsets = list(accumulate(lengths[part], initial=offset))
+                count = len(offsets) - 1
+                pending.too_long.update(len(pending) + i for i in cut if take <= i < take + count)
+                pending.texts += texts[part]
+                pending.offsets += offsets[:-1]
+                pending.numbers += range(number, number + count)
+                offset, number, take = offsets[-1], number + count, take + count
+                pending.end_offset = offset
+                if len(pending) >= batch_lines:
+                    yield pending
+                    pending = LineBatch(end_offset=offset)
     except (gzip.BadGzipFile, EOFError, zlib.error) as err:
-        if batch.texts:
-            yield batch
+        if pending.texts:
+            yield pending
         raise LogFormatError(
             f"{name}: corrupt gzip data after line {number - 1} "
             f"(byte {offset} of the decompressed stream): {err}"
         ) from err
-    if batch.texts:
-        yield batch
+    if pending.texts:
+        yield pending
+
+
+def _split_lines(stream: BinaryIO) -> Iterator[tuple[list[str], list[int], list[int]]]:
+    """Whole lines of a stream, a chunk at a time: texts, byte lengths, cut positions."""
+    carry = b""
+    read = getattr(stream, "read1", stream.read)  # read1: a corrupt tail loses least
+    while True:
+        chunk = read(_READ_CHUNK)
+        if not chunk:
+            break
+        data = carry + chunk if carry else chunk
+        end = data.rfind(b"\n") + 1
+        if end == 0 and len(data) <= MAX_LINE_BYTES:
+            carry = data
+            continue
+        if end == 0:  # one line longer than the limit: keep its head, skip the rest
+            yield _cut_line(data, stream)
+            carry = b""
+            continue
+        carry = data[end:]
+        yield _decode(data[:end])
+    if carry:
+        texts, lengths, cut = _decode(carry + b"\n")
+        lengths[-1] -= 1
+        yield texts, lengths, cut
+
+
+def _decode(block: bytes) -> tuple[list[str], list[int], list[int]]:
+    """Lines of a block that ends with a newline (each line ends with one)."""
+    pieces = block.split(b"\n")
+    pieces.pop()
+    lengths = [len(p) + 1 for p in pieces]
+    texts = block.decode("utf-8", "replace").split("\n")
+    texts.pop()
+    if b"\r" in block:
+        texts = [t[:-1] if t.endswith("\r") else t for t in texts]
+    cut = [i for i, n in enumerate(lengths) if n > MAX_LINE_BYTES]
+    for i in cut:
+        texts[i] = texts[i][:MAX_LINE_BYTES]
+    return texts, lengths, cut
+
+
+def _cut_line(data: bytes, stream: BinaryIO) -> tuple[list[str], list[int], list[int]]:
+    length = len(data) + _discard_rest_of_line(stream)
+    text = data[:MAX_LINE_BYTES].decode("utf-8", "replace").rstrip("\r\n")
+    return [text], [length], [0]
 
 
 def _skip(stream: BinaryIO, name: str, start_offset: int) -> int:
     if start_offset <= 0:
         return 0
-    if not isinstance(stream, gzip.GzipFile) and stream.seekable():
-        stream.seek(start_offset)
-        return start_offset
     left = start_offset
+    if not isinstance(stream, gzip.GzipFile) and stream.seekable():
+        size = stream.seek(0, io.SEEK_END)
+        stream.seek(min(size, start_offset))
+        left = max(start_offset - size, 0)
     try:
         while left > 0:
             chunk = stream.read(min(left, _SKIP_CHUNK))

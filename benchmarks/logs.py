@@ -1,0 +1,225 @@
+"""Benchmark of log template mining: cloudtwin's miner against drain3, side by side.
+
+Prints, for the eight Loghub-2k systems, grouping accuracy (GA) and mining throughput
+of both tools, then end-to-end throughput and peak memory on 1,000,000 lines (HDFS_2k
+repeated), and with --ten-million also on 10,000,000 lines, to show memory stays flat.
+
+Both tools get the same input and preprocessing: the Loghub per-system header format
+and masking regexes. cloudtwin uses the Loghub benchmark's per-system depth and
+similarity threshold; drain3 runs as configured in its own benchmark and defaults
+(depth 4, sim_th 0.4, max_children 100). Every measurement runs in a child process
+pinned to one CPU, with Arrow limited to one thread.
+
+Usage:  python benchmarks/logs.py [--ten-million] [--skip-drain3-large]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import logging
+import os
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+LOGHUB = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "loghub-2k"
+SYSTEMS = ["HDFS", "Hadoop", "Spark", "Zookeeper", "BGL", "OpenSSH", "Apache", "Linux"]
+
+
+def _one_core() -> None:
+    import pyarrow as pa
+
+    if hasattr(os, "sched_setaffinity"):
+        os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
+    pa.set_cpu_count(1)
+    pa.set_io_thread_count(1)
+    logging.disable(logging.CRITICAL)  # drain3 logs every new cluster at INFO
+
+
+def _drain3(system: str) -> Any:
+    from drain3 import TemplateMiner
+    from drain3.template_miner_config import TemplateMinerConfig
+
+    config = TemplateMinerConfig()
+    config.drain_depth = 4
+    config.drain_sim_th = 0.4
+    config.drain_max_children = 100
+    config.profiling_enabled = False
+    config.masking_instructions = []
+    return TemplateMiner(config=config)
+
+
+def _contents(system: str) -> list[str]:
+    from cloudtwin.ops import PRESETS
+
+    fmt = PRESETS[system.lower()].format
+    text = (LOGHUB / system / f"{system}_2k.log").read_text(encoding="utf-8")
+    out = []
+    for line in text.splitlines():
+        fields = fmt.parse(line)
+        assert fields is not None, line
+        out.append(fields["Content"].strip())
+    return out
+
+
+def _truth(system: str) -> list[str]:
+    path = LOGHUB / system / f"{system}_2k.log_structured.csv"
+    with path.open(encoding="utf-8", newline="") as handle:
+        return [row["EventId"] for row in csv.DictReader(handle)]
+
+
+def accuracy_worker(system: str, tool: str, repeat: int) -> dict[str, Any]:
+    """GA on the 2k lines, and mining lines/s over ``repeat`` passes of fresh miners."""
+    from cloudtwin.ops import PRESETS, Masker, MinerConfig, TemplateMiner, grouping_accuracy
+
+    preset = PRESETS[system.lower()]
+    contents = _contents(system)
+    best = float("inf")
+    predicted: list[int] = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        if tool == "cloudtwin":
+            miner = TemplateMiner(MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks))
+            predicted = miner.add_batch(contents).tolist()
+        else:
+            masker = Masker(preset.masks)
+            d3 = _drain3(system)
+            predicted = [d3.add_log_message(masker.mask(c))["cluster_id"] for c in contents]
+        best = min(best, time.perf_counter() - start)
+    ga = grouping_accuracy(_truth(system), predicted)
+    return {"ga": ga, "lines_per_s": len(contents) / best}
+
+
+class _Repeat(io.RawIOBase):
+    """A byte stream that is one file's bytes repeated until ``lines`` lines were given."""
+
+    def __init__(self, data: bytes, lines: int) -> None:
+        if not data.endswith(b"\n"):
+            data += b"\n"
+        per_copy = data.count(b"\n")
+        self._data = data
+        self._left = lines // per_copy
+        self._tail = b"".join(data.splitlines(keepends=True)[: lines % per_copy])
+        self._buffer = memoryview(b"")
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, target: Any) -> int:
+        if not self._buffer:
+            if self._left > 0:
+                self._left -= 1
+                self._buffer = memoryview(self._data)
+            elif self._tail:
+                self._buffer, self._tail = memoryview(self._tail), b""
+            else:
+                return 0
+        n = min(len(target), len(self._buffer))
+        target[:n] = self._buffer[:n]
+        self._buffer = self._buffer[n:]
+        return n
+
+
+def scale_worker(tool: str, lines: int, db: str | None) -> dict[str, Any]:
+    """Read, split and mine ``lines`` HDFS lines end to end; lines/s and peak RSS."""
+    from cloudtwin.ops import PRESETS, LogParser, Masker, MinerConfig, TemplateMiner, read_batches
+
+    preset = PRESETS["hdfs"]
+    data = (LOGHUB / "HDFS" / "HDFS_2k.log").read_bytes().replace(b"\r\n", b"\n")
+    stream = io.BufferedReader(_Repeat(data, lines), buffer_size=1 << 20)
+    start = time.perf_counter()
+    done = 0
+    if tool == "cloudtwin-ingest":
+        from cloudtwin.store import Store, ingest_stream
+
+        with Store(db or ":memory:") as store:
+            summary = ingest_stream(store, stream, "bench", preset)  # type: ignore[arg-type]
+            done = summary.lines + summary.unparsed
+    elif tool == "cloudtwin":
+        config = MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks)
+        parser = LogParser(preset.format, TemplateMiner(config))
+        for batch in read_batches(stream, "bench"):  # type: ignore[arg-type]
+            done += len(parser.parse_batch(batch).numbers)
+    else:
+        masker, d3, fmt = Masker(preset.masks), _drain3("HDFS"), preset.format
+        for batch in read_batches(stream, "bench"):  # type: ignore[arg-type]
+            for text in batch.texts:
+                fields = fmt.parse(text)
+                if fields is not None:
+                    d3.add_log_message(masker.mask(fields["Content"].strip()))
+                    done += 1
+    elapsed = time.perf_counter() - start
+    peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {"lines": done, "seconds": elapsed, "lines_per_s": done / elapsed,
+            "peak_rss_mib": peak_kib / 1024}
+
+
+def _child(*args: str) -> dict[str, Any]:
+    out = subprocess.run(
+        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True
+    )
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--ten-million", action="store_true", help="also run 10,000,000 lines")
+    parser.add_argument("--repeat", type=int, default=3, help="passes per 2k system (best)")
+    parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.worker:
+        _one_core()
+        kind, *rest = args.worker
+        if kind == "accuracy":
+            result = accuracy_worker(rest[0], rest[1], int(rest[2]))
+        else:
+            result = scale_worker(rest[0], int(rest[1]), rest[2] if len(rest) > 2 else None)
+        print(json.dumps(result))
+        return
+    _accuracy_table(args.repeat)
+    _scale_table(args.ten_million)
+
+
+def _accuracy_table(repeat: int) -> None:
+    print("Grouping accuracy and mining throughput on Loghub-2k (same input, one core)")
+    header = f"{'system':<10} {'GA cloudtwin':>12} {'GA drain3':>10} "
+    header += f"{'lines/s cloudtwin':>18} {'lines/s drain3':>15} {'speed-up':>9}"
+    print(header)
+    sums = [0.0, 0.0]
+    for system in SYSTEMS:
+        ours = _child("accuracy", system, "cloudtwin", str(repeat))
+        theirs = _child("accuracy", system, "drain3", str(repeat))
+        sums[0] += ours["ga"]
+        sums[1] += theirs["ga"]
+        ratio = ours["lines_per_s"] / theirs["lines_per_s"]
+        print(f"{system:<10} {ours['ga']:>12.4f} {theirs['ga']:>10.4f} "
+              f"{ours['lines_per_s']:>18,.0f} {theirs['lines_per_s']:>15,.0f} {ratio:>8.1f}x")
+    n = len(SYSTEMS)
+    print(f"{'mean':<10} {sums[0] / n:>12.4f} {sums[1] / n:>10.4f}")
+    print()
+
+
+def _scale_table(ten_million: bool) -> None:
+    print("End to end on HDFS_2k repeated (read, split header, mask, mine; one core)")
+    print(f"{'tool':<18} {'lines':>12} {'seconds':>9} {'lines/s':>10} {'peak RSS MiB':>13}")
+    runs = [("cloudtwin", 1_000_000), ("drain3", 1_000_000), ("cloudtwin-ingest", 1_000_000)]
+    if ten_million:
+        runs += [("cloudtwin", 10_000_000), ("cloudtwin-ingest", 10_000_000)]
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for tool, lines in runs:
+            extra = [str(Path(tmp) / f"{tool}-{lines}.duckdb")] if "ingest" in tool else []
+            r = _child("scale", tool, str(lines), *extra)
+            print(f"{tool:<18} {r['lines']:>12,} {r['seconds']:>9.1f} "
+                  f"{r['lines_per_s']:>10,.0f} {r['peak_rss_mib']:>13.0f}")
+
+
+if __name__ == "__main__":
+    main()
