@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import RoutingError
-from cloudtwin.evaluation.metrics import RunSummary
-from cloudtwin.evaluation.run import run_scenario
-from cloudtwin.routing.strategy import strategy_names
+
+if TYPE_CHECKING:
+    from cloudtwin.evaluation.metrics import RunSummary
 
 __all__ = ["compare", "run"]
 
@@ -76,6 +77,8 @@ def run(
 
     Example:  cloudtwin run examples/leaf-spine-perftest.yaml --set routing.strategy=pinning
     """
+    from cloudtwin.evaluation.run import run_scenario
+
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         summary = run_scenario(loaded, strategy, progress).summary
@@ -106,6 +109,9 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
+    from cloudtwin.evaluation.run import run_scenario
+    from cloudtwin.routing.strategy import strategy_names
+
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if not names:
         raise RoutingError(

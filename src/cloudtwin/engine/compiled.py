@@ -12,11 +12,12 @@ Without numba, `AVAILABLE` is False and callers use the numpy version.
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "bottleneck_fill"]
+__all__ = ["AVAILABLE", "bottleneck_fill", "compiled_fill"]
 
 
 def bottleneck_fill(
@@ -144,15 +145,19 @@ def _pop(
     return size
 
 
-def _compile() -> tuple[bool, Callable[..., np.ndarray]]:
-    global _push, _pop
-    try:
+_KERNEL: list[Callable[..., np.ndarray]] = []
+
+
+def compiled_fill(*args: object) -> np.ndarray:
+    """`bottleneck_fill` compiled by numba on first use (numba is imported only then)."""
+    if not _KERNEL:
+        global _push, _pop
         import numba
-    except ImportError:
-        return False, bottleneck_fill
-    _push = numba.njit(cache=True, inline="always")(_push)
-    _pop = numba.njit(cache=True, inline="always")(_pop)
-    return True, numba.njit(cache=True, nogil=True)(bottleneck_fill)
+
+        _push = numba.njit(cache=True, inline="always")(_push)
+        _pop = numba.njit(cache=True, inline="always")(_pop)
+        _KERNEL.append(numba.njit(cache=True, nogil=True)(bottleneck_fill))
+    return _KERNEL[0](*args)
 
 
-AVAILABLE, compiled_fill = _compile()
+AVAILABLE = importlib.util.find_spec("numba") is not None

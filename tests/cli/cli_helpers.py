@@ -1,0 +1,19 @@
+"""Running the installed `cloudtwin` command the way a user does."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+CLOUDTWIN = Path(sys.executable).with_name("cloudtwin")
+
+
+def cloudtwin(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `cloudtwin ARGS...` and capture its output."""
+    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    return subprocess.run(
+        [str(CLOUDTWIN), *args], cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=600
+    )

@@ -1,0 +1,62 @@
+"""Every command shown in the README and docs/routing.md runs, and the doc's table is current."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from tests.cli.cli_helpers import REPO, cloudtwin
+
+DOCS = [REPO / "README.md", REPO / "docs" / "routing.md"]
+
+
+def console_commands(path: Path) -> list[str]:
+    """Lines starting with `$ ` inside ```console blocks."""
+    commands, inside = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.strip() == "```console"
+            continue
+        if inside and line.startswith("$ "):
+            commands.append(line[2:])
+    return commands
+
+
+CASES = [(doc.name, command) for doc in DOCS for command in console_commands(doc)]
+
+
+def test_docs_show_commands() -> None:
+    assert len(CASES) >= 5
+
+
+@pytest.mark.parametrize(("doc", "command"), CASES)
+def test_documented_command_runs(tmp_path: Path, doc: str, command: str) -> None:
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    words = shlex.split(command)
+    env = {}
+    while "=" in words[0]:
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    assert words[0] == "cloudtwin"
+    done = cloudtwin(*words[1:], cwd=tmp_path, env=env)
+    assert done.returncode == 0, f"{doc}: {command}\n{done.stderr}"
+    assert done.stdout.strip()
+
+
+def test_routing_doc_table_matches_fresh_output() -> None:
+    done = cloudtwin("compare", "examples/leaf-spine-perftest.yaml", "--json")
+    result = json.loads(done.stdout)
+    text = (REPO / "docs" / "routing.md").read_text()
+    rows = re.findall(r"^\| (ecmp|ecmp-qp|adaptive|spray|pinning) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)x \|$", text, re.M)
+    assert [r[0] for r in rows] == ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
+    for name, util, aggregate, low, completion, ratio in rows:
+        fresh = result["results"][name]
+        assert util == f"{fresh['utilization']:.3f}"
+        assert aggregate == f"{fresh['aggregate_gbps']:.1f}"
+        assert low == f"{fresh['per_flow_gbps']['min']:.2f}"
+        assert completion == f"{fresh['completion_s'] * 1e3:.3f}"
+        assert ratio == f"{result['ratios'][name]:.2f}"
