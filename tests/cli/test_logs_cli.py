@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -123,3 +127,40 @@ def test_every_command_has_help_with_an_example(
 ) -> None:
     code, out, _ = run(capsys, "logs", command, "--help")
     assert code == 0 and "Example:" in out and "--json" in out
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "logs.md"
+
+
+def _doc_blocks(kind: str) -> list[str]:
+    text = DOCS.read_text(encoding="utf-8")
+    return re.findall(rf"```{kind}\n(.*?)```", text, flags=re.DOTALL)
+
+
+def test_every_console_command_in_the_docs_runs(tmp_path: Path) -> None:
+    """Run docs/logs.md's commands in order, from a directory next to `shared/`."""
+    work = tmp_path / "main"
+    work.mkdir()
+    (tmp_path / "shared").symlink_to((LOGHUB / ".." / "..").resolve())
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    commands = [
+        line[2:] for block in _doc_blocks("console") for line in block.splitlines()
+        if line.startswith("$ ")
+    ]
+    assert len(commands) >= 15
+    for command in commands:
+        expected = 2 if command.endswith("# exit 2") else 0
+        done = subprocess.run(["bash", "-o", "pipefail", "-c", command], cwd=work, env=env,
+                              capture_output=True, text=True)
+        if "| head" in command and done.returncode == 141:  # head closed the pipe early
+            done.returncode = 0
+        assert done.returncode == expected, (command, done.stderr)
+        if expected == 0 and command.endswith("--json"):
+            json.loads(done.stdout)
+        if expected == 2:
+            assert done.stderr.count("\n") == 1 and done.stdout == ""
+
+
+def test_the_python_example_in_the_docs_runs() -> None:
+    [code] = _doc_blocks("python")
+    exec(compile(code, str(DOCS), "exec"), {})

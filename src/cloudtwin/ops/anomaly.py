@@ -10,7 +10,6 @@ from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import poisson
 
 __all__ = ["Anomaly", "AnomalyKind", "DetectorConfig", "detect_changes"]
 
@@ -114,9 +113,30 @@ def _baseline(
 
 
 def _burst_score(count: float, expected: float) -> float:
-    """``-log10 P(X >= count)`` for ``X ~ Poisson(expected)``."""
-    log_sf = float(poisson.logsf(count - 1, max(expected, 1e-9)))
+    """``-log10 P(X >= count)`` for ``X ~ Poisson(expected)``, summed in log space.
+
+    >>> round(_burst_score(3, 0.2), 2)  # P(X >= 3) = 0.00115
+    2.94
+    """
+    mu = max(expected, 1e-9)
+    k = int(count)
+    if k <= 0:
+        return 0.0
+    if k <= mu:  # not in the upper tail: take the complement of the lower terms
+        lower = sum(math.exp(_log_pmf(j, mu)) for j in range(k))
+        return -math.log10(max(1.0 - lower, 1e-300))
+    log_terms = [_log_pmf(k, mu)]
+    j = k
+    while len(log_terms) < 10_000 and log_terms[-1] - log_terms[0] > -40.0:
+        j += 1
+        log_terms.append(log_terms[-1] + math.log(mu / j))
+    top = log_terms[0]
+    log_sf = top + math.log(sum(math.exp(t - top) for t in log_terms))
     return -log_sf / math.log(10)
+
+
+def _log_pmf(k: int, mu: float) -> float:
+    return -mu + k * math.log(mu) - math.lgamma(k + 1)
 
 
 def _anomaly(

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from statistics import NormalDist
 
 import numpy as np
 import numpy.typing as npt
-from scipy.stats import norm
 
 from cloudtwin.ops.anomaly import Anomaly
 
@@ -113,6 +113,6 @@ def _q_threshold(rest: npt.NDArray[np.float64], alpha: float) -> float:
     if phi1 <= 1e-12:
         return 1e-12
     h0 = 1.0 - 2.0 * phi1 * phi3 / (3.0 * phi2**2)
-    c = float(norm.ppf(1.0 - alpha))
+    c = NormalDist().inv_cdf(1.0 - alpha)
     inner = c * np.sqrt(2.0 * phi2 * h0**2) / phi1 + 1.0 + phi2 * h0 * (h0 - 1.0) / phi1**2
     return float(phi1 * max(inner, 1e-12) ** (1.0 / h0))
