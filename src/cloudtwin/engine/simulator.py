@@ -22,6 +22,9 @@ from cloudtwin.topology.paths import Paths
 
 __all__ = ["Dependencies", "SimResult", "simulate"]
 
+REGION_WIDENINGS = 5
+"""How often `settle` widens a region before it solves every flow in flight."""
+
 Progress = Callable[[int, int], None]
 """progress(finished_flows, total_flows), called now and then during a run."""
 
@@ -44,6 +47,7 @@ class SimResult:
     finish_s: np.ndarray
     events: int
     solves: int
+    local_solves: int = 0
 
     @property
     def fct_s(self) -> np.ndarray:
@@ -72,7 +76,9 @@ class _Active:
         self.count = np.zeros(capacity_bps.size, dtype=np.int64)
         self.members = np.empty(0, dtype=np.int64)
         self.local = np.zeros(rate_cap_bps.size, dtype=np.int64)
+        self.flag = np.zeros(rate_cap_bps.size, dtype=bool)  # scratch, all False between uses
         self.solves = 0
+        self.local_solves = 0
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         indptr = self.paths.indptr
@@ -85,8 +91,8 @@ class _Active:
             self.paths.entry_weights[index],
         )
 
-    def remove(self, done: np.ndarray) -> bool:
-        """Drop finished flows; True if the others' rates are still max-min."""
+    def remove(self, done: np.ndarray) -> tuple[bool, np.ndarray]:
+        """Drop finished flows; True if the others' rates are still max-min, and their links."""
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
@@ -99,10 +105,10 @@ class _Active:
         self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
         self.members = self.members[~gone[self.members]]
         self.rate[done] = 0.0
-        return not held.any()
+        return not held.any(), link
 
-    def add(self, new: np.ndarray) -> bool:
-        """Admit arriving flows; True if each fits at its cap without slowing anyone."""
+    def add(self, new: np.ndarray) -> tuple[bool, np.ndarray]:
+        """Admit arriving flows; True if each fits at its cap without slowing anyone, and their links."""
         flow, link, weight = self._entries(new)
         self.flow = np.concatenate((self.flow, flow))
         self.link = np.concatenate((self.link, link))
@@ -117,7 +123,73 @@ class _Active:
         if fits:
             self.rate[new] = self.cap[new]
             self.load += need
-        return bool(fits)
+        return bool(fits), link
+
+    def settle(self, touched: np.ndarray) -> None:
+        """Restore max-min rates after flows came or went on the `touched` links.
+
+        First solve only the flows that cross a touched link, the others' load held
+        fixed, and accept the result if every flow whose links changed still meets the
+        max-min conditions (an allocation that is feasible and gives every flow a
+        bottleneck is the unique max-min one); else widen the region by the flows that
+        share a link with it, a few times, and solve everything once it holds half the flows.
+        """
+        links = np.zeros(self.capacity.size, dtype=bool)
+        links[touched] = True
+        for _ in range(REGION_WIDENINGS):
+            region = np.unique(self.flow[links[self.link]])
+            if region.size == 0:
+                return
+            if region.size * 2 > self.members.size:
+                break
+            if self._solve_region(region):
+                self.local_solves += 1
+                return
+            self.flag[region] = True
+            links[self.link[self.flag[self.flow]]] = True
+            self.flag[region] = False
+        self.solve()
+
+    def _solve_region(self, region: np.ndarray) -> bool:
+        self.flag[region] = True
+        entry_in = self.flag[self.flow]
+        self.flag[region] = False
+        flow, link, weight = self.flow[entry_in], self.link[entry_in], self.weight[entry_in]
+        own = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
+        fixed = np.maximum(self.load - own, 0.0)
+        residual = np.maximum(self.capacity - fixed, 0.0)
+        self.local[region] = np.arange(region.size)
+        rates = water_fill(self.local[flow], link, weight, residual, self.cap[region])
+        old = self.rate[region].copy()
+        self.rate[region] = rates
+        load = fixed + np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
+        if self._max_min_holds(load, link):
+            self.load = load
+            return True
+        self.rate[region] = old
+        return False
+
+    def _max_min_holds(self, load: np.ndarray, changed_links: np.ndarray) -> bool:
+        """Feasible, and every flow crossing a changed link is at its cap or has a bottleneck."""
+        changed = np.zeros(self.capacity.size, dtype=bool)
+        changed[changed_links] = True
+        if np.any(load[changed] > self.capacity[changed] * (1 + RELATIVE_TOLERANCE)):
+            return False
+        near = self.flow[changed[self.link]]
+        self.flag[near] = True
+        entries = self.flag[self.flow]
+        self.flag[near] = False
+        flow, link = self.flow[entries], self.link[entries]
+        rate = self.rate[flow]
+        highest = np.zeros(self.capacity.size)
+        np.maximum.at(highest, self.link, self.rate[self.flow])
+        saturated = load[link] >= self.threshold[link]
+        good = (saturated & (rate >= highest[link] * (1 - RELATIVE_TOLERANCE))) | (
+            rate >= self.cap[flow] * (1 - RELATIVE_TOLERANCE)
+        )
+        # a flow's entries are contiguous: it is fine if any of its entries is
+        starts = np.flatnonzero(np.concatenate(([True], flow[1:] != flow[:-1])))
+        return bool(np.all(np.logical_or.reduceat(good, starts))) if flow.size else True
 
     def solve(self) -> None:
         """Max-min rates of every flow in flight, from scratch."""
@@ -192,18 +264,22 @@ def simulate(
         now += step
         remaining[members] -= rate * step
         exact = True
+        touched: list[np.ndarray] = []
         done = members[to_finish <= step * (1 + 1e-12) + 1e-18]
         if done.size:
             remaining[done] = 0.0
             finish[done] = now + latency[done]
-            exact = active.remove(done)
+            exact, gone_links = active.remove(done)
+            touched.append(gone_links)
             finished += done.size
             _release(done, finish, waiting, (dependents, dep_ptr), gap, start, ready, released)
         arriving, cursor = _arrivals(now, initial, initial_start, cursor, released)
         if arriving.size:
-            exact = active.add(arriving) and exact
+            fits, new_links = active.add(arriving)
+            exact = fits and exact
+            touched.append(new_links)
         if not exact:
-            active.solve()
+            active.settle(np.concatenate(touched))
         if progress is not None and finished >= next_report:
             progress(finished, flows)
             next_report = finished + report_every
@@ -214,7 +290,9 @@ def simulate(
         )
     if progress is not None:
         progress(flows, flows)
-    return SimResult(start_s=start, finish_s=finish, events=events, solves=active.solves)
+    return SimResult(
+        start_s=start, finish_s=finish, events=events, solves=active.solves, local_solves=active.local_solves
+    )
 
 
 def _check(
