@@ -82,3 +82,23 @@ def test_pca_false_alarms_stay_rare_on_normal_windows() -> None:
     alarms = sum(len(detect_pca(_correlated(s), _windows(80), list("abcdefghij"), PcaConfig()))
                  for s in range(20))
     assert alarms <= 4  # 1600 normal windows at alpha 0.001 (measured: 0)
+
+
+def test_a_key_that_comes_in_sessions_is_judged_by_its_usual_session_size() -> None:
+    rng = np.random.default_rng(7)
+    counts = np.zeros((200, 1))
+    counts[::10, 0] = rng.poisson(20, size=20)  # a cron job: 20 lines every 10th window
+    assert detect_changes(counts, _windows(200), ["cron"]) == []
+    counts[150, 0] = 90
+    found = detect_changes(counts, _windows(200), ["cron"])
+    assert [(a.kind, a.window_start) for a in found] == [("burst", _windows(200)[150])]
+
+
+def test_pca_ignores_empty_windows() -> None:
+    busy = _correlated(3)
+    counts = np.zeros((240, 10))
+    counts[::3] = busy
+    assert detect_pca(counts, _windows(240), list("abcdefghij")) == []
+    counts[150, 7] += 200  # window 150 is busy row 50
+    found = detect_pca(counts, _windows(240), list("abcdefghij"))
+    assert [(a.window_start, a.key) for a in found] == [(_windows(240)[150], "h")]

@@ -25,7 +25,9 @@ class DetectorConfig:
     windows; the score is the surprise ``-log10 P`` under a Poisson law with that mean
     (``P(X >= count)`` for a burst, ``P(X = 0)`` for silence). ``threshold`` is the
     score from which a burst or silence is flagged; 6 means odds of one in a million.
-    A burst needs the key to have been seen in ``min_history`` earlier windows.
+    A burst needs the key to have been seen in ``min_history`` earlier windows, and is
+    measured against the larger of that mean and the key's mean count over all earlier
+    windows in which it was active.
     A key never seen before is always flagged as new once ``min_history`` windows
     passed, scored against a prior of one line spread over its history.
     """
@@ -73,13 +75,18 @@ def detect_changes(
         raise ValueError(f"counts are {counts.shape}, windows {len(windows)}, keys {len(keys)}")
     expected, active, depth = _baseline(counts, config.history)
     seen_before = active > 0
+    # A key that comes and goes in bursts (sessions, cron jobs) is judged by its usual
+    # size when active, not by a rolling mean that its quiet windows pull to zero.
+    totals = np.vstack([np.zeros((1, n_keys)), np.cumsum(counts, axis=0)])[:-1]
+    when_active = np.divide(totals, active, out=np.zeros_like(totals), where=active > 0)
+    usual = np.maximum(expected, when_active)
     found: list[Anomaly] = []
     ready = depth >= config.min_history
     established = ready[:, None] & (active >= config.min_history)
-    for w, k in zip(*np.nonzero(established & (counts > expected)), strict=True):
-        score = _burst_score(counts[w, k], expected[w, k])
+    for w, k in zip(*np.nonzero(established & (counts > usual)), strict=True):
+        score = _burst_score(counts[w, k], usual[w, k])
         if score >= config.threshold:
-            found.append(_anomaly("burst", w, k, counts, expected, score, windows, keys))
+            found.append(_anomaly("burst", w, k, counts, usual, score, windows, keys))
     first_seen = (counts > 0) & ~seen_before
     for w, k in zip(*np.nonzero(ready[:, None] & first_seen), strict=True):
         prior = 1.0 / (depth[w] + 1.0)  # one pseudo-line spread over the history

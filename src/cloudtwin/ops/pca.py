@@ -41,9 +41,10 @@ def detect_pca(
 ) -> list[Anomaly]:
     """Flag windows whose squared prediction error exceeds the Q-statistic threshold.
 
-    Counts are square-rooted (so Poisson noise is about the same for every template)
-    and centred; the principal components above the noise level span the normal
-    subspace; the residual's squared length (SPE) is compared with the
+    Windows without any line are left out. Counts are square-rooted (so Poisson
+    noise is about the same for every template) and centred; the principal
+    components above the noise level span the normal subspace; the residual's
+    squared length (SPE) is compared with the
     Jackson-Mudholkar threshold. An anomaly's key names the template that contributes
     most to the residual; its score is SPE divided by the threshold.
 
@@ -58,6 +59,8 @@ def detect_pca(
     """
     config = config or PcaConfig()
     x = np.asarray(counts, dtype=np.float64)
+    busy = np.nonzero(x.sum(axis=1) > 0)[0]  # an empty window has no mix to judge
+    x = x[busy]
     if x.shape[0] < 3 or x.shape[1] < 2:
         return []
     weighted = np.sqrt(x)  # variance-stabilised: Poisson noise becomes ~1/4 per template
@@ -74,7 +77,8 @@ def detect_pca(
     found = []
     for w in (int(i) for i in np.nonzero(spe > limit)[0]):
         k = int(np.argmax(residual[w] ** 2))
-        found.append(Anomaly("pca", windows[w], keys[k], int(x[w].sum()), round(float(limit), 4),
+        start = windows[int(busy[w])]
+        found.append(Anomaly("pca", start, keys[k], int(x[w].sum()), round(float(limit), 4),
                              round(float(spe[w] / limit), 3)))
     found.sort(key=lambda a: (-a.score, a.window_start))
     return found
