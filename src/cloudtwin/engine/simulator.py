@@ -11,8 +11,8 @@ leaves every other rate as it was; otherwise the max-min rates are solved again.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -20,7 +20,7 @@ from cloudtwin.engine.maxmin import RELATIVE_TOLERANCE, water_fill
 from cloudtwin.errors import EngineError
 from cloudtwin.topology.paths import Paths
 
-__all__ = ["Dependencies", "SimResult", "simulate"]
+__all__ = ["Change", "Dependencies", "SimResult", "simulate"]
 
 REGION_WIDENINGS = 5
 """How often `settle` widens a region before it solves every flow in flight."""
@@ -39,6 +39,18 @@ class Dependencies:
     gap_s: np.ndarray | None = None
 
 
+@dataclass(frozen=True, eq=False)
+class Change:
+    """Something that happens to the fabric at `time_s`: links change capacity (0 for a
+    link that is down), and/or flows are moved to new paths (a strategy's repair)."""
+
+    time_s: float
+    link_ids: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    capacity_bps: np.ndarray = field(default_factory=lambda: np.empty(0))
+    flows: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    paths: Paths | None = None
+
+
 @dataclass(frozen=True)
 class SimResult:
     """What happened to each flow (seconds)."""
@@ -48,6 +60,8 @@ class SimResult:
     events: int
     solves: int
     local_solves: int = 0
+    timeline_s: np.ndarray | None = None
+    timeline_bps: np.ndarray | None = None
 
     @property
     def fct_s(self) -> np.ndarray:
@@ -79,6 +93,7 @@ class _Active:
         self.flag = np.zeros(rate_cap_bps.size, dtype=bool)  # scratch, all False between uses
         self.solves = 0
         self.local_solves = 0
+        self.active = np.zeros(rate_cap_bps.size, dtype=bool)
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         indptr = self.paths.indptr
@@ -104,6 +119,7 @@ class _Active:
         keep = ~gone[self.flow]
         self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
         self.members = self.members[~gone[self.members]]
+        self.active[done] = False
         self.rate[done] = 0.0
         return not held.any(), link
 
@@ -114,6 +130,7 @@ class _Active:
         self.link = np.concatenate((self.link, link))
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
+        self.active[new] = True
         np.add.at(self.count, link, 1)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
@@ -124,6 +141,33 @@ class _Active:
             self.rate[new] = self.cap[new]
             self.load += need
         return bool(fits), link
+
+    def set_capacity(self, links: np.ndarray, capacity_bps: np.ndarray) -> None:
+        """Links change capacity (a failure, a repair, a degradation)."""
+        self.capacity = self.capacity.copy()
+        self.capacity[links] = capacity_bps
+        self.threshold = self.capacity * (1 - RELATIVE_TOLERANCE)
+
+    def reroute(self, flows: np.ndarray, paths: Paths) -> np.ndarray:
+        """Move `flows` to new paths; returns the links whose load may change."""
+        moving = flows[self.active[flows]]
+        old_flow, old_link, old_weight = self._entries(moving)
+        self.paths = self.paths.replace(flows, paths)
+        if moving.size == 0:
+            return np.empty(0, dtype=np.int64)
+        np.subtract.at(self.load, old_link, old_weight * self.rate[old_flow])
+        np.subtract.at(self.count, old_link, 1)
+        self.flag[moving] = True
+        keep = ~self.flag[self.flow]
+        self.flag[moving] = False
+        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
+        flow, link, weight = self._entries(moving)
+        self.flow = np.concatenate((self.flow, flow))
+        self.link = np.concatenate((self.link, link))
+        self.weight = np.concatenate((self.weight, weight))
+        np.add.at(self.count, link, 1)
+        self.rate[moving] = 0.0
+        return np.concatenate((old_link, link))
 
     def settle(self, touched: np.ndarray) -> None:
         """Restore max-min rates after flows came or went on the `touched` links.
@@ -213,12 +257,17 @@ def simulate(
     latency_s: np.ndarray | None = None,
     dependencies: Dependencies | None = None,
     progress: Progress | None = None,
+    changes: Sequence[Change] = (),
+    timeline: bool = False,
 ) -> SimResult:
     """Run flows to completion; return when each one started and finished.
 
     A flow's finish time is when its last bit has been sent plus `latency_s` (its path's
     propagation delay). A dependent flow starts at the latest finish of the flows it
-    depends on plus its gap, or at its own `start_s` if that is later.
+    depends on plus its gap, or at its own `start_s` if that is later. `changes` happen
+    at their times: a flow on a link of capacity 0 makes no progress until a change
+    moves it or restores the link. With `timeline`, the aggregate rate after every
+    event is recorded (a step function for throughput plots).
     """
     flows = paths.flow_count
     size_bits = np.asarray(size_bytes, dtype=float) * 8.0
@@ -239,6 +288,10 @@ def simulate(
     released: list[tuple[float, int]] = []
     ready = np.full(flows, -np.inf)
     now = float(start[initial[0]]) if initial.size else 0.0
+    schedule = sorted(changes, key=lambda c: c.time_s)
+    next_change = 0
+    times: list[float] = []
+    totals: list[float] = []
     finished = events = 0
     report_every = max(1, flows // 200)
     next_report = report_every
@@ -253,7 +306,8 @@ def simulate(
             float(initial_start[cursor]) if cursor < initial.size else np.inf,
             released[0][0] if released else np.inf,
         )
-        step = min(soonest, next_arrival - now)
+        change_at = schedule[next_change].time_s if next_change < len(schedule) else np.inf
+        step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
         if not np.isfinite(step):
             if members.size:
                 raise EngineError(
@@ -278,8 +332,15 @@ def simulate(
             fits, new_links = active.add(arriving)
             exact = fits and exact
             touched.append(new_links)
+        while next_change < len(schedule) and schedule[next_change].time_s <= now:
+            touched.append(_apply(active, schedule[next_change]))
+            exact = False
+            next_change += 1
         if not exact:
             active.settle(np.concatenate(touched))
+        if timeline:
+            times.append(now)
+            totals.append(float(active.rate[active.members].sum()))
         if progress is not None and finished >= next_report:
             progress(finished, flows)
             next_report = finished + report_every
@@ -291,8 +352,24 @@ def simulate(
     if progress is not None:
         progress(flows, flows)
     return SimResult(
-        start_s=start, finish_s=finish, events=events, solves=active.solves, local_solves=active.local_solves
+        start_s=start,
+        finish_s=finish,
+        events=events,
+        solves=active.solves,
+        local_solves=active.local_solves,
+        timeline_s=np.array(times) if timeline else None,
+        timeline_bps=np.array(totals) if timeline else None,
     )
+
+
+def _apply(active: _Active, change: Change) -> np.ndarray:
+    """Apply one scheduled change; returns the links it touched."""
+    touched = [np.asarray(change.link_ids, dtype=np.int64)]
+    if change.link_ids.size:
+        active.set_capacity(change.link_ids, change.capacity_bps)
+    if change.paths is not None:
+        touched.append(active.reroute(np.asarray(change.flows, dtype=np.int64), change.paths))
+    return np.concatenate(touched)
 
 
 def _check(

@@ -74,10 +74,36 @@ class Paths:
             weights = np.concatenate([p.entry_weights for p in parts])
         return cls(indptr, np.concatenate([p.link_ids for p in parts]), weights)
 
+    def replace(self, flows: np.ndarray, new: Paths) -> Paths:
+        """These paths with flow `flows[i]` taking `new`'s path i instead (as after a repair)."""
+        flows = np.asarray(flows, dtype=np.int64)
+        lengths = np.diff(self.indptr)
+        lengths[flows] = np.diff(new.indptr)
+        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+        keep = np.ones(self.flow_count, dtype=bool)
+        keep[flows] = False
+        link_ids = np.empty(int(indptr[-1]), dtype=np.int64)
+        weights = np.empty(int(indptr[-1]))
+        old_entries = keep[self.flow_of_entry]
+        target_old = np.repeat(indptr[:-1][keep], lengths[keep]) + _offsets(lengths[keep])
+        link_ids[target_old] = self.link_ids[old_entries]
+        weights[target_old] = self.entry_weights[old_entries]
+        target_new = np.repeat(indptr[:-1][flows], lengths[flows]) + _offsets(lengths[flows])
+        link_ids[target_new] = new.link_ids
+        weights[target_new] = new.entry_weights
+        uniform = self.weights is None and new.weights is None
+        return Paths(indptr, link_ids, None if uniform else weights)
+
     def latency_s(self, topology: Topology) -> np.ndarray:
         """Propagation latency per flow (weighted where a flow is split)."""
         per_entry = topology.latency_s[self.link_ids] * self.entry_weights
         return np.bincount(self.flow_of_entry, per_entry, minlength=self.flow_count)
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    """0..n-1 within each run of the given lengths, concatenated."""
+    total = int(lengths.sum())
+    return np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 Chooser = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]
