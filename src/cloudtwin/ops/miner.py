@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.masking import WILDCARD, Masker
@@ -122,12 +120,12 @@ class TemplateMiner:
         """Mine messages in order, one by one; their template ids."""
         return [self.add(c).template_id for c in contents]
 
-    def add_batch(self, contents: Sequence[str] | pa.Array) -> npt.NDArray[np.int64]:
+    def add_batch(self, contents: Sequence[str]) -> npt.NDArray[np.int64]:
         """Mine a batch of messages; their template ids, same result as :meth:`add_many`.
 
-        Masking runs vectorised over the batch, and each distinct masked message is routed
-        through the tree once, in order of first appearance, which is what the one-by-one
-        path does with its cache.
+        Masking runs over the whole batch at once, and each distinct masked message is
+        routed through the tree once, in order of first appearance, which is what the
+        one-by-one path does with its cache.
 
         >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
         >>> miner.add_batch(["job 1 done", "job 2 done", "disk full"]).tolist()
@@ -135,12 +133,12 @@ class TemplateMiner:
         """
         if len(contents) == 0:
             return np.zeros(0, dtype=np.int64)
-        masked = self.masker.mask_many(contents)
-        encoded = pc.dictionary_encode(masked)
-        indices = encoded.indices.to_numpy(zero_copy_only=False)
-        counts = np.bincount(indices, minlength=len(encoded.dictionary))
-        ids = np.empty(len(encoded.dictionary), dtype=np.int64)
-        for k, text in enumerate(encoded.dictionary.to_pylist()):
+        index: dict[str, int] = {}
+        codes = np.array([index.setdefault(m, len(index)) for m in
+                          self.masker.mask_many(contents)], dtype=np.int64)
+        counts = np.bincount(codes, minlength=len(index))
+        ids = np.empty(len(index), dtype=np.int64)
+        for k, text in enumerate(index):
             cluster = self._cache.get(text)
             if cluster is None:
                 cluster = self._add_tokens(text.split())
@@ -150,7 +148,7 @@ class TemplateMiner:
             cluster.size += int(counts[k])
             self._changed.add(cluster.template_id)
             ids[k] = cluster.template_id
-        return ids[indices]
+        return ids[codes]
 
     def restore(self, template_id: int, template: str, size: int, route: str = "") -> None:
         """Put back a group saved earlier (ids must come in increasing order)."""

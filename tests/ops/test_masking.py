@@ -1,0 +1,40 @@
+"""Tests of masking: batches (joined, RE2) agree with one message at a time."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+
+from cloudtwin.ops import GENERIC_MASKS, PRESETS, Masker
+
+Lines = Callable[[str], list[str]]
+
+
+def test_batch_masking_equals_single_masking_on_real_logs(system: str, raw_lines: Lines) -> None:
+    preset = PRESETS[system.lower()]
+    contents = [f["Content"] for line in raw_lines(system) if (f := preset.format.parse(line))]
+    masker = Masker(preset.masks)
+    assert masker.mask_many(contents) == [masker.mask(c) for c in contents]
+    generic = Masker(GENERIC_MASKS)
+    assert generic.mask_many(contents) == [generic.mask(c) for c in contents]
+
+
+@pytest.mark.parametrize(
+    "patterns",
+    [
+        (r"[0-9]+$",),  # anchored: would see only the end of the joined batch
+        (r"\s+\d",),  # may eat a newline between messages
+        (r"(?<=x)\d",),  # look-behind: not RE2, runs in Python
+    ],
+)
+def test_patterns_that_cannot_be_joined_still_mask_each_message(patterns: tuple[str]) -> None:
+    contents = ["x1 at 10", "x 22", "multi\nline 3", "x4"]
+    masker = Masker(patterns)
+    assert masker.mask_many(contents) == [masker.mask(c) for c in contents]
+
+
+def test_generic_masks_cover_addresses_ids_and_numbers() -> None:
+    masker = Masker(GENERIC_MASKS)
+    text = "conn 10.1.2.3:4791 qp 0x1a2b id 123e4567-e89b-12d3-a456-426614174000 file /var/log/x.log n=42"
+    assert masker.mask(text) == "conn <*> qp <*> id <*> file <*> n=<*>"
