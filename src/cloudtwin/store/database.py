@@ -40,7 +40,10 @@ class Store:
     (['total'], [(3,)])
     """
 
-    def __init__(self, path: str | Path = DEFAULT_DB, *, read_only: bool = False) -> None:
+    def __init__(
+        self, path: str | Path = DEFAULT_DB, *, read_only: bool = False,
+        memory_limit: str | None = None,
+    ) -> None:
         self.path = str(path)
         self.read_only = read_only
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
@@ -48,6 +51,8 @@ class Store:
         config: dict[str, str | bool | int | float | list[str]] = (
             {"enable_external_access": False} if read_only else {}
         )
+        if memory_limit is not None:  # DuckDB's buffer pool may otherwise grow to 80% of RAM
+            config["memory_limit"] = memory_limit
         try:
             self.connection = duckdb.connect(self.path, read_only=read_only, config=config)
         except duckdb.Error as err:

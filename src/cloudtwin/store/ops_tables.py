@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+from cloudtwin.ops.parameters import extract_parameters_batch
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.store.database import Store
 
@@ -212,25 +213,21 @@ def _insert_lines(
 def _insert_params(
     con: duckdb.DuckDBPyConnection, sid: int, parser: LogParser, parsed: ParsedBatch
 ) -> None:
-    offsets: list[int] = []
-    positions: list[int] = []
-    values: list[str] = []
-    for offset, tid, content in zip(
-        parsed.offsets, parsed.template_ids.tolist(), parsed.contents, strict=True
-    ):
-        for k, value in enumerate(parser.parameters(tid, content)):
-            offsets.append(offset)
-            positions.append(k)
-            values.append(value)
-    if not values:
+    miner = parser.miner
+    rows, positions, values = extract_parameters_batch(
+        parsed.template_ids, parsed.contents, lambda tid: miner.cluster(tid).template
+    )
+    if len(rows) == 0:
         return
     table = pa.table({
-        "byte_offset": pa.array(offsets, pa.int64()),
-        "position": pa.array(positions, pa.int16()),
-        "value": pa.array(values, pa.string()),
+        "byte_offset": pa.array(np.asarray(parsed.offsets, dtype=np.int64)[rows]),
+        "position": pa.array(positions),
+        "value": values,
     })
     con.register("_ops_params", table)
     con.execute(
-        "INSERT INTO ops_params SELECT ?, byte_offset, position, value FROM _ops_params", [sid]
+        "INSERT INTO ops_params SELECT ?, byte_offset, position, value FROM _ops_params "
+        "ORDER BY byte_offset, position",
+        [sid],
     )
     con.unregister("_ops_params")
