@@ -72,3 +72,36 @@ def test_paths_replace_keeps_other_flows() -> None:
     new = paths.replace(np.array([1]), Paths(np.array([0, 3]), np.array([7, 8, 9])))
     assert [new.path(i).tolist() for i in range(3)] == [[0, 1], [7, 8, 9], [3, 4]]
     assert new.weights is None
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_compiled_and_numpy_regional_solves_agree(monkeypatch: pytest.MonkeyPatch, seed: int) -> None:
+    """The numba region kernel and the numpy region path give the same finish times,
+    and both match solving every flow at every event."""
+    from cloudtwin.engine import simulator
+
+    rng = np.random.default_rng(seed)
+    flows, links = 150, 25
+    lengths = rng.integers(1, 5, flows)
+    indptr = np.concatenate(([0], np.cumsum(lengths)))
+    link_ids = np.concatenate([rng.choice(links, size=n, replace=False) for n in lengths])
+    paths = Paths(indptr, link_ids)
+    args = (
+        paths,
+        rng.uniform(1, 10, links),
+        rng.uniform(1, 20, flows),
+        rng.uniform(0, 20, flows) * (rng.random(flows) < 0.7),
+        rng.uniform(0.5, 8, flows),
+    )
+    results = {}
+    for mode in ("compiled", "numpy", "full"):
+        with monkeypatch.context() as patch:
+            if mode == "numpy":
+                patch.setattr(simulator, "COMPILED", False)
+            if mode == "full":
+                patch.setattr(simulator._Active, "settle", lambda self, touched: self.solve())
+            results[mode] = simulate(*args)
+    if simulator.COMPILED:
+        assert results["compiled"].local_solves > 0  # the regional path was taken
+    np.testing.assert_allclose(results["compiled"].finish_s, results["full"].finish_s, rtol=1e-9)
+    np.testing.assert_allclose(results["numpy"].finish_s, results["full"].finish_s, rtol=1e-9)

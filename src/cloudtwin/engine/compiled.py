@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-__all__ = ["AVAILABLE", "bottleneck_fill", "compiled_fill"]
+__all__ = ["AVAILABLE", "bottleneck_fill", "compiled_fill", "compiled_settle", "settle_region"]
 
 
 def bottleneck_fill(
@@ -145,19 +145,229 @@ def _pop(
     return size
 
 
-_KERNEL: list[Callable[..., np.ndarray]] = []
+def settle_region(
+    flow: np.ndarray,
+    link: np.ndarray,
+    weight: np.ndarray,
+    rate: np.ndarray,
+    cap: np.ndarray,
+    capacity: np.ndarray,
+    load: np.ndarray,
+    touched: np.ndarray,
+    members: int,
+    widenings: int,
+    tolerance: float,
+    scratch_bool: np.ndarray,
+    scratch_int: np.ndarray,
+) -> bool:  # pragma: no cover - exercised compiled; checked against the numpy path in tests
+    """The compiled form of `_Active.settle`'s regional re-solve; False: solve everything.
+
+    `flow/link/weight` are the entries of the flows in flight (a flow's entries are
+    contiguous); `rate` and `load` are updated in place when the region's answer passes
+    the max-min check. Work per attempt is proportional to the region's neighbourhood,
+    not to all flows: entries are indexed by link once per call. The scratch arrays
+    (2 x flows booleans; 2 x flows + links integers) are False / -1 on entry and left so.
+    """
+    entries = flow.size
+    links = capacity.size
+    flows = rate.size
+    in_region = scratch_bool[:flows]
+    good = scratch_bool[flows : 2 * flows]
+    flow_local = scratch_int[:flows]
+    link_local = scratch_int[flows : flows + links]
+    first = scratch_int[flows + links : 2 * flows + links]
+    # entries by link (CSR) and each flow's first entry
+    link_ptr = np.zeros(links + 1, dtype=np.int64)
+    for e in range(entries):
+        link_ptr[link[e] + 1] += 1
+        if first[flow[e]] < 0:
+            first[flow[e]] = e
+    for i in range(links):
+        link_ptr[i + 1] += link_ptr[i]
+    by_link = np.empty(entries, dtype=np.int64)
+    fill = link_ptr[:-1].copy()
+    for e in range(entries):
+        by_link[fill[link[e]]] = e
+        fill[link[e]] += 1
+    frontier = touched.copy()
+    marked = np.zeros(links, dtype=np.bool_)
+    region = np.empty(entries, dtype=np.int64)
+    count = 0
+    accepted = False
+    for _ in range(widenings):
+        grown = np.empty(entries + frontier.size, dtype=np.int64)
+        ngrown = 0
+        for i in range(frontier.size):
+            l0 = frontier[i]
+            if marked[l0]:
+                continue
+            marked[l0] = True
+            for k in range(link_ptr[l0], link_ptr[l0 + 1]):
+                f = flow[by_link[k]]
+                if not in_region[f]:
+                    in_region[f] = True
+                    region[count] = f
+                    count += 1
+                    e = first[f]
+                    while e < entries and flow[e] == f:
+                        grown[ngrown] = link[e]
+                        ngrown += 1
+                        e += 1
+        if count == 0:
+            accepted = True
+            break
+        if 2 * count > members:
+            break
+        accepted = _try_region(
+            flow, link, weight, rate, cap, capacity, load, region[:count], first, link_ptr, by_link,
+            flow_local, link_local, good, tolerance,
+        )
+        if accepted:
+            break
+        frontier = grown[:ngrown]
+    for i in range(count):
+        in_region[region[i]] = False
+    for e in range(entries):
+        first[flow[e]] = -1
+    return accepted
 
 
-def compiled_fill(*args: object) -> np.ndarray:
-    """`bottleneck_fill` compiled by numba on first use (numba is imported only then)."""
-    if not _KERNEL:
-        global _push, _pop
+def _try_region(
+    flow: np.ndarray,
+    link: np.ndarray,
+    weight: np.ndarray,
+    rate: np.ndarray,
+    cap: np.ndarray,
+    capacity: np.ndarray,
+    load: np.ndarray,
+    region: np.ndarray,
+    first: np.ndarray,
+    link_ptr: np.ndarray,
+    by_link: np.ndarray,
+    flow_local: np.ndarray,
+    link_local: np.ndarray,
+    good: np.ndarray,
+    tolerance: float,
+) -> bool:  # pragma: no cover - compiled
+    """Solve the region with the rest fixed; commit if every nearby flow keeps a bottleneck."""
+    entries = flow.size
+    picked = 0
+    for k in range(region.size):
+        flow_local[region[k]] = k
+        e = first[region[k]]
+        while e < entries and flow[e] == region[k]:
+            picked += 1
+            e += 1
+    r_flow = np.empty(picked, dtype=np.int64)
+    r_link = np.empty(picked, dtype=np.int64)
+    r_weight = np.empty(picked)
+    local_links = np.empty(picked, dtype=np.int64)
+    own = np.zeros(picked)
+    nlinks = 0
+    i = 0
+    for k in range(region.size):
+        f = region[k]
+        e = first[f]
+        while e < entries and flow[e] == f:
+            if link_local[link[e]] < 0:
+                link_local[link[e]] = nlinks
+                local_links[nlinks] = link[e]
+                nlinks += 1
+            r_flow[i] = k
+            r_link[i] = link_local[link[e]]
+            r_weight[i] = weight[e]
+            own[r_link[i]] += weight[e] * rate[f]
+            i += 1
+            e += 1
+    residual = np.empty(nlinks)
+    new_load = np.empty(nlinks)
+    for j in range(nlinks):
+        residual[j] = max(capacity[local_links[j]] - (load[local_links[j]] - own[j]), 0.0)
+        new_load[j] = load[local_links[j]] - own[j]
+    caps = np.empty(region.size)
+    for k in range(region.size):
+        caps[k] = cap[region[k]]
+    new = _fill_jit(r_flow, r_link, r_weight, residual, caps, tolerance)
+    for i in range(picked):
+        new_load[r_link[i]] += r_weight[i] * new[r_flow[i]]
+    ok = True
+    for j in range(nlinks):
+        if new_load[j] > capacity[local_links[j]] * (1 + tolerance):
+            ok = False
+    # every flow on a changed link must still be at its cap or have a bottleneck link
+    for j in range(nlinks):
+        if not ok:
+            break
+        l0 = local_links[j]
+        for k in range(link_ptr[l0], link_ptr[l0 + 1]):
+            f = flow[by_link[k]]
+            if good[f]:
+                continue
+            r = new[flow_local[f]] if flow_local[f] >= 0 else rate[f]
+            if r >= cap[f] * (1 - tolerance):
+                good[f] = True
+                continue
+            e = first[f]
+            while e < entries and flow[e] == f and not good[f]:
+                lk = link[e]
+                jj = link_local[lk]
+                now = new_load[jj] if jj >= 0 else load[lk]
+                if now >= capacity[lk] * (1 - tolerance):
+                    top = 0.0
+                    for m in range(link_ptr[lk], link_ptr[lk + 1]):
+                        g = flow[by_link[m]]
+                        rg = new[flow_local[g]] if flow_local[g] >= 0 else rate[g]
+                        if rg > top:
+                            top = rg
+                    if r >= top * (1 - tolerance):
+                        good[f] = True
+                e += 1
+            if not good[f]:
+                ok = False
+                break
+    for j in range(nlinks):
+        l0 = local_links[j]
+        for k in range(link_ptr[l0], link_ptr[l0 + 1]):
+            good[flow[by_link[k]]] = False
+    if ok:
+        for k in range(region.size):
+            rate[region[k]] = new[k]
+        for j in range(nlinks):
+            load[local_links[j]] = new_load[j]
+    for k in range(region.size):
+        flow_local[region[k]] = -1
+    for j in range(nlinks):
+        link_local[local_links[j]] = -1
+    return ok
+
+
+_fill_jit = bottleneck_fill
+_KERNELS: dict[str, Callable[..., object]] = {}
+
+
+def _kernels() -> dict[str, Callable[..., object]]:
+    """Compile the kernels with numba on first use (numba is imported only then)."""
+    if not _KERNELS:
+        global _push, _pop, _fill_jit, _try_region
         import numba
 
         _push = numba.njit(cache=True, inline="always")(_push)
         _pop = numba.njit(cache=True, inline="always")(_pop)
-        _KERNEL.append(numba.njit(cache=True, nogil=True)(bottleneck_fill))
-    return _KERNEL[0](*args)
+        _fill_jit = numba.njit(cache=True, nogil=True)(bottleneck_fill)
+        _try_region = numba.njit(cache=True, nogil=True)(_try_region)
+        _KERNELS["fill"] = _fill_jit
+        _KERNELS["settle"] = numba.njit(cache=True, nogil=True)(settle_region)
+    return _KERNELS
+
+
+def compiled_fill(*args: object) -> np.ndarray:
+    """`bottleneck_fill`, compiled."""
+    return _kernels()["fill"](*args)  # type: ignore[return-value]
+
+
+def compiled_settle(*args: object) -> bool:
+    """`settle_region`, compiled."""
+    return bool(_kernels()["settle"](*args))
 
 
 AVAILABLE = importlib.util.find_spec("numba") is not None

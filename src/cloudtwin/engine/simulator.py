@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cloudtwin.engine.maxmin import RELATIVE_TOLERANCE, water_fill
+from cloudtwin.engine.compiled import compiled_settle
+from cloudtwin.engine.maxmin import COMPILED, RELATIVE_TOLERANCE, water_fill
 from cloudtwin.errors import EngineError
 from cloudtwin.topology.paths import Paths
 
@@ -91,6 +92,10 @@ class _Active:
         self.members = np.empty(0, dtype=np.int64)
         self.local = np.zeros(rate_cap_bps.size, dtype=np.int64)
         self.flag = np.zeros(rate_cap_bps.size, dtype=bool)  # scratch, all False between uses
+        self.compiled = COMPILED
+        if self.compiled:
+            self.scratch_bool = np.zeros(2 * rate_cap_bps.size, dtype=bool)
+            self.scratch_int = np.full(2 * rate_cap_bps.size + capacity_bps.size, -1, dtype=np.int64)
         self.solves = 0
         self.local_solves = 0
         self.active = np.zeros(rate_cap_bps.size, dtype=bool)
@@ -178,6 +183,16 @@ class _Active:
         bottleneck is the unique max-min one); else widen the region by the flows that
         share a link with it, a few times, and solve everything once it holds half the flows.
         """
+        if self.compiled:
+            if compiled_settle(
+                self.flow, self.link, self.weight, self.rate, self.cap, self.capacity, self.load,
+                np.ascontiguousarray(touched, dtype=np.int64), self.members.size, REGION_WIDENINGS,
+                RELATIVE_TOLERANCE, self.scratch_bool, self.scratch_int,
+            ):
+                self.local_solves += 1
+                return
+            self.solve()
+            return
         links = np.zeros(self.capacity.size, dtype=bool)
         links[touched] = True
         for _ in range(REGION_WIDENINGS):
