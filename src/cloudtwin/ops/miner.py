@@ -197,12 +197,12 @@ class TemplateMiner:
         best: Cluster | None = None
         best_key = (-1.0, -1)
         n = len(tokens)
+        masked = WILDCARD in tokens
         for cluster in clusters:
-            template = cluster.tokens
-            equal = sum(map(str.__eq__, template, tokens))
-            both_wild = sum(1 for i in cluster.wildcards if tokens[i] == WILDCARD)
-            sim = (equal - both_wild) / n if n else 1.0
-            key = (sim, len(cluster.wildcards))
+            equal = sum(map(str.__eq__, cluster.tokens, tokens))
+            if masked and cluster.wildcards:  # a "<*>" facing a "<*>" is not a match
+                equal -= sum(1 for i in cluster.wildcards if tokens[i] == WILDCARD)
+            key = (equal / n if n else 1.0, len(cluster.wildcards))
             if key > best_key:
                 best, best_key = cluster, key
         if best is None or best_key[0] < self.config.sim_threshold:
@@ -211,13 +211,12 @@ class TemplateMiner:
 
     def _generalise(self, cluster: Cluster, tokens: list[str]) -> None:
         template = cluster.tokens
-        changed = False
-        for i, (a, b) in enumerate(zip(template, tokens, strict=True)):
-            if a != b and a != WILDCARD:
-                template[i] = WILDCARD
-                changed = True
-        if changed:
-            cluster.wildcards = [i for i, t in enumerate(template) if t == WILDCARD]
+        if template == tokens:
+            return
+        merged = [a if a == b else WILDCARD for a, b in zip(template, tokens, strict=True)]
+        if merged != template:
+            cluster.tokens = merged
+            cluster.wildcards = [i for i, t in enumerate(merged) if t == WILDCARD]
 
     def _new_cluster(self, tokens: list[str]) -> Cluster:
         wild = [i for i, t in enumerate(tokens) if t == WILDCARD]

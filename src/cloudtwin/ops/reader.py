@@ -182,8 +182,3 @@ def _discard_rest_of_line(stream: BinaryIO) -> int:
         skipped += len(piece)
         if not piece or piece.endswith(b"\n"):
             return skipped
-
-
-def lines_of(text: str) -> io.BytesIO:
-    """A binary stream over some text (handy for tests and doctests)."""
-    return io.BytesIO(text.encode("utf-8"))
