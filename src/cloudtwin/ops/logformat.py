@@ -52,6 +52,7 @@ class LogFormat:
     fields: tuple[str, ...] = ()
     pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
     fast_pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    batch_pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def from_string(cls, text: str) -> LogFormat:
@@ -160,9 +161,11 @@ def _compile_regex_format(text: str) -> LogFormat:
         pattern = re.compile("^" + "".join(parts) + "$")
         # Surrounding whitespace is allowed here, so batches need not strip every line.
         fast_pattern = re.compile(r"^\s*" + "".join(fast) + r"\s*$")
+        # The same, for a batch joined by newlines (one match per line, or fall back).
+        batch_pattern = re.compile(r"^[ \t]*" + "".join(fast) + r"[ \t]*$", re.MULTILINE)
     except re.error as err:
         raise LogFormatError(f"format {text!r} is not a valid pattern: {err}") from err
-    return LogFormat(text, "regex", tuple(names), pattern, fast_pattern)
+    return LogFormat(text, "regex", tuple(names), pattern, fast_pattern, batch_pattern)
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "content", "log")

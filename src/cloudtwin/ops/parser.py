@@ -68,15 +68,18 @@ class LogParser:
     ) -> ParsedBatch:
         """The common case, in list comprehensions: a regex format, no over-long line."""
         texts = batch.texts
-        slow, quick = exact.match, fast.match
-        matches = [quick(t) or slow(t.strip()) for t in texts]
         names = list(exact.groupindex)
         content_at = exact.groupindex["Content"] - 1
-        groups = [m.groups() if m is not None else None for m in matches]
-        ok = [i for i, g in enumerate(groups) if g is not None and g[content_at].strip()]
-        if len(ok) != len(texts):
-            return self._split_each(batch)  # some lines do not fit: take the careful path
-        rows = [g for g in groups if g is not None]
+        rows = self._split_joined(texts, len(names))
+        if rows is None:
+            slow, quick = exact.match, fast.match
+            matches = [quick(t) or slow(t.strip()) for t in texts]
+            groups = [m.groups() if m is not None else None for m in matches]
+            if any(g is None for g in groups):
+                return self._split_each(batch)  # some lines do not fit: the careful path
+            rows = [g for g in groups if g is not None]
+        if not all(g[content_at].strip() for g in rows):
+            return self._split_each(batch)
         out = ParsedBatch(end_offset=batch.end_offset)
         out.numbers = batch.numbers
         out.offsets = batch.offsets
@@ -91,6 +94,20 @@ class LogParser:
         else:
             out.time_texts = [None] * len(rows)
         return out
+
+    def _split_joined(self, texts: list[str], width: int) -> list[tuple[str, ...]] | None:
+        """All lines split by one findall over the joined batch, if every line matches.
+
+        Matches are anchored at line starts and ends and cannot overlap, so as many
+        matches as lines means exactly one match per line.
+        """
+        pattern = self.format.batch_pattern
+        if pattern is None:
+            return None
+        found = pattern.findall("\n".join(texts))
+        if len(found) != len(texts):
+            return None
+        return found if width > 1 else [(g,) for g in found]
 
     @staticmethod
     def _column(
