@@ -44,6 +44,11 @@ def _root(
 app.command("run")(run_commands.run)
 app.command("compare")(run_commands.compare)
 
+from cloudtwin.cli import train as _train  # noqa: E402
+
+app.command("train")(_train.train)
+app.command("hpl")(_train.hpl)
+
 
 from cloudtwin.cli import logs as _logs  # noqa: E402
 

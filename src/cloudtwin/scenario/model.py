@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
+from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -151,7 +152,10 @@ class PerftestWorkload(_Model):
     start: Duration = 0.0
 
 
-Workload = Annotated[PerftestWorkload, Field(discriminator="kind")]
+Workload = Annotated[
+    PerftestWorkload | TrainingWorkload | HplWorkload,
+    Field(discriminator="kind"),
+]
 
 
 class Scenario(_Model):
@@ -163,6 +167,7 @@ class Scenario(_Model):
     hosts: Hosts = Field(default_factory=Hosts)
     tenants: tuple[Tenant, ...] = ()
     routing: Routing = Field(default_factory=Routing)
+    cluster: Cluster = Field(default_factory=Cluster)
     workload: Workload = Field(default_factory=PerftestWorkload)
 
     @property

@@ -1,0 +1,170 @@
+"""`cloudtwin train` and `cloudtwin hpl`: predicted LLM training and HPL performance on a cluster."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario, stdout, write_json
+from cloudtwin.errors import WorkloadError
+
+if TYPE_CHECKING:
+    from cloudtwin.evaluation.training import TrainingResult
+
+__all__ = ["hpl", "parse_gpus", "train", "write_plot"]
+
+SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.pipeline=8 (repeatable).")
+JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
+OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+PLOT = typer.Option(None, "--plot", help="Write the scaling plot (PNG, SVG, PDF) here.")
+STRATEGY = typer.Option(None, "--strategy", help="Routing strategy (default: the scenario's).")
+
+
+def parse_gpus(text: str | None) -> list[int] | None:
+    """`64,128,256` -> [64, 128, 256]; WorkloadError naming --gpus on anything else.
+
+    >>> parse_gpus("64, 128")
+    [64, 128]
+    """
+    if text is None:
+        return None
+    try:
+        sizes = [int(part) for part in text.split(",") if part.strip()]
+    except ValueError as err:
+        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts") from err
+    if not sizes or min(sizes) < 1:
+        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts")
+    return sizes
+
+
+def _table(title: str, results: list[TrainingResult]) -> Table:
+    table = Table(title=title, title_justify="left")
+    table.add_column("GPUs")
+    for r in results:
+        table.add_column(str(r.gpus), justify="right")
+    rows: list[tuple[str, Callable[[TrainingResult], str]]] = [
+        ("tensor x pipeline x data", lambda r: f"{r.layout.tensor} x {r.layout.pipeline} x {r.layout.data}"),
+        ("micro-batches per pipeline", lambda r: str(r.layout.micro_batches)),
+        ("iteration (s)", lambda r: f"{r.iteration_s:.3f}"),
+        ("tokens/s", lambda r: f"{r.tokens_per_s:,.0f}"),
+        ("TFLOPS per GPU", lambda r: f"{r.tflops_per_gpu:.1f}"),
+        ("MFU", lambda r: f"{r.mfu:.3f}"),
+        ("scaling efficiency", lambda r: f"{r.scaling_efficiency:.3f}"),
+        ("compute (s)", lambda r: f"{r.compute_s:.3f}"),
+        ("exposed communication (s)", lambda r: f"{r.exposed_comm_s:.3f}"),
+        ("pipeline bubble (s)", lambda r: f"{r.bubble_s:.3f}"),
+        ("data-parallel reduction (s)", lambda r: f"{r.dp_reduction_s:.3f}"),
+        ("memory per GPU (GB)", lambda r: f"{r.memory_gb:.1f}"),
+    ]
+    for label, cell in rows:
+        table.add_row(label, *(cell(r) for r in results))
+    return table
+
+
+def write_plot(path: Path, title: str, results: list[TrainingResult]) -> None:
+    """Tokens/s against GPUs, with ideal linear scaling and the scaling efficiency."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    gpus = [r.gpus for r in results]
+    tokens = [r.tokens_per_s for r in results]
+    ideal = [r.tokens_per_s / r.scaling_efficiency for r in results]
+    figure, axis = plt.subplots(figsize=(7, 4.5))
+    axis.plot(gpus, ideal, "--", color="grey", label="ideal linear scaling")
+    axis.plot(gpus, tokens, "o-", label="predicted")
+    for g, t, r in zip(gpus, tokens, results, strict=True):
+        axis.annotate(f"{r.scaling_efficiency:.0%}", (g, t), textcoords="offset points", xytext=(4, -12))
+    axis.set_xlabel("GPUs")
+    axis.set_ylabel("tokens / s")
+    axis.set_title(title)
+    axis.legend()
+    axis.grid(alpha=0.3)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+    plt.close(figure)
+
+
+def train(
+    scenario: Path = SCENARIO,
+    gpus: str = typer.Option(
+        None, "--gpus", help="Comma-separated GPU counts for a scaling curve, e.g. 64,128,256."
+    ),
+    plot: Path = PLOT,
+    strategy: str = STRATEGY,
+    overrides: list[str] = SET,
+    as_json: bool = JSON,
+    out: Path = OUT,
+) -> None:
+    """Predict an LLM training iteration (workload.kind: training) on the scenario's cluster.
+
+    Prints iteration time, tokens/s, TFLOPS per GPU, MFU, the time breakdown (compute,
+    exposed communication, pipeline bubble) and the efficiency against ideal linear
+    scaling from the smallest configuration that holds one model replica. The
+    data-parallel gradient reduction is simulated on the fabric with the routing strategy.
+
+    Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
+    """
+    from cloudtwin.evaluation.training import predict_training
+
+    loaded = read_scenario(scenario, overrides)
+    results = predict_training(loaded, parse_gpus(gpus), strategy)
+    documents = [r.to_json() for r in results]
+    document: object = documents if gpus else documents[0]
+    if out is not None:
+        write_json(out, document)
+    if plot is not None:
+        write_plot(plot, f"{loaded.name}: {strategy or loaded.routing.strategy}", results)
+    if as_json:
+        emit_json(document)
+        return
+    stdout.print(_table(f"{loaded.name}: training ({strategy or loaded.routing.strategy})", results))
+
+
+def hpl(
+    scenario: Path = SCENARIO,
+    strategy: str = STRATEGY,
+    overrides: list[str] = SET,
+    as_json: bool = JSON,
+    out: Path = OUT,
+) -> None:
+    """Predict HPL (workload.kind: hpl) on the scenario's cluster.
+
+    Prints the run time, TFLOPS in total and per GPU, and per-GPU FLOPS relative to
+    HPL on a single VM (its GPUs, the same memory per GPU).
+
+    Example:  cloudtwin hpl examples/vela-hpl.yaml --set routing.strategy=pinning
+    """
+    from cloudtwin.evaluation.hpl import predict_hpl
+
+    loaded = read_scenario(scenario, overrides)
+    result = predict_hpl(loaded, strategy)
+    document = result.to_json()
+    if out is not None:
+        write_json(out, document)
+    if as_json:
+        emit_json(document)
+        return
+    table = Table(title=f"{loaded.name}: HPL ({strategy or loaded.routing.strategy})", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("N / NB / P x Q", f"{result.n} / {result.nb} / {result.p} x {result.q}"),
+        ("time (s)", f"{result.time_s:.1f}"),
+        ("TFLOPS total", f"{result.tflops:,.1f}"),
+        ("TFLOPS per GPU", f"{result.tflops_per_gpu:.2f}"),
+        ("single VM TFLOPS per GPU", f"{result.single_vm_tflops_per_gpu:.2f}"),
+        ("per GPU vs single VM", f"{result.relative_to_single_vm:.3f}"),
+        ("row / column ring Gbps", f"{result.row_gbps:.1f} / {result.column_gbps:.1f}"),
+        ("update / exposed panel / swap (s)",
+         f"{result.update_s:.1f} / {result.exposed_panel_s:.1f} / {result.swap_s:.1f}"),
+    ]
+    for label, value in rows:
+        table.add_row(label, value)
+    stdout.print(table)

@@ -1,0 +1,352 @@
+"""LLM training: a decoder transformer under tensor, pipeline (1F1B) and data parallelism.
+
+Analytic parts (no fabric): parameters and FLOPs (Narayanan et al. 2021, "Efficient
+large-scale language model training on GPU clusters using Megatron-LM", appendix),
+memory per GPU (Megatron's mixed-precision optimizer accounting and the activation
+formula of Korthikanti et al. 2022), per-microbatch compute time of every GEMM and
+memory-bound kernel on the roofline of the GPU, tensor-parallel all-reduces on NVLink
+and pipeline send/recv. The data-parallel gradient reduction runs on the fabric: this
+module builds its ring flows (`data_parallel_flows`); `evaluation.training` routes and
+simulates them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.cluster.spec import ClusterSpec
+from cloudtwin.errors import WorkloadError
+from cloudtwin.flows import Flows
+from cloudtwin.scenario.cluster import TrainingWorkload
+from cloudtwin.topology.topology import Topology
+from cloudtwin.workloads.perftest import qp_flows
+
+__all__ = [
+    "NET_STEP_LATENCY_S",
+    "WORKSPACE_BYTES",
+    "Layout",
+    "MemoryUse",
+    "StageTimes",
+    "bubble_fraction",
+    "data_parallel_bytes_per_hop",
+    "data_parallel_flows",
+    "hardware_flops",
+    "layout",
+    "memory_per_gpu",
+    "model_flops",
+    "parameters",
+    "stage_times",
+]
+
+NET_STEP_LATENCY_S = 14e-6
+"""Per-step latency of an NCCL ring step across the network (NCCL's tuning model, Simple)."""
+
+WORKSPACE_BYTES = 3e9
+"""GPU memory that is not the model's: CUDA context, cuBLAS workspace, NCCL buffers,
+allocator fragmentation (a few GB is what PyTorch jobs on A100s commonly lose)."""
+
+_BYTES = 2  # bf16 / fp16 activations and weights
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How many GPUs in each parallel dimension, and microbatches per pipeline per iteration."""
+
+    tensor: int
+    pipeline: int
+    data: int
+    micro_batches: int
+
+    @property
+    def gpus(self) -> int:
+        """GPUs the job uses."""
+        return self.tensor * self.pipeline * self.data
+
+
+def layout(workload: TrainingWorkload, gpus: int, gpus_available: int, key: str = "workload.gpus") -> Layout:
+    """The parallel layout on `gpus` GPUs; WorkloadError naming `key` if it cannot be laid out."""
+    replica = workload.tensor * workload.pipeline
+    if gpus % replica:
+        raise WorkloadError(
+            f"{key}: {gpus} GPUs is not a multiple of tensor x pipeline = {replica}"
+        )
+    if gpus > gpus_available:
+        raise WorkloadError(f"{key}: {gpus} GPUs is more than the cluster's {gpus_available}")
+    data = gpus // replica
+    per_step = data * workload.micro_batch
+    if workload.global_batch % per_step:
+        raise WorkloadError(
+            f"workload.global_batch: {workload.global_batch} is not a multiple of "
+            f"data parallel {data} x micro_batch {workload.micro_batch}"
+        )
+    return Layout(workload.tensor, workload.pipeline, data, workload.global_batch // per_step)
+
+
+def parameters(w: TrainingWorkload) -> float:
+    """Parameter count: 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) (Narayanan et al. 2021).
+
+    >>> round(parameters(TrainingWorkload(layers=96, hidden=12288, heads=96, vocabulary=51200)) / 1e9, 1)
+    174.6
+    """
+    n, h = w.layers, w.hidden
+    return 12 * n * h * h * (1 + 13 / (12 * h) + (w.vocabulary + w.sequence) / (12 * n * h))
+
+
+def model_flops(w: TrainingWorkload) -> float:
+    """FLOPs of one iteration without recomputation: 72 B s l h^2 (1 + s/(6h) + V/(12lh)).
+
+    (forward 24Bslh^2 + 4Bs^2lh + 2BshV, backward twice that). This is what MFU counts.
+    """
+    b, s, n, h = w.global_batch, w.sequence, w.layers, w.hidden
+    return 72.0 * b * s * n * h * h * (1 + s / (6 * h) + w.vocabulary / (12 * n * h))
+
+
+def hardware_flops(w: TrainingWorkload) -> float:
+    """FLOPs the GPUs execute: with full recomputation the layers' forward runs twice,
+    96 B s l h^2 (1 + s/(6h) + V/(16lh)) (Narayanan et al. 2021, eq. 3)."""
+    if w.recompute == "none":
+        return model_flops(w)
+    b, s, n, h = w.global_batch, w.sequence, w.layers, w.hidden
+    return 96.0 * b * s * n * h * h * (1 + s / (6 * h) + w.vocabulary / (16 * n * h))
+
+
+def bubble_fraction(pipeline: int, micro_batches: int) -> float:
+    """Idle fraction of a 1F1B pipeline: (p-1)/(m+p-1)."""
+    return (pipeline - 1) / (micro_batches + pipeline - 1)
+
+
+@dataclass(frozen=True)
+class MemoryUse:
+    """Bytes per GPU on the busiest pipeline stage (the first: it holds p microbatches)."""
+
+    weights_and_optimizer: float
+    activations: float
+    workspace: float
+
+    @property
+    def total(self) -> float:
+        """All of it."""
+        return self.weights_and_optimizer + self.activations + self.workspace
+
+
+def _params_per_gpu(w: TrainingWorkload) -> float:
+    h, t, p = w.hidden, w.tensor, w.pipeline
+    layers = (12 * h * h + 13 * h) * w.layers / p
+    embedding = (w.vocabulary + w.sequence) * h
+    return (layers + embedding) / t
+
+
+def memory_per_gpu(w: TrainingWorkload, data: int) -> MemoryUse:
+    """Weights, gradients, optimizer state and activations per GPU.
+
+    Mixed precision with Adam as Megatron keeps it: bf16 weights (2 B), fp32 main
+    gradients (4 B, or 2 B when reduced in bf16), fp32 master weights, momentum and
+    variance (12 B); a sharded (distributed) optimizer divides the 12 B (and the main
+    gradients' fp32 copy, kept as a shard) over the data-parallel ranks. Activations per
+    layer and microbatch: s b h (10 + 24/t + 5 a s/(h t)) bytes (Korthikanti et al. 2022,
+    tensor parallel without sequence parallelism); with full recomputation only each
+    layer's input (2 s b h) is kept, plus one layer's activations while it is recomputed.
+    With 1F1B the first stage holds p microbatches of its l/p layers: l layers' worth.
+    """
+    grad_bytes = 4 if w.grad_reduce_dtype == "fp32" else 2
+    state = 12.0 / data if w.sharded_optimizer else 12.0
+    params = _params_per_gpu(w)
+    weights = params * (2 + grad_bytes + state)
+    s, b, h, a, t = w.sequence, w.micro_batch, w.hidden, w.heads, w.tensor
+    per_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+    full = w.recompute == "full"
+    activations = 2 * s * b * h * w.layers + per_layer if full else per_layer * w.layers
+    logits = 4.0 * s * b * w.vocabulary / t * 2 if w.pipeline == 1 else 0.0
+    return MemoryUse(weights, activations + logits, WORKSPACE_BYTES)
+
+
+def _gemm_s(spec: ClusterSpec, m: float, k: float, n: float, batch: float = 1.0) -> float:
+    """Roofline time of a (batched) GEMM: the slower of math at the measured best
+    efficiency and moving its operands through HBM, plus a kernel launch."""
+    gpu = spec.profile
+    flops = 2.0 * m * k * n * batch
+    math_s = flops / (gpu.peak_bf16_flops * gpu.gemm_efficiency_max * spec.compute_factor)
+    memory_s = _BYTES * (m * k + k * n + m * n) * batch / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+    return max(math_s, memory_s) + gpu.kernel_launch_s
+
+
+def _stream_s(spec: ClusterSpec, size_bytes: float, kernels: int) -> float:
+    """Memory-bound kernels (norms, softmax, dropout, bias, GeLU, residual) moving `size_bytes`."""
+    gpu = spec.profile
+    rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency * spec.compute_factor
+    return size_bytes / rate + kernels * gpu.kernel_launch_s
+
+
+def _layer_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
+    """Forward time of one transformer layer for one microbatch on one tensor-parallel rank."""
+    b, s, h, a, t = w.micro_batch, w.sequence, w.hidden, w.heads, w.tensor
+    tokens = b * s
+    gemms = (
+        _gemm_s(spec, tokens, h, 3 * h / t)  # QKV projection
+        + _gemm_s(spec, s, h / a, s, b * a / t)  # attention scores
+        + _gemm_s(spec, s, s, h / a, b * a / t)  # attention over values
+        + _gemm_s(spec, tokens, h / t, h)  # output projection
+        + _gemm_s(spec, tokens, h, 4 * h / t)  # MLP up
+        + _gemm_s(spec, tokens, 4 * h / t, h)  # MLP down
+    )
+    # Two layer norms (read+write), two fused bias-dropout-residual (read 2, write 1),
+    # fused bias-GeLU on the 4h/t activations, fused scale-mask-softmax + dropout on the
+    # b a s^2 / t scores (2+2 bytes, dropout 2+2 and a 1-byte mask).
+    elementwise = _BYTES * (4 * tokens * h + 6 * tokens * h + 8 * tokens * h / t)
+    elementwise += 9.0 * b * a * s * s / t
+    return gemms + _stream_s(spec, elementwise, kernels=6)
+
+
+def _logits_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
+    """The output layer (h x V/t GEMM) and cross-entropy in fp32 on the last stage."""
+    tokens = w.micro_batch * w.sequence
+    vocab = w.vocabulary / w.tensor
+    return _gemm_s(spec, tokens, w.hidden, vocab) + _stream_s(spec, 3 * 4.0 * tokens * vocab, 3)
+
+
+def _tp_allreduce_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
+    """One tensor-parallel all-reduce of the b s h activations over NVLink (ring)."""
+    t = w.tensor
+    if t == 1:
+        return 0.0
+    size = _BYTES * w.micro_batch * w.sequence * w.hidden
+    gpu = spec.profile
+    transfer = 2 * (t - 1) / t * size / gpu.nvlink_allreduce_busbw_bytes_per_s
+    return transfer + 2 * (t - 1) * gpu.nvlink_latency_s
+
+
+def _p2p_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
+    """Send one microbatch's activations to the next stage (or gradients back).
+
+    Megatron's scatter-gather: each of the t ranks sends 1/t of the b s h tensor over
+    its NIC, then the receivers all-gather it over NVLink.
+    """
+    if w.pipeline == 1:
+        return 0.0
+    size = _BYTES * w.micro_batch * w.sequence * w.hidden
+    t = w.tensor
+    gpus_per_nic = max(1, -(-min(t, spec.profile.gpus) // max(1, spec.nics_per_node)))
+    net = size / t * gpus_per_nic / (spec.nic_rate_cap_bps / 8)
+    net += NET_STEP_LATENCY_S + spec.overheads.nic_latency_s
+    gather = 0.0
+    if t > 1:
+        gather = (t - 1) / t * size / spec.profile.nvlink_bytes_per_s + spec.profile.nvlink_latency_s
+    return net + gather
+
+
+def _optimizer_s(w: TrainingWorkload, spec: ClusterSpec, data: int) -> float:
+    """Adam step, memory bound: read main grad, master weight, m, v (16 B), write
+    master, m, v and the bf16 weight (14 B) per parameter (a shard of them if sharded)."""
+    params = _params_per_gpu(w) / (data if w.sharded_optimizer else 1)
+    return _stream_s(spec, 30.0 * params, kernels=4)
+
+
+@dataclass(frozen=True)
+class StageTimes:
+    """Per-microbatch times on the slowest stage and per-iteration fixed costs (seconds)."""
+
+    forward_s: float
+    backward_s: float
+    tp_comm_s: float
+    p2p_s: float
+    optimizer_s: float
+    overlap_window_s: float
+
+    @property
+    def slot_s(self) -> float:
+        """One forward and one backward of a microbatch, with their communication."""
+        return self.forward_s + self.backward_s + self.tp_comm_s + 2 * self.p2p_s
+
+    @property
+    def backward_slot_s(self) -> float:
+        """What separates the end of one stage's last backward from the stage before's."""
+        return self.backward_s + self.tp_comm_s / 2 + self.p2p_s
+
+
+def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes:
+    """Compute and in-stage communication of one microbatch on the slowest pipeline stage.
+
+    Backward is twice the forward (data and weight gradients); full recomputation adds
+    one more forward. Tensor-parallel all-reduces: 2 in forward, 2 in backward (2 more
+    when recomputing), on the critical path as in Megatron. The overlap window is the
+    backward of the last microbatch after the first layer's gradients are ready: the
+    time a bucketed gradient reduction (Megatron/DeepSpeed `overlap_grad_reduce`) can
+    hide behind.
+    """
+    layers = w.layers // w.pipeline
+    layer = _layer_forward_s(w, spec)
+    logits = _logits_forward_s(w, spec)
+    recompute = 1 if w.recompute == "full" else 0
+    forward = layers * layer + logits
+    backward = layers * layer * (2 + recompute) + 2 * logits
+    tp = _tp_allreduce_s(w, spec) * layers * (4 + 2 * recompute)
+    window = 0.0
+    if w.overlap_grad_reduce:
+        window = backward * (layers - 1) / layers
+    return StageTimes(forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window)
+
+
+def data_parallel_bytes_per_hop(w: TrainingWorkload, data: int) -> float:
+    """Bytes each ring hop carries for one iteration's gradient reduction.
+
+    All-reduce: 2(d-1)/d of the gradient bytes; sharded optimizer: reduce-scatter of the
+    gradients plus all-gather of the bf16 weights, (d-1)/d of each.
+    """
+    if data == 1:
+        return 0.0
+    params = _params_per_gpu(w)
+    grad = params * (4 if w.grad_reduce_dtype == "fp32" else 2)
+    if w.sharded_optimizer:
+        return (data - 1) / data * (grad + _BYTES * params)
+    return 2 * (data - 1) / data * grad
+
+
+def ring_steps(w: TrainingWorkload, data: int) -> int:
+    """Ring steps of the reduction (each pays NET_STEP_LATENCY_S): 2(d-1)."""
+    return 2 * (data - 1)
+
+
+def _ranks(lay: Layout, order: str) -> np.ndarray:
+    """Global rank of every (tensor i, data j, pipeline k), shape (t, d, p)."""
+    i, j, k = np.meshgrid(
+        np.arange(lay.tensor), np.arange(lay.data), np.arange(lay.pipeline), indexing="ij"
+    )
+    if order == "tp-dp-pp":
+        return i + lay.tensor * (j + lay.data * k)
+    return i + lay.tensor * (k + lay.pipeline * j)
+
+
+def data_parallel_flows(
+    w: TrainingWorkload,
+    lay: Layout,
+    spec: ClusterSpec,
+    topology: Topology,
+    bytes_per_hop: float,
+    stage_start_s: np.ndarray,
+    seed: int | np.random.Generator,
+    tenant_of_host: np.ndarray | None = None,
+) -> Flows:
+    """Inter-node hops of the data-parallel rings, one flow per NCCL channel (its own QP).
+
+    Each group of GPUs with the same tensor and pipeline rank forms a ring over the data
+    parallel ranks in rank order, as NCCL builds it; a hop between GPUs of one node rides
+    NVLink and is left out. Stage k's rings start at `stage_start_s[k]`.
+    """
+    ranks = _ranks(lay, w.layout)
+    gpus_per_node = spec.profile.gpus
+    src = ranks
+    dst = np.roll(ranks, -1, axis=1)
+    src_node, dst_node = src // gpus_per_node, dst // gpus_per_node
+    remote = src_node != dst_node
+    src_rail = (src % gpus_per_node) * spec.nics_per_node // gpus_per_node
+    dst_rail = (dst % gpus_per_node) * spec.nics_per_node // gpus_per_node
+    stage = np.broadcast_to(np.arange(lay.pipeline), ranks.shape)
+    src_nic = topology.host_nics[src_node[remote], src_rail[remote]]
+    dst_nic = topology.host_nics[dst_node[remote], dst_rail[remote]]
+    start = np.asarray(stage_start_s, dtype=float)[stage[remote]]
+    tenant = -1 if tenant_of_host is None else tenant_of_host[src_node[remote]]
+    size = np.full(src_nic.size, float(bytes_per_hop))
+    rng = np.random.default_rng(seed)
+    return qp_flows(topology, src_nic, dst_nic, size, w.channels, rng, start, tenant)

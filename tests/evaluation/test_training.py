@@ -1,0 +1,104 @@
+"""Training predictions on a small cluster: fits, efficiency at the base, determinism, and
+the knobs users turn moving the prediction the right way."""
+
+from __future__ import annotations
+
+import pytest
+
+from cloudtwin.errors import WorkloadError
+from cloudtwin.evaluation.training import TrainingResult, predict_training
+from cloudtwin.scenario.loader import load_scenario
+from cloudtwin.workloads.training import bubble_fraction
+
+# 8 nodes of 8 GPUs, 2 nodes per leaf, each node's 8 NICs on its leaf; 16 spines make
+# the fabric non-blocking. The model is small so that the data-parallel reduction is a
+# visible part of the iteration.
+SMALL = """
+seed: 3
+fabric: {kind: leaf-spine, leaves: 4, spines: 16, hosts_per_leaf: 2}
+hosts: {nics: 8}
+routing: {strategy: ecmp}
+workload: {kind: training, layers: 8, hidden: 2048, heads: 16, sequence: 1024, vocabulary: 32000,
+           global_batch: 32, tensor: 8, pipeline: 2, channels: 2}
+"""
+
+
+def predict(*overrides: str, gpus: list[int] | None = None) -> list[TrainingResult]:
+    return predict_training(load_scenario(SMALL, "small", overrides), gpus or [64])
+
+
+def test_scaling_efficiency_is_one_at_the_base_size() -> None:
+    base, full = predict(gpus=[16, 64])
+    assert base.layout.data == 1
+    assert base.scaling_efficiency == pytest.approx(1.0)
+    assert 0 < full.scaling_efficiency < 1
+
+
+def test_breakdown_adds_up_and_bubble_is_the_1f1b_fraction() -> None:
+    (result,) = predict()
+    lay = result.layout
+    assert result.compute_s + result.exposed_comm_s + result.bubble_s == pytest.approx(result.iteration_s)
+    assert result.bubble_s / result.pipeline_s == pytest.approx(
+        bubble_fraction(lay.pipeline, lay.micro_batches)
+    )
+    assert result.bubble_s / result.pipeline_s == pytest.approx(1 / (8 + 1))  # p=2, m=8
+
+
+def test_same_seed_same_numbers() -> None:
+    assert predict()[0].to_json() == predict()[0].to_json()
+
+
+def test_a_model_that_does_not_fit_is_refused() -> None:
+    with pytest.raises(WorkloadError, match=r"workload: the model needs [\d.]+ GB per GPU"):
+        predict("workload.layers=96", "workload.hidden=12288", "workload.heads=96",
+                "workload.tensor=8", "workload.pipeline=1")
+    # The same model fits once tensor and pipeline parallelism split it.
+    (fits,) = predict("workload.layers=96", "workload.hidden=12288", "workload.heads=96",
+                      "workload.tensor=8", "workload.pipeline=8", "workload.sequence=512")
+    assert fits.memory_gb < 80
+
+
+def test_pinning_beats_ecmp() -> None:
+    ecmp = predict()[0]
+    pinned = predict("routing.strategy=pinning")[0]
+    assert pinned.dp_reduction_s < ecmp.dp_reduction_s
+    assert pinned.tokens_per_s > ecmp.tokens_per_s
+
+
+def test_bare_metal_beats_a_vm() -> None:
+    vm = predict()[0]
+    bare = predict("cluster.virtualization=bare-metal")[0]
+    assert bare.tokens_per_s > vm.tokens_per_s
+    assert bare.compute_s < vm.compute_s
+
+
+def test_fewer_nics_per_node_is_slower() -> None:
+    eight = predict("routing.strategy=pinning")[0]
+    two = predict("routing.strategy=pinning", "hosts.nics=2", "fabric.spines=4")[0]
+    assert two.dp_reduction_s > eight.dp_reduction_s
+    assert two.tokens_per_s < eight.tokens_per_s
+
+
+def test_oversubscription_is_slower() -> None:
+    full = predict("routing.strategy=pinning")[0]
+    over = predict("routing.strategy=pinning", "fabric.spines=4")[0]  # 4:1
+    assert over.tokens_per_s < full.tokens_per_s
+
+
+def test_layout_keeping_data_parallel_rings_on_a_leaf_is_faster() -> None:
+    # 4:1 oversubscribed: tp-dp-pp keeps half of each ring's hops on a leaf, tp-pp-dp none.
+    near = predict("routing.strategy=pinning", "fabric.spines=4")[0]
+    far = predict("routing.strategy=pinning", "fabric.spines=4", "workload.layout=tp-pp-dp")[0]
+    assert near.tokens_per_s > far.tokens_per_s
+
+
+def test_sharded_optimizer_saves_memory() -> None:
+    plain = predict()[0]
+    sharded = predict("workload.sharded_optimizer=true")[0]
+    assert sharded.memory_gb < plain.memory_gb
+
+
+def test_training_needs_a_training_workload() -> None:
+    scenario = load_scenario("workload: {kind: perftest}")
+    with pytest.raises(WorkloadError, match="workload.kind"):
+        predict_training(scenario)
