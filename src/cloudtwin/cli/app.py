@@ -44,6 +44,10 @@ def _root(
 app.command("run")(run_commands.run)
 app.command("compare")(run_commands.compare)
 
+from cloudtwin.cli import nccl as _nccl  # noqa: E402
+
+app.command("nccl-tests")(_nccl.nccl_tests)
+
 from cloudtwin.cli import train as _train  # noqa: E402
 
 app.command("train")(_train.train)

@@ -1,14 +1,22 @@
 """Evaluation: running scenarios and measuring what they did."""
 
+from cloudtwin.evaluation.collective import (
+    CollectiveMeasurement,
+    CollectiveRun,
+    simulate_collective,
+)
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.evaluation.run import Run, build_flows, route_flows, run_scenario, tenant_groups
 
 __all__ = [
+    "CollectiveMeasurement",
+    "CollectiveRun",
     "Run",
     "RunSummary",
     "build_flows",
     "route_flows",
     "run_scenario",
+    "simulate_collective",
     "summarize",
     "tenant_groups",
 ]

@@ -10,7 +10,7 @@ from cloudtwin.engine.simulator import Progress, SimResult, simulate
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.flows import Flows
 from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
-from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 from cloudtwin.tenancy.overlay import outer_headers
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.paths import Paths
@@ -41,7 +41,11 @@ def tenant_groups(scenario: Scenario) -> list[TenantHosts]:
 
 
 def build_flows(scenario: Scenario, topology: Topology) -> Flows:
-    """The flows of the scenario's workload."""
+    """The flows of the scenario's workload (for a collective: its network QPs, as routed)."""
+    if isinstance(scenario.workload, CollectiveWorkload):
+        from cloudtwin.evaluation.collective import plan_for
+
+        return plan_for(scenario, topology).connections
     sport_per_qp = scenario.hosts.udp_sport == "per-qp"
     return perftest_flows(
         scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp
@@ -70,6 +74,8 @@ def run_scenario(
     spec = strategy or scenario.routing.strategy
     chosen = load_strategy(spec)
     topology = build_topology(scenario)
+    if isinstance(scenario.workload, CollectiveWorkload):
+        return _run_collective(scenario, topology, chosen, progress)
     flows = build_flows(scenario, topology)
     paths = route_flows(scenario, topology, flows, chosen)
     rate = np.full(len(flows), topology.nic_rate_bps)
@@ -92,3 +98,32 @@ def run_scenario(
         rate,
     )
     return Run(scenario, chosen.name, topology, flows, paths, result, summary)
+
+
+def _run_collective(
+    scenario: Scenario, topology: Topology, chosen: Strategy, progress: Progress | None
+) -> Run:
+    """A collective's run: `flows` are its routed QPs; the summary groups every round's
+    flows by the QP or NVLink segment that carries them."""
+    from cloudtwin.evaluation.collective import simulate_collective
+
+    collective = simulate_collective(scenario, topology, chosen, progress=progress)
+    unrolled = collective.plan.unrolled
+    summary = summarize(
+        scenario.name,
+        chosen.name,
+        unrolled.route,
+        unrolled.size_bytes,
+        collective.result.start_s,
+        collective.result.finish_s,
+        unrolled.rate_cap_bps,
+    )
+    return Run(
+        scenario,
+        chosen.name,
+        topology,
+        collective.plan.connections,
+        collective.paths,
+        collective.result,
+        summary,
+    )

@@ -2,6 +2,7 @@
 
 from cloudtwin.scenario.loader import apply_overrides, load_scenario, parse_yaml
 from cloudtwin.scenario.model import (
+    CollectiveWorkload,
     FatTreeFabric,
     Hosts,
     LeafSpineFabric,
@@ -22,6 +23,7 @@ from cloudtwin.scenario.units import (
 )
 
 __all__ = [
+    "CollectiveWorkload",
     "FatTreeFabric",
     "Hosts",
     "LeafSpineFabric",

@@ -12,7 +12,9 @@ from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
     "DEFAULT_LATENCY_S",
+    "DEFAULT_NVLINK_BPS",
     "DEFAULT_RATE_BPS",
+    "CollectiveWorkload",
     "FatTreeFabric",
     "Fabric",
     "Hosts",
@@ -29,6 +31,11 @@ __all__ = [
 DEFAULT_RATE_BPS = 100e9
 DEFAULT_LATENCY_S = 1e-6
 DEFAULT_SIZE_BYTES = 1 << 30
+DEFAULT_NVLINK_BPS = 300e9 * 8  # A100 NVSwitch: 300 GB/s per GPU per direction
+DEFAULT_GPUS = 8
+DEFAULT_NET_HOP_LATENCY_S = 14e-6  # NCCL tuning model, Simple protocol, network hop
+DEFAULT_NVLINK_HOP_LATENCY_S = 3.4e-6  # NCCL tuning model, Simple protocol, NVLink ring hop
+DEFAULT_CHUNK_BYTES = 1 << 19  # NCCL Simple-protocol pipeline chunk (512 KiB)
 
 
 Rate = Annotated[float, BeforeValidator(parse_rate), Field(gt=0)]
@@ -88,6 +95,8 @@ class Hosts(_Model):
     nics: int = Field(1, ge=1, le=64)
     nic_rate: Rate | None = None
     udp_sport: Literal["per-qp", "fixed"] = "per-qp"
+    gpus: int = Field(DEFAULT_GPUS, ge=1, le=64)
+    nvlink: Rate = DEFAULT_NVLINK_BPS
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
@@ -152,8 +161,38 @@ class PerftestWorkload(_Model):
     start: Duration = 0.0
 
 
+CollectiveOp = Literal["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"]
+Algorithm = Literal["ring", "tree", "auto"]
+HostOrder = Literal["topology", "random"]
+
+
+class CollectiveWorkload(_Model):
+    """An NCCL collective (nccl-tests semantics) over GPUs; one job per tenant unless `ranks`.
+
+    `ranks` lists global GPU indices (host x gpus + local GPU) in rank order; default:
+    every GPU of each tenant, one job per tenant. `host_order: random` hands a job's
+    hosts out in a seeded random order, as a cloud scheduler places VMs without regard
+    to leaves (NCCL orders its rings by rank). `rounds` is how many pipelined rounds
+    the model simulates per step sequence (default: as many as fit the flow budget).
+    """
+
+    kind: Literal["collective"] = "collective"
+    op: CollectiveOp = "allreduce"
+    algorithm: Algorithm = "ring"
+    size: Size = DEFAULT_SIZE_BYTES
+    ranks: HostSet | None = None
+    channels: int = Field(8, ge=1, le=64)
+    qps_per_connection: int = Field(1, ge=1, le=16)
+    host_order: HostOrder = "topology"
+    root: int = Field(0, ge=0)
+    net_hop_latency: Duration = DEFAULT_NET_HOP_LATENCY_S
+    nvlink_hop_latency: Duration = DEFAULT_NVLINK_HOP_LATENCY_S
+    chunk: Size = DEFAULT_CHUNK_BYTES
+    rounds: int | None = Field(None, ge=1, le=4096)
+
+
 Workload = Annotated[
-    PerftestWorkload | TrainingWorkload | HplWorkload,
+    PerftestWorkload | CollectiveWorkload | TrainingWorkload | HplWorkload,
     Field(discriminator="kind"),
 ]
 
@@ -189,7 +228,19 @@ class Scenario(_Model):
                 f"({self.hosts.nics}) leaves, got {fabric.leaves}"
             )
         self._check_tenants()
+        self._check_ranks()
         return self
+
+    def _check_ranks(self) -> None:
+        workload = self.workload
+        if not isinstance(workload, CollectiveWorkload) or workload.ranks is None:
+            return
+        gpus = self.host_count * self.hosts.gpus
+        for rank in workload.ranks:
+            if not 0 <= rank < gpus:
+                raise ValueError(f"workload.ranks: GPU {rank} is outside the cluster (0-{gpus - 1})")
+        if len(set(workload.ranks)) != len(workload.ranks):
+            raise ValueError("workload.ranks: a GPU is listed twice")
 
     def _check_tenants(self) -> None:
         seen: dict[int, str] = {}
