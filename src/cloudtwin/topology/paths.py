@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import numpy as np
+from scipy.sparse import csr_matrix
+from scipy.sparse.csgraph import shortest_path
 
 from cloudtwin.errors import TopologyError
 from cloudtwin.topology.topology import NodeKind, Topology
@@ -19,6 +21,8 @@ __all__ = [
     "pick_nth",
     "route_hop_by_hop",
     "spread_fractions",
+    "routable",
+    "surviving_topology",
 ]
 
 
@@ -216,3 +220,75 @@ def spread_fractions(topology: Topology, src_edge: int, dst_edge: int) -> dict[i
                 nxt[there] = nxt.get(there, 0.0) + frac / links.size
         share = nxt
     return fractions
+
+
+def surviving_topology(topology: Topology, link_up: np.ndarray, converged: bool = True) -> Topology:
+    """A view of `topology` in which switches forward only over links that are up.
+
+    Link ids are unchanged, so any strategy can route on the view and its paths apply to
+    the real fabric. With `converged` (the routing protocol has spread the news) hop
+    counts are those of the surviving fabric; without it a switch only stops using its
+    own dead links and still believes every other path works (local repair). NIC links
+    stay listed: a flow whose NIC link is down is not routable on the view at all.
+    """
+    link_up = np.asarray(link_up, dtype=bool)
+    view = replace(topology)
+    table = topology.out_links.copy()
+    nic_link = topology.node_kind[topology.link_src] == NodeKind.NIC
+    dead = ~link_up & ~nic_link
+    table[(table >= 0) & dead[np.where(table >= 0, table, 0)]] = -1
+    for name in ("edge_of_nic", "down_link", "edge_switches", "edge_slot"):
+        view.__dict__[name] = getattr(topology, name)
+    view.__dict__["out_links"] = table
+    view.__dict__["hops_to_edge"] = (
+        _surviving_hops(topology, link_up) if converged else topology.hops_to_edge
+    )
+    return view
+
+
+def _surviving_hops(topology: Topology, link_up: np.ndarray) -> np.ndarray:
+    """`hops_to_edge` counted over the switch-to-switch links that are up."""
+    kind = topology.node_kind
+    usable = (kind[topology.link_src] != NodeKind.NIC) & (kind[topology.link_dst] != NodeKind.NIC)
+    usable &= link_up
+    graph = csr_matrix(
+        (np.ones(int(usable.sum())), (topology.link_dst[usable], topology.link_src[usable])),
+        shape=(topology.node_count, topology.node_count),
+    )
+    dist = shortest_path(graph, unweighted=True, indices=topology.edge_switches)
+    return np.ascontiguousarray(np.where(np.isinf(dist), -1, dist).astype(np.int16).T)
+
+
+def routable(topology: Topology, src: np.ndarray, dst: np.ndarray, link_up: np.ndarray) -> np.ndarray:
+    """Which flows can reach their destination on `topology` (a view) without a dead end.
+
+    A flow is routable when its NIC links are up and every switch it can be sent to on
+    the way (following the view's next hops) still has a next hop: on a converged view
+    that is plain reachability; on a local view a switch that only lost its own links
+    but is still chosen upstream is a dead end.
+    """
+    src = np.asarray(src, dtype=np.int64)
+    dst = np.asarray(dst, dtype=np.int64)
+    ok = link_up[topology.out_links[src, 0]] & link_up[topology.down_link[dst]]
+    src_edge = topology.edge_of_nic[src]
+    dst_edge = topology.edge_of_nic[dst]
+    verdict: dict[tuple[int, int], bool] = {}
+    for pair in set(zip(src_edge.tolist(), dst_edge.tolist(), strict=True)):
+        verdict[pair] = _no_dead_end(topology, *pair)
+    pairs = zip(src_edge.tolist(), dst_edge.tolist(), strict=True)
+    good = np.array([verdict[p] for p in pairs], dtype=bool)
+    return ok & good if src.size else ok
+
+
+def _no_dead_end(topology: Topology, src_edge: int, dst_edge: int) -> bool:
+    slot = int(topology.edge_slot[dst_edge])
+    frontier = np.array([src_edge])
+    while frontier.size:
+        frontier = frontier[frontier != dst_edge]
+        if frontier.size == 0:
+            return True
+        cand, ok = next_hop_candidates(topology, frontier, np.full(frontier.size, slot))
+        if not ok.any(axis=1).all():
+            return False
+        frontier = np.unique(topology.link_dst[cand[ok]])
+    return True

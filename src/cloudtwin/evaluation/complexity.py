@@ -1,0 +1,195 @@
+"""Operational complexity, counted from the scenario: state in the switches, who must
+cooperate, what changes when jobs come and go and when links fail, and one score.
+
+Counts (per strategy):
+
+- `routes_per_switch`: one route per edge-switch prefix (BGP in the underlay) plus, on an
+  edge switch, one host entry per attached NIC; the same for every strategy.
+- `ecmp_groups_per_switch`: distinct next-hop sets with two or more members over those
+  routes.
+- `flow_rules_per_switch`: per-flow policy (or static) entries, for strategies that pin
+  paths: one per flow at each switch where the flow has a choice of next hop.
+- `flow_state_per_switch`: per-flow state the switch learns by itself (flowlet tables).
+- `forwarding_entries`: routes + ECMP groups + flow rules on the busiest switch.
+- `rule_changes_per_job`: rules installed when a job arrives (and removed when it leaves).
+- `rule_changes_per_fault`: route entries whose next-hop set changes (every strategy)
+  plus per-flow rules the repair changed (pinning), per fault.
+
+Score (lower is simpler)::
+
+    log10(1 + forwarding_entries) + log10(1 + rule_changes_per_fault)
+    + log10(1 + rule_changes_per_job) + 2 x controller + 1 x host_cooperation
+    + 0.5 x (switch features beyond plain ECMP) + 1 x (state grows with flows)
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.faults.events import FabricState
+from cloudtwin.faults.plan import Repair
+from cloudtwin.faults.reaction import rule_links
+from cloudtwin.flows import Flows
+from cloudtwin.routing.strategy import Strategy
+from cloudtwin.topology.paths import Paths, next_hop_candidates, surviving_topology
+from cloudtwin.topology.topology import NodeKind, Topology
+
+__all__ = ["PROFILES", "Profile", "complexity", "profile_of", "routing_state"]
+
+PLAIN_ECMP = "ECMP"
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What a strategy needs from the cloud beyond the fabric itself."""
+
+    controller: bool
+    host_cooperation: bool
+    switch_features: tuple[str, ...]
+    flow_rules: bool
+    flow_state: bool
+    needs: str
+
+
+PROFILES: dict[str, Profile] = {
+    "ecmp": Profile(False, False, (PLAIN_ECMP,), False, False, "standard switches"),
+    "ecmp-qp": Profile(
+        False, False, (PLAIN_ECMP, "RoCE BTH (QP) hashing"), False, False, "RoCE-aware hashing"
+    ),
+    "adaptive": Profile(
+        False, False, (PLAIN_ECMP, "dynamic load balancing (flowlets)"), False, True, "DLB switches"
+    ),
+    "spray": Profile(
+        False, True, (PLAIN_ECMP, "per-packet spraying"), False, False, "out-of-order tolerant NICs"
+    ),
+    "pinning": Profile(
+        True, False, (PLAIN_ECMP, "per-flow policy rules"), True, False, "a controller and per-flow rules"
+    ),
+}
+
+#: A user strategy picks its own paths, so someone must install them: assume a controller
+#: and per-flow rules unless the class declares `profile = "<built-in name>"` or a Profile.
+USER_PROFILE = Profile(
+    True, False, (PLAIN_ECMP, "per-flow policy rules"), True, False, "a controller and per-flow rules"
+)
+
+
+def profile_of(strategy: Strategy) -> Profile:
+    """The complexity profile of a strategy."""
+    declared = getattr(strategy, "profile", None)
+    if isinstance(declared, Profile):
+        return declared
+    if isinstance(declared, str) and declared in PROFILES:
+        return PROFILES[declared]
+    return PROFILES.get(strategy.name, USER_PROFILE)
+
+
+def routing_state(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(switches, routes per switch, ECMP groups per switch) of the intact fabric."""
+    switches = np.flatnonzero(topology.node_kind != NodeKind.NIC)
+    edges = topology.edge_switches.size
+    nics = np.bincount(
+        topology.edge_of_nic[topology.node_kind == NodeKind.NIC], minlength=topology.node_count
+    )
+    routes = np.where(topology.edge_slot[switches] >= 0, edges - 1 + nics[switches], edges)
+    return switches, routes, _group_count(topology, switches)
+
+
+def _next_hop_sets(topology: Topology, switches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per (switch, destination edge): the next-hop links as a row mask."""
+    edges = topology.edge_switches.size
+    nodes = np.repeat(switches, edges)
+    slots = np.tile(np.arange(edges), switches.size)
+    cand, ok = next_hop_candidates(topology, nodes, slots)
+    return np.where(ok, cand, -1), nodes
+
+
+def _group_count(topology: Topology, switches: np.ndarray) -> np.ndarray:
+    sets, nodes = _next_hop_sets(topology, switches)
+    multi = (sets >= 0).sum(axis=1) >= 2
+    groups = np.zeros(topology.node_count, dtype=np.int64)
+    for node in np.unique(nodes[multi]):
+        rows = sets[multi & (nodes == node)]
+        groups[node] = np.unique(np.sort(rows, axis=1), axis=0).shape[0]
+    return groups[switches]
+
+
+def route_updates(topology: Topology, state: FabricState) -> int:
+    """Route entries (switch, destination prefix) whose next-hop set a fault changes."""
+    switches = np.flatnonzero(topology.node_kind != NodeKind.NIC)
+    before, _ = _next_hop_sets(topology, switches)
+    view = surviving_topology(topology, state.capacity_bps > 0)
+    after, _ = _next_hop_sets(view, switches)
+    width = max(before.shape[1], after.shape[1])
+    before = np.sort(np.pad(before, ((0, 0), (0, width - before.shape[1])), constant_values=-1), axis=1)
+    after = np.sort(np.pad(after, ((0, 0), (0, width - after.shape[1])), constant_values=-1), axis=1)
+    return int(np.count_nonzero(np.any(before != after, axis=1)))
+
+
+def _rules_per_switch(topology: Topology, flows: Flows, paths: Paths) -> np.ndarray:
+    owner = paths.flow_of_entry
+    rule = rule_links(topology, paths.link_ids, topology.edge_of_nic[flows.dst[owner]])
+    return np.bincount(topology.link_src[paths.link_ids[rule]], minlength=topology.node_count)
+
+
+def complexity(
+    topology: Topology,
+    flows: Flows,
+    paths: Paths,
+    profile: Profile,
+    states: Sequence[FabricState],
+    repairs: Sequence[Repair],
+) -> dict[str, object]:
+    """Raw counts and the score of one strategy on one scenario (see the module docstring)."""
+    switches, routes, groups = routing_state(topology)
+    per_switch_rules = _rules_per_switch(topology, flows, paths)[switches]
+    rules = per_switch_rules if profile.flow_rules else np.zeros_like(per_switch_rules)
+    state = per_switch_rules if profile.flow_state else np.zeros_like(per_switch_rules)
+    entries = routes + groups + rules
+    jobs = np.unique(flows.job)
+    per_job = [int(_rules_for(topology, flows, paths, job)) if profile.flow_rules else 0 for job in jobs]
+    downs = [s for s in states if s.went_down]
+    routed = sum(route_updates(topology, s) for s in downs)
+    flow_changes = sum(r.rules_changed for r in repairs) if profile.flow_rules else 0
+    per_fault = (routed + flow_changes) / len(downs) if downs else 0.0
+    per_job_mean = float(np.mean(per_job)) if per_job else 0.0
+    grows = profile.flow_rules or profile.flow_state
+    extra_features = [f for f in profile.switch_features if f != PLAIN_ECMP]
+    score = (
+        math.log10(1 + int(entries.max(initial=0)))
+        + math.log10(1 + per_fault)
+        + math.log10(1 + per_job_mean)
+        + 2 * profile.controller
+        + 1 * profile.host_cooperation
+        + 0.5 * len(extra_features)
+        + 1 * grows
+    )
+    return {
+        "score": round(score, 3),
+        "forwarding_entries": int(entries.max(initial=0)),
+        "forwarding_entries_total": int(entries.sum()),
+        "routes_per_switch_max": int(routes.max(initial=0)),
+        "ecmp_groups_per_switch_max": int(groups.max(initial=0)),
+        "flow_rules_per_switch_max": int(rules.max(initial=0)),
+        "flow_rules_total": int(rules.sum()),
+        "flow_state_per_switch_max": int(state.max(initial=0)),
+        "rule_changes_per_job": per_job_mean,
+        "rule_changes_per_fault": per_fault,
+        "route_updates_per_fault": routed / len(downs) if downs else 0.0,
+        "flow_rule_changes_per_fault": flow_changes / len(downs) if downs else 0.0,
+        "controller": profile.controller,
+        "host_cooperation": profile.host_cooperation,
+        "switch_features": list(profile.switch_features),
+        "state_grows_with": "flows" if grows else "fabric size (prefixes)",
+        "needs": profile.needs,
+    }
+
+
+def _rules_for(topology: Topology, flows: Flows, paths: Paths, job: int) -> int:
+    owner = paths.flow_of_entry
+    rule = rule_links(topology, paths.link_ids, topology.edge_of_nic[flows.dst[owner]])
+    return int(np.count_nonzero(rule & (flows.job[owner] == job)))

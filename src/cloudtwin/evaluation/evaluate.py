@@ -1,0 +1,312 @@
+"""The three-fold evaluation: every strategy on performance, resiliency and complexity.
+
+For each strategy the scenario's jobs are routed and run twice on the engine: without
+faults (performance, and the reference for resiliency) and with the scenario's faults
+and the strategy's modelled repairs. A scenario without `faults:` gets one: a random
+switch-to-switch cable (drawn from the seed) fails for good at a quarter of the shortest
+fault-free completion time, so that every strategy is hit while its flows are running.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cloudtwin.engine.simulator import SimResult, simulate
+from cloudtwin.errors import EngineError, ScenarioError
+from cloudtwin.evaluation.collective_bench import collective_busbw
+from cloudtwin.evaluation.complexity import complexity, profile_of
+from cloudtwin.evaluation.jobs import Workbench, build_workbench, tenant_name
+from cloudtwin.evaluation.metrics import summarize
+from cloudtwin.evaluation.resiliency import (
+    bytes_behind,
+    fault_outcomes,
+    sample_timeline,
+    stall_seconds,
+)
+from cloudtwin.evaluation.run import route_flows
+from cloudtwin.faults.events import FabricState, expand_faults
+from cloudtwin.faults.plan import RepairPlan, plan_repairs, subset_flows
+from cloudtwin.faults.reaction import reaction_of
+from cloudtwin.routing.strategy import Strategy, load_strategy
+from cloudtwin.scenario.faults import Fault
+from cloudtwin.scenario.model import Scenario
+from cloudtwin.topology.builders import build_topology
+from cloudtwin.topology.paths import Paths
+from cloudtwin.topology.topology import Topology
+
+__all__ = ["DEFAULT_FAULT_FRACTION", "Evaluation", "StrategyOutcome", "evaluate"]
+
+DEFAULT_FAULT_FRACTION = 0.25
+
+Report = Callable[[str], None]
+
+
+@dataclass(frozen=True, eq=False)
+class StrategyOutcome:
+    """One strategy's results, and the arrays behind them (for the store)."""
+
+    name: str
+    spec: str
+    reaction: str
+    performance: dict[str, Any]
+    resiliency: dict[str, Any]
+    complexity: dict[str, Any]
+    baseline: SimResult
+    faulted: SimResult
+    connection_start_s: np.ndarray
+    connection_finish_s: np.ndarray
+    baseline_finish_s: np.ndarray
+    stall_s: np.ndarray
+    affected: np.ndarray
+
+    def to_json(self) -> dict[str, Any]:
+        """`{"spec", "reaction", "performance", "resiliency", "complexity"}`."""
+        return {
+            "spec": self.spec,
+            "reaction": self.reaction,
+            "performance": self.performance,
+            "resiliency": self.resiliency,
+            "complexity": self.complexity,
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class Evaluation:
+    """A scenario evaluated under several strategies."""
+
+    scenario: Scenario
+    topology: Topology
+    bench: Workbench
+    faults: list[dict[str, Any]]
+    default_faults: bool
+    outcomes: list[StrategyOutcome] = field(default_factory=list)
+
+
+def _connection_times(bench: Workbench, result: SimResult) -> tuple[np.ndarray, np.ndarray]:
+    n = len(bench.connections)
+    owner = bench.owner
+    network = owner >= 0
+    start = np.full(n, np.inf)
+    finish = np.full(n, -np.inf)
+    np.minimum.at(start, owner[network], result.start_s[network])
+    np.maximum.at(finish, owner[network], result.finish_s[network])
+    return start, finish
+
+
+def _run(
+    bench: Workbench, topology: Topology, paths: Paths, changes: Sequence[Any] = ()
+) -> SimResult:
+    engine_paths = bench.engine_paths(paths)
+    latency = engine_paths.latency_s(topology) if bench.with_latency else None
+    return simulate(
+        engine_paths,
+        bench.capacity_bps,
+        bench.size_bytes,
+        bench.start_s,
+        bench.rate_cap_bps,
+        latency_s=latency,
+        dependencies=bench.dependencies,
+        changes=[bench.engine_change(c) for c in changes],
+        timeline=True,
+    )
+
+
+def _summary(
+    scenario: Scenario, name: str, bench: Workbench, result: SimResult, rows: np.ndarray
+) -> dict[str, Any]:
+    group = bench.route if bench.collective is not None else bench.connections.connection[bench.route]
+    return summarize(
+        scenario.name,
+        name,
+        group[rows],
+        bench.size_bytes[rows],
+        result.start_s[rows],
+        result.finish_s[rows],
+        bench.rate_cap_bps[rows],
+    ).to_json()
+
+
+def _groups(scenario: Scenario, bench: Workbench) -> dict[str, dict[str, np.ndarray]]:
+    """Engine flow rows per job and per tenant."""
+    job = bench.flow_job
+    tenant_of_conn = bench.connections.tenant
+    owner = bench.owner
+    tenant = np.where(owner >= 0, tenant_of_conn[np.maximum(owner, 0)], -2)
+    jobs = {info.name: np.flatnonzero(job == i) for i, info in enumerate(bench.jobs)}
+    tenants = {
+        tenant_name(scenario, int(t)): np.flatnonzero(tenant == t) for t in np.unique(tenant[tenant > -2])
+    }
+    return {"jobs": {k: v for k, v in jobs.items() if v.size}, "tenants": tenants}
+
+
+def _performance(
+    scenario: Scenario, name: str, bench: Workbench, result: SimResult
+) -> dict[str, Any]:
+    rows = np.arange(result.finish_s.size)
+    document = _summary(scenario, name, bench, result, rows)
+    groups = _groups(scenario, bench)
+    document["per_job"] = {k: _summary(scenario, name, bench, result, v) for k, v in groups["jobs"].items()}
+    document["per_tenant"] = {
+        k: _summary(scenario, name, bench, result, v) for k, v in groups["tenants"].items()
+    }
+    document["busbw"] = collective_busbw(scenario, bench, result)
+    return document
+
+
+def _span(result: SimResult, rows: np.ndarray) -> float:
+    return float(result.finish_s[rows].max() - result.start_s[rows].min()) if rows.size else 0.0
+
+
+def _slowdowns(
+    scenario: Scenario, bench: Workbench, baseline: SimResult, faulted: SimResult
+) -> dict[str, dict[str, float]]:
+    groups = _groups(scenario, bench)
+    return {
+        kind: {
+            name: _span(faulted, rows) / _span(baseline, rows) if _span(baseline, rows) > 0 else 1.0
+            for name, rows in members.items()
+        }
+        for kind, members in groups.items()
+    }
+
+
+def _resiliency(
+    scenario: Scenario,
+    bench: Workbench,
+    states: Sequence[FabricState],
+    plan: RepairPlan,
+    baseline: SimResult,
+    faulted: SimResult,
+) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    start, finish = _connection_times(bench, faulted)
+    downs = [s.time_s for s in states if s.went_down]
+    outcomes = fault_outcomes(baseline, faulted, plan, downs, start, finish)
+    stalled = stall_seconds(plan, start, finish, "stalled")
+    impaired = stall_seconds(plan, start, finish, "impaired")
+    affected = impaired > 0
+    slow = _slowdowns(scenario, bench, baseline, faulted)
+    marks = [s.time_s for s in states] + [r.moved_s for r in plan.repairs]
+    worst_ttr = [o.time_to_recover_s for o in outcomes]
+    document: dict[str, Any] = {
+        "recovered": all(o.recovered for o in outcomes),
+        "time_to_recover_s": None if None in worst_ttr else max(worst_ttr, default=0.0),
+        "dip": max((o.dip for o in outcomes), default=0.0),
+        "bytes_delayed": bytes_behind(baseline, faulted),
+        "flows_affected": int(np.count_nonzero(affected)),
+        "flows_stalled": int(np.count_nonzero(stalled > 0)),
+        "max_stall_s": float(stalled.max(initial=0.0)),
+        "completion_s": faulted.completion_s,
+        "baseline_completion_s": baseline.completion_s,
+        "job_slowdown": slow["jobs"],
+        "tenant_slowdown": slow["tenants"],
+        "faults": [o.to_json() for o in outcomes],
+        "repairs": [
+            {
+                "phase": r.phase,
+                "fault_s": r.fault_s,
+                "moved_s": r.moved_s,
+                "flows": r.flows,
+                "rules_changed": r.rules_changed,
+            }
+            for r in plan.repairs
+        ],
+        "timeline": sample_timeline(baseline, faulted, marks),
+    }
+    busbw = collective_busbw(scenario, bench, faulted)
+    if busbw is not None:
+        document["busbw_faulted"] = busbw
+    return document, start, finish, stalled, affected
+
+
+def _describe_states(topology: Topology, states: Sequence[FabricState]) -> list[dict[str, Any]]:
+    described = []
+    for state in states:
+        names = sorted({topology.link_name(int(link)) for link in state.changed})
+        described.append(
+            {
+                "at_s": state.time_s,
+                "links": names,
+                "capacity_gbps": sorted({float(c) / 1e9 for c in state.capacity_bps[state.changed]}),
+            }
+        )
+    return described
+
+
+def evaluate(
+    scenario: Scenario, strategies: Sequence[str], report: Report | None = None
+) -> Evaluation:
+    """Run every strategy (built-in name or `package.module:Class`) over the scenario."""
+    topology = build_topology(scenario)
+    bench = build_workbench(scenario, topology)
+    chosen: list[tuple[str, Strategy]] = [(spec, load_strategy(spec)) for spec in strategies]
+    routed: list[Paths] = []
+    baselines: list[SimResult] = []
+    for _, strategy in chosen:
+        if report is not None:
+            report(f"{strategy.name}: fault-free run")
+        paths = route_flows(scenario, topology, bench.connections, strategy)
+        routed.append(paths)
+        baselines.append(_run(bench, topology, paths))
+    faults = list(scenario.faults)
+    default = not faults
+    if default:
+        at = DEFAULT_FAULT_FRACTION * min(b.completion_s for b in baselines)
+        faults = [Fault(kind="random", count=1, at=f"{at}s")]
+    states = expand_faults(faults, topology, scenario.seed)
+    evaluation = Evaluation(scenario, topology, bench, _describe_states(topology, states), default)
+    for (spec, strategy), paths, baseline in zip(chosen, routed, baselines, strict=True):
+        if report is not None:
+            report(f"{strategy.name}: faults and repairs")
+        evaluation.outcomes.append(
+            _outcome(scenario, topology, bench, states, spec, strategy, paths, baseline)
+        )
+    return evaluation
+
+
+def _outcome(
+    scenario: Scenario,
+    topology: Topology,
+    bench: Workbench,
+    states: Sequence[FabricState],
+    spec: str,
+    strategy: Strategy,
+    paths: Paths,
+    baseline: SimResult,
+) -> StrategyOutcome:
+    flows = bench.connections
+
+    def route(view: Topology, index: np.ndarray) -> Paths:
+        return route_flows(scenario, view, subset_flows(flows, index), strategy)
+
+    kind = reaction_of(strategy)
+    plan = plan_repairs(topology, flows, paths, route, kind, scenario.reaction, states)
+    try:
+        faulted = _run(bench, topology, paths, plan.changes)
+    except EngineError as err:
+        raise ScenarioError(
+            f"faults: with {strategy.name}, some flows can never finish ({err}); "
+            "a fault without until cuts them off for good: give it an until"
+        ) from err
+    resiliency, start, finish, stalled, affected = _resiliency(
+        scenario, bench, states, plan, baseline, faulted
+    )
+    _, baseline_finish = _connection_times(bench, baseline)
+    return StrategyOutcome(
+        name=strategy.name,
+        spec=spec,
+        reaction=kind,
+        performance=_performance(scenario, strategy.name, bench, baseline),
+        resiliency=resiliency,
+        complexity=complexity(topology, flows, paths, profile_of(strategy), states, plan.repairs),
+        baseline=baseline,
+        faulted=faulted,
+        connection_start_s=start,
+        connection_finish_s=finish,
+        baseline_finish_s=baseline_finish,
+        stall_s=stalled,
+        affected=affected,
+    )

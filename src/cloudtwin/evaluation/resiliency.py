@@ -1,0 +1,174 @@
+"""Resiliency metrics: how deep a fault cuts throughput, how fast it recovers, what it costs.
+
+Both runs (without and with faults) give the aggregate sending rate as a step function
+(`SimResult.timeline_*`). For each fault that takes a link down:
+
+- the *pre-fault level* is the faulted run's aggregate rate just before the fault;
+- it has *recovered* at the first instant when no flow in flight sits on a dead link and
+  the rate is at least 95% of the pre-fault level, or of the fault-free run's rate at
+  that instant if that is lower (flows that finish lower the level on their own);
+- the *dip* is the deepest shortfall between the fault and the recovery, 1 - rate /
+  that same reference (so flows finishing on their own do not count as a dip).
+
+`bytes_delayed` is the most bytes the faulted run was ever behind the fault-free one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.engine.simulator import SimResult
+from cloudtwin.faults.plan import RepairPlan
+
+__all__ = [
+    "RECOVERY_LEVEL",
+    "TIMELINE_POINTS",
+    "FaultOutcome",
+    "bytes_behind",
+    "fault_outcomes",
+    "sample_timeline",
+    "stall_seconds",
+    "step_value",
+]
+
+RECOVERY_LEVEL = 0.95
+TIMELINE_POINTS = 1500
+
+
+def step_value(times: np.ndarray, values: np.ndarray, at: np.ndarray | float) -> np.ndarray:
+    """The value of a step function (value i holds from times[i] on; 0 before) at `at`."""
+    index = np.searchsorted(times, at, side="right") - 1
+    return np.where(index >= 0, values[np.maximum(index, 0)], 0.0)
+
+
+def _before(times: np.ndarray, values: np.ndarray, at: float) -> float:
+    index = int(np.searchsorted(times, at, side="left")) - 1
+    return float(values[index]) if index >= 0 else 0.0
+
+
+def _delivered(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Bits sent by `at` (the integral of the step function)."""
+    if times.size == 0:
+        return np.zeros_like(at)
+    cumulative = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
+    index = np.searchsorted(times, at, side="right") - 1
+    safe = np.maximum(index, 0)
+    return np.where(index >= 0, cumulative[safe] + values[safe] * (at - times[safe]), 0.0)
+
+
+def bytes_behind(baseline: SimResult, faulted: SimResult) -> float:
+    """The most bytes the faulted run was ever behind the fault-free run."""
+    bt, bv = baseline.timeline_s, baseline.timeline_bps
+    ft, fv = faulted.timeline_s, faulted.timeline_bps
+    assert bt is not None and bv is not None and ft is not None and fv is not None
+    at = np.union1d(bt, ft)
+    gap = _delivered(bt, bv, at) - _delivered(ft, fv, at)
+    return float(max(gap.max(initial=0.0), 0.0) / 8.0)
+
+
+@dataclass(frozen=True)
+class FaultOutcome:
+    """What one fault did to the aggregate throughput."""
+
+    at_s: float
+    pre_fault_gbps: float
+    dip: float
+    recovered: bool
+    time_to_recover_s: float | None
+
+    def to_json(self) -> dict[str, object]:
+        """JSON form."""
+        return {
+            "at_s": self.at_s,
+            "pre_fault_gbps": self.pre_fault_gbps,
+            "dip": self.dip,
+            "recovered": self.recovered,
+            "time_to_recover_s": self.time_to_recover_s,
+        }
+
+
+def _stalled_in_flight(plan: RepairPlan, start: np.ndarray, finish: np.ndarray, at: float) -> bool:
+    segment = int(np.searchsorted(plan.segment_s, at, side="right")) - 1
+    if segment < 0:
+        return False
+    flying = (start <= at) & (finish > at)
+    return bool(np.any(plan.stalled[segment] & flying))
+
+
+def fault_outcomes(
+    baseline: SimResult,
+    faulted: SimResult,
+    plan: RepairPlan,
+    fault_times: Sequence[float],
+    start: np.ndarray,
+    finish: np.ndarray,
+) -> list[FaultOutcome]:
+    """Dip and recovery of each fault (`start`/`finish` per connection, faulted run)."""
+    bt, bv = baseline.timeline_s, baseline.timeline_bps
+    ft, fv = faulted.timeline_s, faulted.timeline_bps
+    assert bt is not None and bv is not None and ft is not None and fv is not None
+    outcomes = []
+    for at in fault_times:
+        pre = _before(ft, fv, at) or float(step_value(bt, bv, at))
+        points = np.union1d(np.union1d(ft, bt), plan.segment_s)
+        points = np.concatenate(([at], points[points > at]))
+        rate = step_value(ft, fv, points)
+        reference = np.minimum(pre, step_value(bt, bv, points))
+        recovered_at = None
+        for i, point in enumerate(points.tolist()):
+            if rate[i] >= RECOVERY_LEVEL * reference[i] * (1 - 1e-9) and not _stalled_in_flight(
+                plan, start, finish, point
+            ):
+                recovered_at = i
+                break
+        if recovered_at is None:
+            end = baseline.completion_s if baseline.completion_s > at else points[-1]
+            window = np.flatnonzero(points < end) if np.any(points < end) else np.array([0])
+        else:
+            window = np.arange(max(recovered_at, 1))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            shortfall = np.where(reference[window] > 0, 1 - rate[window] / reference[window], 0.0)
+        dip = float(np.clip(shortfall.max(), 0.0, 1.0))
+        outcomes.append(
+            FaultOutcome(
+                at_s=float(at),
+                pre_fault_gbps=pre / 1e9,
+                dip=dip,
+                recovered=recovered_at is not None,
+                time_to_recover_s=None if recovered_at is None else float(points[recovered_at] - at),
+            )
+        )
+    return outcomes
+
+
+def stall_seconds(
+    plan: RepairPlan, start: np.ndarray, finish: np.ndarray, which: str = "stalled"
+) -> np.ndarray:
+    """Per connection: seconds in flight on a dead link (`stalled`) or a dead/degraded one (`impaired`)."""
+    mask = plan.stalled if which == "stalled" else plan.impaired
+    total = np.zeros(start.size)
+    ends = np.concatenate((plan.segment_s[1:], [np.inf]))
+    for begin, end, row in zip(plan.segment_s, ends, mask, strict=True):
+        overlap = np.minimum(end, finish) - np.maximum(begin, start)
+        total += np.where(row, np.maximum(overlap, 0.0), 0.0)
+    return total
+
+
+def sample_timeline(
+    baseline: SimResult, faulted: SimResult, marks: Sequence[float] = ()
+) -> dict[str, list[float]]:
+    """Both runs' aggregate rates (Gbps) at their breakpoints (at most ~TIMELINE_POINTS)."""
+    bt, bv = baseline.timeline_s, baseline.timeline_bps
+    ft, fv = faulted.timeline_s, faulted.timeline_bps
+    assert bt is not None and bv is not None and ft is not None and fv is not None
+    points = np.union1d(bt, ft)
+    if points.size > TIMELINE_POINTS:
+        points = np.union1d(np.linspace(points[0], points[-1], TIMELINE_POINTS), np.asarray(marks))
+    return {
+        "t_s": [round(float(t), 9) for t in points],
+        "baseline_gbps": [round(float(v) / 1e9, 3) for v in step_value(bt, bv, points)],
+        "faulted_gbps": [round(float(v) / 1e9, 3) for v in step_value(ft, fv, points)],
+    }

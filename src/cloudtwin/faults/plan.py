@@ -1,0 +1,236 @@
+"""The repair plan of one strategy: fabric changes and path moves, in time, for the engine.
+
+Paths never move for free: a flow whose path crosses a dead link stays on it (and makes
+no progress) until a repair phase of its strategy moves it, or the link returns. Each
+phase acts on what it knows at the failure it reacts to: a local phase sees only the
+detecting switch's own ports, a converged phase (routing protocol, controller) the whole
+surviving fabric. A converged phase also puts flows that an earlier repair displaced back
+on their original path once that path works again.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, fields
+
+import numpy as np
+
+from cloudtwin.engine.simulator import Change
+from cloudtwin.faults.events import FabricState
+from cloudtwin.faults.reaction import Phase, ReactionKind, phases_for, rule_links
+from cloudtwin.flows import Flows
+from cloudtwin.scenario.faults import Reaction
+from cloudtwin.topology.paths import Paths, routable, surviving_topology
+from cloudtwin.topology.topology import Topology
+
+__all__ = [
+    "Repair",
+    "RepairPlan",
+    "RouteFn",
+    "crosses",
+    "paths_differ",
+    "plan_repairs",
+    "rules_changed",
+    "subset_flows",
+    "subset_paths",
+]
+
+RouteFn = Callable[[Topology, np.ndarray], Paths]
+"""route(view, flow_indices) -> the strategy's paths for those flows, in that order, on the view."""
+
+
+@dataclass(frozen=True)
+class Repair:
+    """One repair phase that moved flows: when it decided, when the flows moved, how many."""
+
+    phase: str
+    fault_s: float
+    decided_s: float
+    moved_s: float
+    flows: int
+    rules_changed: int
+
+
+@dataclass(frozen=True, eq=False)
+class RepairPlan:
+    """The engine's changes, the repairs made, and per segment of time which flows sit on a
+    dead link (`stalled`) or on a dead or degraded one (`impaired`); segment i runs from
+    `segment_s[i]` to `segment_s[i + 1]` (the last one forever)."""
+
+    changes: list[Change]
+    repairs: list[Repair]
+    segment_s: np.ndarray
+    stalled: np.ndarray
+    impaired: np.ndarray
+
+
+def _offsets(lengths: np.ndarray) -> np.ndarray:
+    return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+
+
+def subset_paths(paths: Paths, flows: np.ndarray) -> Paths:
+    """The paths of `flows` only, in that order."""
+    flows = np.asarray(flows, dtype=np.int64)
+    lengths = np.diff(paths.indptr)[flows]
+    entries = np.repeat(paths.indptr[flows], lengths) + _offsets(lengths)
+    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
+    weights = None if paths.weights is None else paths.weights[entries]
+    return Paths(indptr, paths.link_ids[entries], weights)
+
+
+def subset_flows(flows: Flows, index: np.ndarray) -> Flows:
+    """The rows `index` of a flow table."""
+    return Flows(**{f.name: getattr(flows, f.name)[index] for f in fields(Flows)})
+
+
+def crosses(link_mask: np.ndarray, paths: Paths) -> np.ndarray:
+    """Per flow: does its path use a link in `link_mask`?"""
+    hits = link_mask[paths.link_ids] & (paths.entry_weights > 0)
+    return np.bincount(paths.flow_of_entry, hits, minlength=paths.flow_count) > 0
+
+
+def paths_differ(a: Paths, b: Paths) -> np.ndarray:
+    """Per flow: is its path in `a` not the same as in `b` (links or weights)?"""
+    la, lb = np.diff(a.indptr), np.diff(b.indptr)
+    out = la != lb
+    same = np.flatnonzero(~out)
+    lengths = la[same]
+    ia = np.repeat(a.indptr[same], lengths) + _offsets(lengths)
+    ib = np.repeat(b.indptr[same], lengths) + _offsets(lengths)
+    bad = (a.link_ids[ia] != b.link_ids[ib]) | (a.entry_weights[ia] != b.entry_weights[ib])
+    owner = np.repeat(np.arange(same.size), lengths)
+    out[same] = np.bincount(owner, bad, minlength=same.size) > 0
+    return out
+
+
+def rules_changed(topology: Topology, flows: Flows, old: Paths, new: Paths) -> int:
+    """Per-flow rules to add, change or delete when flows go from `old` to `new` paths
+    (both listing the same flows): one rule per switch egress where the flow had a choice;
+    a (flow, switch) whose egress set differs counts once."""
+
+    def keyed(paths: Paths) -> np.ndarray:
+        owner = paths.flow_of_entry
+        dst_edge = topology.edge_of_nic[flows.dst[owner]]
+        rule = rule_links(topology, paths.link_ids, dst_edge)
+        switch = topology.link_src[paths.link_ids[rule]].astype(np.int64)
+        at = owner[rule].astype(np.int64) * topology.node_count + switch
+        return at * topology.link_count + paths.link_ids[rule]
+
+    differ = np.setxor1d(keyed(old), keyed(new))
+    return int(np.unique(differ // topology.link_count).size)
+
+
+def plan_repairs(
+    topology: Topology,
+    flows: Flows,
+    paths: Paths,
+    route: RouteFn,
+    kind: ReactionKind,
+    timings: Reaction,
+    states: Sequence[FabricState],
+) -> RepairPlan:
+    """Every change the engine must apply for `states` under a strategy's reaction model."""
+    planner = _Planner(topology, flows, paths, route, timings)
+    queue: list[tuple[float, int, int, object]] = []
+    for k, state in enumerate(states):
+        heapq.heappush(queue, (state.time_s, 0, len(queue), state))
+        if not state.status_changed:
+            continue
+        for phase in phases_for(kind, timings):
+            if phase.on_down_only and not state.went_down:
+                continue
+            heapq.heappush(queue, (state.time_s + phase.delay_s, 1, len(queue), (k, phase)))
+    while queue:
+        time, _, _, item = heapq.heappop(queue)
+        if isinstance(item, FabricState):
+            planner.fabric(item)
+        elif isinstance(item, tuple) and isinstance(item[1], Phase):
+            k, phase = item
+            move = planner.decide(time, states[k], phase)
+            if move is not None:
+                heapq.heappush(queue, (move[0], 2, len(queue), move))
+        else:
+            planner.apply(*item)  # type: ignore[misc]
+        planner.snapshot(time)
+    return planner.plan()
+
+
+class _Planner:
+    """The state the plan is built from: capacities now, paths now, what was decided."""
+
+    def __init__(
+        self, topology: Topology, flows: Flows, paths: Paths, route: RouteFn, timings: Reaction
+    ) -> None:
+        self.topology, self.flows, self.route, self.timings = topology, flows, route, timings
+        self.original = self.current = paths
+        self.base = topology.capacity_bps.astype(float)
+        self.capacity = self.base.copy()
+        self.changes: list[Change] = []
+        self.repairs: list[Repair] = []
+        self.times: list[float] = []
+        self.stalled: list[np.ndarray] = []
+        self.impaired: list[np.ndarray] = []
+
+    def fabric(self, state: FabricState) -> None:
+        self.capacity = state.capacity_bps
+        self.changes.append(Change(state.time_s, state.changed, state.capacity_bps[state.changed]))
+
+    def decide(
+        self, time: float, state: FabricState, phase: Phase
+    ) -> tuple[float, np.ndarray, Paths, Repair] | None:
+        """The flows this phase moves and their new paths (applied when installed)."""
+        up = state.capacity_bps > 0
+        view = surviving_topology(self.topology, up, converged=phase.converged)
+        dead = crosses(~up, self.current)
+        candidate = self.current
+        if phase.converged:
+            displaced = paths_differ(self.current, self.original)
+            back = np.flatnonzero(displaced & ~crosses(~up, self.original))
+            candidate = candidate.replace(back, subset_paths(self.original, back))
+            dead &= crosses(~up, candidate)
+        ok = routable(view, self.flows.src, self.flows.dst, up)
+        need = ok if phase.controller and self.timings.pinning_repair == "all" else dead & ok
+        routed = np.flatnonzero(ok)
+        if need.any():
+            fresh = self.route(view, routed)
+            pick = np.flatnonzero(need[routed])
+            candidate = candidate.replace(routed[pick], subset_paths(fresh, pick))
+        moved = np.flatnonzero(paths_differ(candidate, self.current))
+        if moved.size == 0:
+            return None
+        new = subset_paths(candidate, moved)
+        installed = moved[self.flows.start_s[moved] <= time]
+        rules = rules_changed(
+            self.topology,
+            subset_flows(self.flows, installed),
+            subset_paths(self.current, installed),
+            subset_paths(candidate, installed),
+        )
+        at = time + (self.timings.rule_install * rules if phase.controller else 0.0)
+        repair = Repair(phase.name, state.time_s, time, at, int(moved.size), rules)
+        return at, moved, new, repair
+
+    def apply(self, time: float, moved: np.ndarray, new: Paths, repair: Repair) -> None:
+        self.changes.append(Change(time, flows=moved, paths=new))
+        self.current = self.current.replace(moved, new)
+        self.repairs.append(repair)
+
+    def snapshot(self, time: float) -> None:
+        if self.times and self.times[-1] == time:
+            self.times.pop()
+            self.stalled.pop()
+            self.impaired.pop()
+        self.times.append(time)
+        self.stalled.append(crosses(self.capacity <= 0, self.current))
+        self.impaired.append(crosses(self.capacity < self.base, self.current))
+
+    def plan(self) -> RepairPlan:
+        n = len(self.flows)
+        return RepairPlan(
+            changes=self.changes,
+            repairs=self.repairs,
+            segment_s=np.array(self.times),
+            stalled=np.array(self.stalled).reshape(-1, n),
+            impaired=np.array(self.impaired).reshape(-1, n),
+        )
