@@ -9,7 +9,7 @@
 
 Each case runs in its own process so that peak memory (max RSS) is its own.
 
-Usage:  python benchmarks/engine.py [--flows 100000] [--load 0.4] [--skip-b]
+Usage:  python benchmarks/engine.py [--flows 100000] [--load 0.4] [--skip-a] [--skip-b]
 """
 
 from __future__ import annotations
@@ -103,11 +103,14 @@ def main() -> None:
     )
     parser.add_argument("--flows", type=int, default=100_000)
     parser.add_argument("--load", type=float, default=0.4)
-    parser.add_argument("--skip-b", action="store_true")
+    parser.add_argument("--skip-a", action="store_true", help="skip case (a)")
+    parser.add_argument("--skip-b", action="store_true", help="skip case (b)")
     args = parser.parse_args()
-    print("(a) permutation, leaf-spine 32 x 16 x 16 (512 flows), target < 1 s per strategy")
-    print(f"{'strategy':<10} {'wall s':>8} {'peak MiB':>9} {'utilization':>12}")
-    for strategy in STRATEGIES:
+    strategies = [] if args.skip_a else STRATEGIES
+    if strategies:
+        print("(a) permutation, leaf-spine 32 x 16 x 16 (512 flows), target < 1 s per strategy")
+        print(f"{'strategy':<10} {'wall s':>8} {'peak MiB':>9} {'utilization':>12}")
+    for strategy in strategies:
         r = isolated("case_a", strategy)
         print(
             f"{strategy:<10} {r['wall_s']:>8.3f} {r['peak_rss_mib']:>9.0f} {r['utilization']:>12.3f}"

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
-
 from tests.cli.cli_helpers import REPO, cloudtwin
 
 DOCS = [REPO / "README.md", REPO / "docs" / "routing.md"]
@@ -51,7 +52,11 @@ def test_routing_doc_table_matches_fresh_output() -> None:
     done = cloudtwin("compare", "examples/leaf-spine-perftest.yaml", "--json")
     result = json.loads(done.stdout)
     text = (REPO / "docs" / "routing.md").read_text()
-    rows = re.findall(r"^\| (ecmp|ecmp-qp|adaptive|spray|pinning) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| ([\d.]+)x \|$", text, re.M)
+    rows = re.findall(
+        r"^\| (ecmp|ecmp-qp|adaptive|spray|pinning)" + r" \| ([\d.]+)" * 4 + r" \| ([\d.]+)x \|$",
+        text,
+        re.M,
+    )
     assert [r[0] for r in rows] == ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
     for name, util, aggregate, low, completion, ratio in rows:
         fresh = result["results"][name]
@@ -60,3 +65,16 @@ def test_routing_doc_table_matches_fresh_output() -> None:
         assert low == f"{fresh['per_flow_gbps']['min']:.2f}"
         assert completion == f"{fresh['completion_s'] * 1e3:.3f}"
         assert ratio == f"{result['ratios'][name]:.2f}"
+
+
+def test_engine_doc_benchmark_command_runs() -> None:
+    commands = console_commands(REPO / "docs" / "engine.md")
+    assert commands and all(c.startswith("python benchmarks/engine.py") for c in commands)
+    for command in commands:
+        words = shlex.split(command)
+        done = subprocess.run(
+            [sys.executable, *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr
+        assert "100,000" not in done.stdout and "2,000 Poisson flows" in done.stdout
+        assert "peak" in done.stdout

@@ -11,7 +11,9 @@ REPO = Path(__file__).resolve().parents[2]
 CLOUDTWIN = Path(sys.executable).with_name("cloudtwin")
 
 
-def cloudtwin(*args: str, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def cloudtwin(
+    *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `cloudtwin ARGS...` and capture its output."""
     full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
     return subprocess.run(

@@ -6,11 +6,19 @@ import json
 from pathlib import Path
 
 import pytest
-
 from tests.cli.cli_helpers import cloudtwin
 
 EXAMPLE = "examples/leaf-spine-perftest.yaml"
-RUN_KEYS = {"scenario", "strategy", "flows", "aggregate_gbps", "per_flow_gbps", "fct_s", "completion_s", "utilization"}
+RUN_KEYS = {
+    "scenario",
+    "strategy",
+    "flows",
+    "aggregate_gbps",
+    "per_flow_gbps",
+    "fct_s",
+    "completion_s",
+    "utilization",
+}
 
 
 def test_run_json_is_the_documented_object() -> None:
@@ -30,7 +38,14 @@ def test_run_json_is_the_documented_object() -> None:
 def test_run_table_names_every_metric() -> None:
     done = cloudtwin("run", EXAMPLE, "--set", "fabric.leaves=4", "--set", "tenants=[]")
     assert done.returncode == 0, done.stderr
-    for label in ("flows", "aggregate throughput", "per-flow min", "FCT p99", "completion time", "utilization"):
+    for label in (
+        "flows",
+        "aggregate throughput",
+        "per-flow min",
+        "FCT p99",
+        "completion time",
+        "utilization",
+    ):
         assert label in done.stdout
 
 
