@@ -44,6 +44,12 @@ def _root(
 app.command("run")(run_commands.run)
 app.command("compare")(run_commands.compare)
 
+from cloudtwin.cli import evaluate as _evaluate  # noqa: E402
+from cloudtwin.cli import results as _results  # noqa: E402
+
+app.command("evaluate")(_evaluate.evaluate)
+app.add_typer(_results.app, name="results")
+
 from cloudtwin.cli import nccl as _nccl  # noqa: E402
 
 app.command("nccl-tests")(_nccl.nccl_tests)

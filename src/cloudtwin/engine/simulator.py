@@ -223,7 +223,7 @@ class _Active:
         self.rate[region] = rates
         load = fixed + np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         if self._max_min_holds(load, link):
-            self.load = load
+            self.load = load.astype(float)
             return True
         self.rate[region] = old
         return False

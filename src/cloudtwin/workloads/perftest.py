@@ -145,14 +145,14 @@ def perftest_flows(
     first_edge = topology.edge_of_nic[topology.host_nics[:, 0]]
     default_shift = int(np.count_nonzero(first_edge == first_edge[0]))  # hosts per leaf
     src_hosts, dst_hosts, tenants = [], [], []
-    for tenant, hosts in groups:
+    for tenant_index, hosts in groups:
         shift = workload.shift or min(default_shift, max(1, hosts.size - 1))
         src, dst = host_pairs(
             workload.pattern, np.asarray(hosts), rng, shift, workload.incast_senders
         )
         src_hosts.append(src)
         dst_hosts.append(dst)
-        tenants.append(np.full(src.size, tenant))
+        tenants.append(np.full(src.size, tenant_index))
     src_h = np.concatenate(src_hosts)
     dst_h = np.concatenate(dst_hosts)
     rails = topology.nics_per_host

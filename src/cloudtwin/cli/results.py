@@ -1,0 +1,72 @@
+"""`cloudtwin results`: the evaluation runs kept in the store."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, stdout
+from cloudtwin.store.database import DEFAULT_DB
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help=(
+        "Evaluation runs kept in the store (written by cloudtwin evaluate).\n\n"
+        "Example:  cloudtwin results list --db cloudtwin.duckdb"
+    ),
+    no_args_is_help=True,
+)
+
+_DB = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB).")
+_JSON = typer.Option(False, "--json", help="Print JSON on stdout and nothing else.")
+
+
+@app.command("list")
+def list_runs(db: Path = _DB, as_json: bool = _JSON) -> None:
+    """List stored runs, newest first.
+
+    Example:  cloudtwin results list --json
+    """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.runs import list_runs as stored_runs
+
+    with Store(db, read_only=True) as store:
+        runs = stored_runs(store)
+    if as_json:
+        emit_json(runs)
+        return
+    table = Table(title=f"runs in {db}", title_justify="left")
+    for column in ("run", "created (UTC)", "scenario", "seed", "strategies", "recommendation"):
+        table.add_column(column)
+    for run in runs:
+        table.add_row(
+            str(run["run_id"]), run["created_at"], run["scenario"], str(run["seed"]),
+            run["strategies"], (run["recommendation"] or "").split(":")[0],
+        )
+    stdout.print(table)
+
+
+@app.command("show")
+def show(
+    run: int = typer.Argument(..., help="Run id (see cloudtwin results list).", show_default=False),
+    db: Path = _DB,
+    as_json: bool = _JSON,
+) -> None:
+    """Show one stored run: its trade-off table, conclusions and recommendation.
+
+    Example:  cloudtwin results show 1 --json
+    """
+    from cloudtwin.cli.evaluate import print_document
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.runs import load_run
+
+    with Store(db, read_only=True) as store:
+        document = load_run(store, run)
+    if as_json:
+        emit_json(document)
+        return
+    print_document(document, f"run {run}: {document['scenario']} ({document['created_at']} UTC)")
+    stdout.print(f"{document['flow_rows']} per-flow rows stored.", highlight=False)

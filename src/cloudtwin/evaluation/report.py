@@ -1,0 +1,450 @@
+"""The evaluation's outputs: results.json, report.md and a self-contained report.html.
+
+The conclusions and the recommendation are computed from the numbers:
+
+- "all techniques are resilient" holds when every strategy recovered from every fault;
+- "pinning is fastest" holds when pinning's throughput (busbw for a collective, else the
+  aggregate) is within 0.5% of the best; "most complex" when its complexity score is the
+  highest;
+- the recommendation is, among the strategies that recovered (all, if none did), the
+  simplest (lowest score) of those within 2% of the best throughput.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import asdict
+from typing import Any
+
+from cloudtwin.evaluation.evaluate import Evaluation
+
+__all__ = [
+    "FASTEST_TOLERANCE",
+    "NEAR_BEST",
+    "conclusions",
+    "recommendation",
+    "render_html",
+    "render_markdown",
+    "results_document",
+    "tradeoff_rows",
+]
+
+FASTEST_TOLERANCE = 0.005
+NEAR_BEST = 0.02
+
+
+def _throughput(strategy: dict[str, Any]) -> tuple[str, float]:
+    busbw = strategy["performance"].get("busbw")
+    if busbw:
+        return "busbw GB/s", float(busbw["busbw_GBps"])
+    return "aggregate Gbps", float(strategy["performance"]["aggregate_gbps"])
+
+
+def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """Whether the paper's two conclusions hold here, with the numbers that decide it."""
+    names = list(strategies)
+    failed = [n for n in names if not strategies[n]["resiliency"]["recovered"]]
+    times = {n: strategies[n]["resiliency"]["time_to_recover_s"] for n in names}
+    if failed:
+        resilient = f"does not hold: {', '.join(failed)} did not recover to 95% of the pre-fault level"
+    else:
+        slowest = max(names, key=lambda n: times[n] or 0.0)
+        resilient = (
+            f"holds: every strategy recovered to 95% of its pre-fault throughput "
+            f"(slowest: {slowest}, {1e3 * (times[slowest] or 0.0):.1f} ms)"
+        )
+    result: dict[str, Any] = {
+        "all_resilient": not failed,
+        "all_resilient_statement": resilient,
+        "pinning_fastest": None,
+        "pinning_most_complex": None,
+        "pinning_statement": "pinning was not evaluated",
+    }
+    if "pinning" not in strategies:
+        return result
+    label, best = max((_throughput(strategies[n]) for n in names), key=lambda x: x[1])
+    _, pinned = _throughput(strategies["pinning"])
+    fastest = pinned >= best * (1 - FASTEST_TOLERANCE)
+    ties = [
+        n
+        for n in names
+        if n != "pinning" and _throughput(strategies[n])[1] >= pinned * (1 - FASTEST_TOLERANCE)
+    ]
+    scores = {n: float(strategies[n]["complexity"]["score"]) for n in names}
+    most = scores["pinning"] >= max(scores.values())
+    verdict = "holds" if fastest and most else ("partly holds" if fastest or most else "does not hold")
+    tie_text = f", tied with {', '.join(ties)}" if fastest and ties else ""
+    complex_text = (
+        "the highest complexity score"
+        if most
+        else f"complexity score below {max(scores, key=lambda n: scores[n])}"
+    )
+    result.update(
+        pinning_fastest=fastest,
+        pinning_most_complex=most,
+        pinning_statement=(
+            f"{verdict}: pinning {label} {pinned:.1f} against the best {best:.1f}"
+            f"{tie_text}; {complex_text} ({scores['pinning']:.2f})"
+        ),
+    )
+    return result
+
+
+def recommendation(strategies: dict[str, dict[str, Any]]) -> str:
+    """The simplest of the near-best strategies among those that recovered."""
+    names = list(strategies)
+    pool = [n for n in names if strategies[n]["resiliency"]["recovered"]] or names
+    label, best = max((_throughput(strategies[n]) for n in pool), key=lambda x: x[1])
+    near = [n for n in pool if _throughput(strategies[n])[1] >= best * (1 - NEAR_BEST)]
+    pick = min(near, key=lambda n: (float(strategies[n]["complexity"]["score"]), names.index(n)))
+    chosen = strategies[pick]
+    ttr = chosen["resiliency"]["time_to_recover_s"]
+    recovery = "did not recover" if ttr is None else f"recovers in {1e3 * ttr:.1f} ms"
+    text = (
+        f"{pick}: {label} {_throughput(chosen)[1]:.1f} (best {best:.1f}), {recovery}, "
+        f"complexity score {chosen['complexity']['score']:.2f}"
+    )
+    others = [n for n in near if n != pick]
+    if others:
+        text += f"; as fast but more complex: {', '.join(others)}"
+    return text
+
+
+def results_document(evaluation: Evaluation) -> dict[str, Any]:
+    """The `results.json` document."""
+    first = evaluation.outcomes[0]
+    base = first.performance["aggregate_gbps"]
+    strategies: dict[str, dict[str, Any]] = {}
+    for outcome in evaluation.outcomes:
+        document = outcome.to_json()
+        aggregate = document["performance"]["aggregate_gbps"]
+        document["performance"]["ratio_to_first"] = aggregate / base if base > 0 else None
+        strategies[outcome.name] = document
+    return {
+        "scenario": evaluation.scenario.name,
+        "seed": evaluation.scenario.seed,
+        "fabric": evaluation.topology.describe(),
+        "jobs": [asdict(job) for job in evaluation.bench.jobs],
+        "faults": evaluation.faults,
+        "default_faults": evaluation.default_faults,
+        "reaction_timings_s": evaluation.scenario.reaction.model_dump(),
+        "first_strategy": first.name,
+        "strategies": strategies,
+        "conclusions": conclusions(strategies),
+        "recommendation": recommendation(strategies),
+    }
+
+
+DEFAULT_FAULT_NOTE = " (none in the scenario: one random cable, drawn from the seed)"
+
+
+def _pairs(mapping: dict[str, Any]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in mapping.items())
+
+
+def _gbps(fault: dict[str, Any]) -> str:
+    return ", ".join(f"{x:g}" for x in fault["capacity_gbps"])
+
+
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{1e3 * value:.1f}"
+
+
+def tradeoff_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The three-fold trade-off table: header and one row per strategy."""
+    strategies = document["strategies"]
+    label = _throughput(next(iter(strategies.values())))[0]
+    header = [
+        "strategy",
+        label,
+        f"vs {document['first_strategy']}",
+        "recovered",
+        "recover ms",
+        "dip",
+        "MB delayed",
+        "flows hit",
+        "worst job slowdown",
+        "complexity",
+        "entries/switch",
+        "changes/fault",
+        "controller",
+        "host coop",
+    ]
+    first = _throughput(strategies[document["first_strategy"]])[1]
+    rows = []
+    for name, s in strategies.items():
+        value = _throughput(s)[1]
+        res, cx = s["resiliency"], s["complexity"]
+        slow = max(res["job_slowdown"].values(), default=1.0)
+        rows.append(
+            [
+                name,
+                f"{value:.1f}",
+                f"{value / first:.2f}x" if first > 0 else "-",
+                "yes" if res["recovered"] else "no",
+                _ms(res["time_to_recover_s"]),
+                f"{res['dip']:.3f}",
+                f"{res['bytes_delayed'] / 1e6:.1f}",
+                str(res["flows_affected"]),
+                f"{slow:.3f}",
+                f"{cx['score']:.2f}",
+                str(cx["forwarding_entries"]),
+                f"{cx['rule_changes_per_fault']:.1f}",
+                "yes" if cx["controller"] else "no",
+                "yes" if cx["host_cooperation"] else "no",
+            ]
+        )
+    return header, rows
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _complexity_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    keys = [
+        "score",
+        "forwarding_entries",
+        "routes_per_switch_max",
+        "ecmp_groups_per_switch_max",
+        "flow_rules_per_switch_max",
+        "flow_state_per_switch_max",
+        "rule_changes_per_job",
+        "route_updates_per_fault",
+        "flow_rule_changes_per_fault",
+        "state_grows_with",
+        "needs",
+    ]
+    header = ["strategy", *keys]
+    rows = []
+    for name, s in document["strategies"].items():
+        cx = s["complexity"]
+        rows.append([name] + [_fmt(cx[k]) for k in keys])
+    return header, rows
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}" if not value.is_integer() else f"{value:.0f}"
+    return str(value)
+
+
+def _group_rows(document: dict[str, Any], kind: str) -> tuple[list[str], list[list[str]]]:
+    names = list(document["strategies"])
+    first = document["strategies"][names[0]]
+    groups = list(first["performance"][f"per_{kind}"])
+    header = [kind, *(f"{n} Gbps / slowdown" for n in names)]
+    rows = []
+    for group in groups:
+        cells = [group]
+        for name in names:
+            s = document["strategies"][name]
+            gbps = s["performance"][f"per_{kind}"][group]["aggregate_gbps"]
+            slow = s["resiliency"][f"{kind}_slowdown"].get(group, 1.0)
+            cells.append(f"{gbps:.1f} / {slow:.3f}")
+        rows.append(cells)
+    return header, rows
+
+
+def render_markdown(document: dict[str, Any]) -> str:
+    """`report.md`: the same content as the HTML report, without the plots."""
+    c = document["conclusions"]
+    faults = "\n".join(
+        f"- {1e3 * f['at_s']:.3f} ms: {', '.join(f['links'])} -> {_gbps(f)} Gbps"
+        for f in document["faults"]
+    )
+    parts = [
+        f"# Evaluation of {document['scenario']} (seed {document['seed']})",
+        "",
+        "Fabric: " + ", ".join(f"{k} {v}" for k, v in document["fabric"].items()),
+        "",
+        "Jobs: "
+        + "; ".join(
+            f"{j['name']} ({j['kind']}, tenants {', '.join(j['tenants'])})" for j in document["jobs"]
+        ),
+        "",
+        "## Faults"
+        + (" (none in the scenario: one random cable, from the seed)" if document["default_faults"] else ""),
+        "",
+        faults,
+        "",
+        "## Three-fold trade-off",
+        "",
+        _md_table(*tradeoff_rows(document)),
+        "",
+        "## Conclusions",
+        "",
+        f"- All techniques are resilient: {c['all_resilient_statement']}.",
+        f"- Pinning is fastest but most complex: {c['pinning_statement']}.",
+        "",
+        "## Recommendation",
+        "",
+        document["recommendation"] + ".",
+        "",
+        "## Per job",
+        "",
+        _md_table(*_group_rows(document, "job")),
+        "",
+        "## Per tenant",
+        "",
+        _md_table(*_group_rows(document, "tenant")),
+        "",
+        "## Complexity (raw counts and score)",
+        "",
+        _md_table(*_complexity_rows(document)),
+        "",
+        "Reaction timings (s): " + ", ".join(f"{k} {v}" for k, v in document["reaction_timings_s"].items()),
+        "",
+    ]
+    return "\n".join(parts)
+
+
+_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
+
+
+def _timeline_svg(name: str, timeline: dict[str, list[float]], marks: list[float], color: str) -> str:
+    width, height, pad = 460, 200, 44
+    t = timeline["t_s"]
+    if not t:
+        return ""
+    span = max(t[-1] - t[0], 1e-12)
+    top = max(max(timeline["baseline_gbps"]), max(timeline["faulted_gbps"]), 1e-9)
+
+    def xy(x: float, y: float) -> str:
+        return (
+            f"{pad + (x - t[0]) / span * (width - pad - 10):.1f},{height - 24 - y / top * (height - 44):.1f}"
+        )
+
+    def steps(values: list[float]) -> str:
+        points = []
+        for i, (x, y) in enumerate(zip(t, values, strict=True)):
+            if i:
+                points.append(xy(x, values[i - 1]))
+            points.append(xy(x, y))
+        return " ".join(points)
+
+    lines = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="throughput timeline of {html.escape(name)}">',
+        f'<text x="{pad}" y="14" font-size="12" font-weight="bold">{html.escape(name)}</text>',
+        f'<line x1="{pad}" y1="{height - 24}" x2="{width - 10}" y2="{height - 24}" stroke="#444"/>',
+        f'<line x1="{pad}" y1="20" x2="{pad}" y2="{height - 24}" stroke="#444"/>',
+        f'<text x="2" y="28" font-size="10">{top:.0f}</text>',
+        f'<text x="2" y="{height - 26}" font-size="10">0 Gbps</text>',
+        f'<text x="{pad}" y="{height - 8}" font-size="10">{1e3 * t[0]:.1f} ms</text>',
+        f'<text x="{width - 70}" y="{height - 8}" font-size="10">{1e3 * t[-1]:.1f} ms</text>',
+    ]
+    for mark in marks:
+        if t[0] <= mark <= t[-1]:
+            x = xy(mark, 0).split(",")[0]
+            lines.append(
+                f'<line x1="{x}" y1="20" x2="{x}" y2="{height - 24}" stroke="#999" stroke-dasharray="3,3"/>'
+            )
+    lines.append(
+        f'<polyline fill="none" stroke="#aaa" stroke-width="1.5" stroke-dasharray="5,3" '
+        f'points="{steps(timeline["baseline_gbps"])}"/>'
+    )
+    lines.append(
+        f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
+        f'points="{steps(timeline["faulted_gbps"])}"/>'
+    )
+    lines.append("</svg>")
+    return "\n".join(lines)
+
+
+def _bar_svg(title: str, values: dict[str, float], unit: str) -> str:
+    width, row = 460, 22
+    height = 24 + row * len(values)
+    top = max(list(values.values()) + [1e-9])
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="{html.escape(title)}">',
+        f'<text x="0" y="14" font-size="12" font-weight="bold">{html.escape(title)}</text>',
+    ]
+    for i, (name, value) in enumerate(values.items()):
+        y = 22 + i * row
+        bar = value / top * (width - 220)
+        parts.append(f'<text x="0" y="{y + 14}" font-size="11">{html.escape(name)}</text>')
+        parts.append(
+            f'<rect x="120" y="{y + 3}" width="{bar:.1f}" height="14" fill="{_COLORS[i % len(_COLORS)]}"/>'
+        )
+        parts.append(f'<text x="{125 + bar:.1f}" y="{y + 14}" font-size="11">{value:.2f} {unit}</text>')
+    parts.append("</svg>")
+    return "\n".join(parts)
+
+
+def _html_table(header: list[str], rows: list[list[str]]) -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def render_html(document: dict[str, Any]) -> str:
+    """`report.html`: one file, no external resources (inline SVG and CSS)."""
+    strategies = document["strategies"]
+    c = document["conclusions"]
+    marks = [f["at_s"] for f in document["faults"]]
+    timelines = "\n".join(
+        _timeline_svg(name, s["resiliency"]["timeline"], marks, _COLORS[i % len(_COLORS)])
+        for i, (name, s) in enumerate(strategies.items())
+    )
+    label = _throughput(next(iter(strategies.values())))[0]
+    perf = _bar_svg(f"Performance ({label})", {n: _throughput(s)[1] for n, s in strategies.items()}, "")
+    busbw = {
+        n: s["performance"]["busbw"]["busbw_GBps"]
+        for n, s in strategies.items()
+        if s["performance"].get("busbw")
+    }
+    busbw_svg = (
+        _bar_svg("NCCL busbw per strategy (GB/s)", busbw, "GB/s")
+        if busbw
+        else "<p>busbw: no collective job in this scenario.</p>"
+    )
+    score = _bar_svg(
+        "Complexity score (lower is simpler)",
+        {n: s["complexity"]["score"] for n, s in strategies.items()},
+        "",
+    )
+    faults = "".join(
+        f"<li>{1e3 * f['at_s']:.3f} ms: {html.escape(', '.join(f['links']))} &rarr; "
+        f"{', '.join(f'{x:g}' for x in f['capacity_gbps'])} Gbps</li>"
+        for f in document["faults"]
+    )
+    title = f"cloudtwin evaluation: {html.escape(document['scenario'])}"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{title}</title>
+<style>
+body {{ font-family: sans-serif; margin: 1.5em; color: #222; }}
+table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
+th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+.plots svg {{ margin: 0 1em 1em 0; }}
+</style></head>
+<body>
+<h1>{title}</h1>
+<p>Seed {document["seed"]}. Fabric: {html.escape(_pairs(document["fabric"]))}.</p>
+<h2>Faults{DEFAULT_FAULT_NOTE if document["default_faults"] else ""}</h2>
+<ul>{faults}</ul>
+<h2>Three-fold trade-off</h2>
+{_html_table(*tradeoff_rows(document))}
+<h2>Conclusions</h2>
+<ul><li>All techniques are resilient: {html.escape(c["all_resilient_statement"])}.</li>
+<li>Pinning is fastest but most complex: {html.escape(c["pinning_statement"])}.</li></ul>
+<h2>Recommendation</h2>
+<p id="recommendation">{html.escape(document["recommendation"])}.</p>
+<h2>Throughput over time (solid: with faults; dashed: without; dotted lines: faults)</h2>
+<div class="plots">{timelines}</div>
+<h2>Performance and complexity</h2>
+<div class="plots">{perf}{busbw_svg}{score}</div>
+<h2>Per job</h2>
+{_html_table(*_group_rows(document, "job"))}
+<h2>Per tenant</h2>
+{_html_table(*_group_rows(document, "tenant"))}
+<h2>Complexity: raw counts</h2>
+{_html_table(*_complexity_rows(document))}
+<p>Reaction timings (s): {html.escape(_pairs(document["reaction_timings_s"]))}</p>
+<script>document.documentElement.dataset.rendered = "{len(strategies)} strategies";</script>
+</body></html>
+"""
