@@ -9,7 +9,6 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_valida
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
-from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -20,8 +19,6 @@ __all__ = [
     "FatTreeFabric",
     "Fabric",
     "Hosts",
-    "Job",
-    "PerftestJob",
     "Job",
     "PerftestJob",
     "LeafSpineFabric",
@@ -224,27 +221,6 @@ class PerftestJob(PerftestWorkload, _JobFields):
 Job = PerftestJob
 
 
-class _JobFields(_Model):
-    """What a job in `workloads:` adds to its workload: a name and the tenants it runs in."""
-
-    name: str | None = Field(None, min_length=1)
-    tenants: tuple[str, ...] = ()
-
-    @field_validator("tenants", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: object) -> object:
-        return (value,) if isinstance(value, str) else value
-
-
-class PerftestJob(PerftestWorkload, _JobFields):
-    """A perftest job in `workloads:` (its own start time, its tenants, a name)."""
-
-
-# A collective job plugs in as `class CollectiveJob(CollectiveWorkload, _JobFields)`, joined
-# here as a union with a callable Discriminator whose default kind is "perftest".
-Job = PerftestJob
-
-
 class Scenario(_Model):
     """A whole scenario: one fabric, its hosts and tenants, a routing strategy, a workload."""
 
@@ -256,9 +232,6 @@ class Scenario(_Model):
     routing: Routing = Field(default_factory=Routing)
     cluster: Cluster = Field(default_factory=Cluster)
     workload: Workload = Field(default_factory=PerftestWorkload)
-    workloads: tuple[Job, ...] = ()
-    faults: tuple[Fault, ...] = ()
-    reaction: Reaction = Field(default_factory=Reaction)
     workloads: tuple[Job, ...] = ()
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
@@ -283,7 +256,6 @@ class Scenario(_Model):
             )
         self._check_tenants()
         self._check_jobs()
-        self._check_jobs()
         self._check_ranks()
         return self
 
@@ -297,20 +269,6 @@ class Scenario(_Model):
                 raise ValueError(f"workload.ranks: GPU {rank} is outside the cluster (0-{gpus - 1})")
         if len(set(workload.ranks)) != len(workload.ranks):
             raise ValueError("workload.ranks: a GPU is listed twice")
-
-    def _check_jobs(self) -> None:
-        if self.workloads and "workload" in self.model_fields_set:
-            raise ValueError("workloads: give either workload or workloads, not both")
-        tenants = {t.name for t in self.tenants}
-        names: set[str] = set()
-        for i, job in enumerate(self.workloads):
-            for name in job.tenants:
-                if name not in tenants:
-                    raise ValueError(f"workloads.{i}.tenants: no tenant named {name!r}")
-            label = job.name or f"job{i}"
-            if label in names:
-                raise ValueError(f"workloads.{i}.name: duplicate job name {label!r}")
-            names.add(label)
 
     def _check_jobs(self) -> None:
         if self.workloads and "workload" in self.model_fields_set:
