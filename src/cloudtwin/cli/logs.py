@@ -245,7 +245,7 @@ def search(
     template: int | None = typer.Option(None, "--template", help="Only lines of this template."),
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
-    limit: int = typer.Option(100, "--limit", help="Show at most this many lines."),
+    limit: int = typer.Option(100, "--limit", min=1, help="Show at most this many lines."),
     db: Path = _DB,
     as_json: bool = _JSON,
 ) -> None:
@@ -305,9 +305,11 @@ def anomalies(
     window: str = typer.Option("1h", "--window", help="Window length: 30s, 5m, 1h, 1d."),
     by: str = typer.Option("template", "--by", help="Detect per 'template' or 'component'."),
     threshold: float = typer.Option(
-        6.0, "--threshold", help="Flag bursts/silence from this surprise (-log10 p)."
+        6.0, "--threshold", min=0.0, help="Flag bursts/silence from this surprise (-log10 p)."
     ),
-    history: int = typer.Option(24, "--history", help="Windows a count is compared with."),
+    history: int = typer.Option(
+        24, "--history", min=1, help="Windows a count is compared with."
+    ),
     pca: bool = typer.Option(False, "--pca", help="Also run the PCA detector over windows."),
     since: str | None = _SINCE,
     until: str | None = _UNTIL,

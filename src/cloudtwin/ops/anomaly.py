@@ -36,6 +36,12 @@ class DetectorConfig:
     min_history: int = 3
     threshold: float = 6.0
 
+    def __post_init__(self) -> None:
+        if self.history < 1 or self.min_history < 1:
+            raise ValueError(f"history and min_history must be >= 1, got {self}")
+        if self.threshold < 0:
+            raise ValueError(f"threshold must be >= 0, got {self.threshold}")
+
 
 @dataclass(frozen=True)
 class Anomaly:

@@ -29,6 +29,10 @@ class PcaConfig:
     alpha: float = 0.001
     trim: float = 0.1
 
+    def __post_init__(self) -> None:
+        if not (0 < self.alpha < 1 and 0 <= self.trim < 1 and self.noise_factor > 0):
+            raise ValueError(f"need 0 < alpha < 1, 0 <= trim < 1, noise_factor > 0: {self}")
+
 
 _SQRT_POISSON_VARIANCE = 0.25
 
