@@ -34,9 +34,13 @@ SENSITIVITY = [
     ("gradients reduced in bf16", "--set workload.grad_reduce_dtype=bf16"),
     ("no overlap of the gradient reduction", "--set workload.overlap_grad_reduce=false"),
     ("sharded optimizer", "--set workload.sharded_optimizer=true"),
-    ("2:1 oversubscribed (16 spines)", "--set fabric.spines=16"),
     ("2 NICs per node", "--set hosts.nics=2 --set fabric.hosts_per_leaf=16 --set fabric.leaves=12"),
-    ("layout tp-pp-dp", "--set workload.layout=tp-pp-dp"),
+    ("2:1 oversubscribed (16 spines)", "--set fabric.spines=16"),
+    ("2:1 oversubscribed, pinning", "--set fabric.spines=16 --set routing.strategy=pinning"),
+    (
+        "2:1 oversubscribed, pinning, layout tp-pp-dp",
+        "--set fabric.spines=16 --set routing.strategy=pinning --set workload.layout=tp-pp-dp",
+    ),
 ]
 
 

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
 
-from cloudtwin.cluster.spec import cluster_spec
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.cluster import TrainingWorkload
-from cloudtwin.scenario.loader import load_scenario
-from cloudtwin.topology.builders import build_topology
 from cloudtwin.workloads import training as model
 
 
@@ -67,31 +62,26 @@ def test_layout_errors_name_the_key() -> None:
     assert model.layout(w, 1536, 1536) == model.Layout(8, 4, 48, 32)
 
 
-SMALL = """
-fabric: {kind: leaf-spine, leaves: 4, spines: 16, hosts_per_leaf: 2}
-hosts: {nics: 8}
-workload: {kind: training, layers: 8, hidden: 1024, heads: 16, sequence: 512, vocabulary: 1000,
-           global_batch: 16, tensor: 8, pipeline: 2, channels: 2}
-"""
+def test_data_parallel_groups_follow_the_rank_order() -> None:
+    w = TrainingWorkload(layers=8, hidden=1024, heads=16, global_batch=16, tensor=8, pipeline=2)
+    lay = model.layout(w, 64, 64)
+    groups, stage = model.data_parallel_groups(w, lay)
+    # tp-dp-pp: rank = tp + 8 (dp + 4 pp); group (tp i, stage k) = GPU i of nodes 4k..4k+3.
+    assert groups.shape == (16, 4)
+    assert groups[0].tolist() == [0, 8, 16, 24] and stage[0] == 0
+    assert groups[1].tolist() == [32, 40, 48, 56] and stage[1] == 1
+    assert groups[3].tolist() == [33, 41, 49, 57]
+    far, _ = model.data_parallel_groups(w.model_copy(update={"layout": "tp-pp-dp"}), lay)
+    assert far[0].tolist() == [0, 16, 32, 48]  # rank = tp + 8 (pp + 2 dp)
+    assert sorted(np.concatenate([groups.ravel(), far.ravel()]).tolist()) == sorted(list(range(64)) * 2)
 
 
-def test_data_parallel_rings_follow_the_rank_order() -> None:
-    scenario = load_scenario(SMALL)
-    topology = build_topology(scenario)
-    spec = cluster_spec(scenario, topology.nic_rate_bps)
-    w = scenario.workload
-    assert isinstance(w, TrainingWorkload)
-    lay = model.layout(w, 64, spec.gpus)
-    flows = model.data_parallel_flows(w, lay, spec, topology, 1e6, np.zeros(2), 1)
-    # 2 stages x 8 rails x 4 hops x 2 channels; GPU i of a node talks over NIC i.
-    assert len(flows) == 2 * 8 * 4 * 2
-    host_of = topology.node_index[flows.src] // 8
-    rail = topology.node_index[flows.src] % 8
-    peer = topology.node_index[flows.dst] // 8
-    assert np.array_equal(rail, topology.node_index[flows.dst] % 8)
-    # tp-dp-pp: stage 0 is nodes 0-3, stage 1 nodes 4-7, each ring in node order.
-    assert set(zip(host_of.tolist(), peer.tolist(), strict=True)) == {
-        (0, 1), (1, 2), (2, 3), (3, 0), (4, 5), (5, 6), (6, 7), (7, 4)
-    }
-    assert flows.size_bytes.sum() == pytest.approx(2 * 8 * 4 * 1e6)
-    assert math.isclose(model.data_parallel_bytes_per_hop(w, 1), 0.0)
+def test_reduction_bytes() -> None:
+    w = TrainingWorkload(layers=8, hidden=1024, heads=16, tensor=8, pipeline=2)
+    params = ((12 * 1024**2 + 13 * 1024) * 4 + (50304 + 2048) * 1024) / 8
+    assert model.data_parallel_allreduce_bytes(w) == pytest.approx(4 * params)
+    assert model.data_parallel_bytes_per_hop(w, 4) == pytest.approx(2 * 3 / 4 * 4 * params)
+    assert model.data_parallel_bytes_per_hop(w, 1) == 0.0
+    sharded = w.model_copy(update={"sharded_optimizer": True})
+    # reduce-scatter of fp32 gradients + all-gather of bf16 weights, (d-1)/d of each per hop
+    assert model.data_parallel_bytes_per_hop(sharded, 4) == pytest.approx(3 / 4 * 6 * params)

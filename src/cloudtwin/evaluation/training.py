@@ -1,10 +1,10 @@
 """Predicting an LLM training iteration on a scenario's cluster and fabric, and its scaling.
 
 The analytic stage model (`workloads.training`) gives compute, tensor-parallel and
-pipeline times; the data-parallel gradient reduction runs on the fabric: its ring hops
-(one flow per NCCL channel) are routed with the scenario's strategy and simulated by
-the engine. A pipelined ring moves at the pace of its slowest hop, so the reduction
-takes as long as its slowest flow (plus the ring's per-step latency).
+pipeline times; the data-parallel gradient reduction runs on the fabric: each
+data-parallel group is an NCCL ring all-reduce (`workloads.collective`: one QP per
+channel, pipelined rounds whose dependencies make a ring move at its slowest hop's
+pace), routed with the scenario's strategy and simulated by the engine.
 """
 
 from __future__ import annotations
@@ -19,10 +19,12 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.run import route_flows
 from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.cluster import TrainingWorkload
-from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 from cloudtwin.topology.builders import build_topology
+from cloudtwin.topology.nvlink import Nvlink
 from cloudtwin.topology.topology import NodeKind, Topology
 from cloudtwin.workloads import training as model
+from cloudtwin.workloads.collective import JobRanks, plan_collective
 
 __all__ = [
     "TrainingResult",
@@ -127,24 +129,40 @@ def fabric_reduction_s(
     stage_start_s: np.ndarray,
     strategy: str | None = None,
 ) -> tuple[float, int]:
-    """When the last data-parallel ring finishes (engine time) and how many flows it took."""
-    size = model.data_parallel_bytes_per_hop(w, lay.data)  # split over the channels' QPs
-    if size == 0:
+    """When the last data-parallel ring all-reduce finishes (engine time), and its flow count.
+
+    Every data-parallel group is one NCCL ring all-reduce job (`workloads.collective`:
+    channels as QPs, pipelined rounds with dependencies, NCCL's step latencies), all
+    routed with the strategy and run together; stage k's rings start at
+    `stage_start_s[k]`. NIC links carry what the (virtual) function moves.
+    """
+    if lay.data == 1:
         return 0.0, 0
-    flows = model.data_parallel_flows(
-        w, lay, spec, topology, size, stage_start_s, scenario.seed, tenant_of_host(scenario)
+    groups, stage = model.data_parallel_groups(w, lay)
+    gpus_per_node = spec.profile.gpus
+    owner = tenant_of_host(scenario)
+    jobs = [
+        JobRanks(int(owner[g[0] // gpus_per_node]), g // gpus_per_node, g[:, None]) for g in groups
+    ]
+    size = int(model.data_parallel_allreduce_bytes(w))
+    collective = CollectiveWorkload(
+        op="allreduce", algorithm="ring", size=size, channels=w.channels, qps_per_connection=1
     )
-    if len(flows) == 0:
-        return 0.0, 0
+    nvlink = Nvlink.of(topology, gpus_per_node, spec.profile.nvlink_bytes_per_s * 8)
+    rng = np.random.default_rng(scenario.seed)
+    sport_per_qp = scenario.hosts.udp_sport == "per-qp"
+    plan = plan_collective(collective, topology, nvlink, jobs, rng, size, sport_per_qp)
     chosen = load_strategy(strategy or scenario.routing.strategy)
-    paths = route_flows(scenario, topology, flows, chosen)
-    cap = np.full(len(flows), spec.nic_rate_cap_bps)
+    paths = plan.flow_paths(route_flows(scenario, topology, plan.connections, chosen))
+    unrolled = plan.unrolled
+    capacity = nvlink.capacity_bps(topology)
+    capacity[: topology.link_count] = nic_limited_capacity(topology, spec)
+    start = unrolled.start_s + np.asarray(stage_start_s, dtype=float)[stage[unrolled.job]]
     result = simulate(
-        paths, nic_limited_capacity(topology, spec), flows.size_bytes, flows.start_s, cap,
-        latency_s=paths.latency_s(topology),
+        paths, capacity, unrolled.size_bytes, start, unrolled.rate_cap_bps,
+        dependencies=unrolled.dependencies,
     )
-    steps = model.ring_steps(w, lay.data) * (model.NET_STEP_LATENCY_S + spec.overheads.nic_latency_s)
-    return result.completion_s + steps, len(flows)
+    return result.completion_s, len(unrolled.size_bytes)
 
 
 def _one(

@@ -6,8 +6,9 @@ memory per GPU (Megatron's mixed-precision optimizer accounting and the activati
 formula of Korthikanti et al. 2022), per-microbatch compute time of every GEMM and
 memory-bound kernel on the roofline of the GPU, tensor-parallel all-reduces on NVLink
 and pipeline send/recv. The data-parallel gradient reduction runs on the fabric: this
-module builds its ring flows (`data_parallel_flows`); `evaluation.training` routes and
-simulates them.
+module says which GPUs reduce together and how much (`data_parallel_groups`,
+`data_parallel_allreduce_bytes`); `evaluation.training` runs them as NCCL ring
+all-reduces (`workloads.collective`) on the engine.
 """
 
 from __future__ import annotations
@@ -18,10 +19,7 @@ import numpy as np
 
 from cloudtwin.cluster.spec import ClusterSpec
 from cloudtwin.errors import WorkloadError
-from cloudtwin.flows import Flows
 from cloudtwin.scenario.cluster import TrainingWorkload
-from cloudtwin.topology.topology import Topology
-from cloudtwin.workloads.perftest import qp_flows
 
 __all__ = [
     "NET_STEP_LATENCY_S",
@@ -30,8 +28,9 @@ __all__ = [
     "MemoryUse",
     "StageTimes",
     "bubble_fraction",
+    "data_parallel_allreduce_bytes",
     "data_parallel_bytes_per_hop",
-    "data_parallel_flows",
+    "data_parallel_groups",
     "hardware_flops",
     "layout",
     "memory_per_gpu",
@@ -41,7 +40,7 @@ __all__ = [
 ]
 
 NET_STEP_LATENCY_S = 14e-6
-"""Per-step latency of an NCCL ring step across the network (NCCL's tuning model, Simple)."""
+"""Latency of a pipeline send across the network (NCCL's tuning model, Simple protocol)."""
 
 WORKSPACE_BYTES = 3e9
 """GPU memory that is not the model's: CUDA context, cuBLAS workspace, NCCL buffers,
@@ -288,24 +287,24 @@ def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes
     return StageTimes(forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window)
 
 
-def data_parallel_bytes_per_hop(w: TrainingWorkload, data: int) -> float:
-    """Bytes each ring hop carries for one iteration's gradient reduction.
+def data_parallel_allreduce_bytes(w: TrainingWorkload) -> float:
+    """Size of the ring all-reduce that moves what one iteration's gradient reduction moves.
 
-    All-reduce: 2(d-1)/d of the gradient bytes; sharded optimizer: reduce-scatter of the
-    gradients plus all-gather of the bf16 weights, (d-1)/d of each.
+    All-reduce of the gradients (fp32 by default, as Megatron reduces bf16 training's
+    main gradients). A sharded optimizer reduce-scatters the gradients and all-gathers
+    the bf16 weights: (d-1)/d of each per hop in 2(d-1) steps, which is what an
+    all-reduce of half their sum moves.
     """
-    if data == 1:
-        return 0.0
     params = _params_per_gpu(w)
     grad = params * (4 if w.grad_reduce_dtype == "fp32" else 2)
     if w.sharded_optimizer:
-        return (data - 1) / data * (grad + _BYTES * params)
-    return 2 * (data - 1) / data * grad
+        return (grad + _BYTES * params) / 2
+    return grad
 
 
-def ring_steps(w: TrainingWorkload, data: int) -> int:
-    """Ring steps of the reduction (each pays NET_STEP_LATENCY_S): 2(d-1)."""
-    return 2 * (data - 1)
+def data_parallel_bytes_per_hop(w: TrainingWorkload, data: int) -> float:
+    """Bytes each ring hop carries per iteration: 2(d-1)/d of the all-reduce size."""
+    return 2 * (data - 1) / data * data_parallel_allreduce_bytes(w)
 
 
 def _ranks(lay: Layout, order: str) -> np.ndarray:
@@ -318,35 +317,13 @@ def _ranks(lay: Layout, order: str) -> np.ndarray:
     return i + lay.tensor * (k + lay.pipeline * j)
 
 
-def data_parallel_flows(
-    w: TrainingWorkload,
-    lay: Layout,
-    spec: ClusterSpec,
-    topology: Topology,
-    bytes_per_hop: float,
-    stage_start_s: np.ndarray,
-    seed: int | np.random.Generator,
-    tenant_of_host: np.ndarray | None = None,
-) -> Flows:
-    """Inter-node hops of the data-parallel rings, one flow per NCCL channel (its own QP).
+def data_parallel_groups(w: TrainingWorkload, lay: Layout) -> tuple[np.ndarray, np.ndarray]:
+    """(GPUs of each data-parallel group in rank order, shape (t*p, d); each group's stage).
 
-    Each group of GPUs with the same tensor and pipeline rank forms a ring over the data
-    parallel ranks in rank order, as NCCL builds it; a hop between GPUs of one node rides
-    NVLink and is left out. Stage k's rings start at `stage_start_s[k]`.
+    The GPUs with the same tensor and pipeline rank reduce their gradients together;
+    rank = global GPU id (node x GPUs per node + local GPU), laid out as `w.layout` says.
     """
     ranks = _ranks(lay, w.layout)
-    gpus_per_node = spec.profile.gpus
-    src = ranks
-    dst = np.roll(ranks, -1, axis=1)
-    src_node, dst_node = src // gpus_per_node, dst // gpus_per_node
-    remote = src_node != dst_node
-    src_rail = (src % gpus_per_node) * spec.nics_per_node // gpus_per_node
-    dst_rail = (dst % gpus_per_node) * spec.nics_per_node // gpus_per_node
-    stage = np.broadcast_to(np.arange(lay.pipeline), ranks.shape)
-    src_nic = topology.host_nics[src_node[remote], src_rail[remote]]
-    dst_nic = topology.host_nics[dst_node[remote], dst_rail[remote]]
-    start = np.asarray(stage_start_s, dtype=float)[stage[remote]]
-    tenant = -1 if tenant_of_host is None else tenant_of_host[src_node[remote]]
-    size = np.full(src_nic.size, float(bytes_per_hop))
-    rng = np.random.default_rng(seed)
-    return qp_flows(topology, src_nic, dst_nic, size, w.channels, rng, start, tenant)
+    groups = ranks.transpose(0, 2, 1).reshape(lay.tensor * lay.pipeline, lay.data)
+    stage = np.tile(np.arange(lay.pipeline), lay.tensor)
+    return groups, stage
