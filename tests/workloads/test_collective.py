@@ -232,3 +232,19 @@ def test_bad_collectives_are_named() -> None:
     scenario = load_scenario(base + "workload: {kind: collective, op: allgather, algorithm: tree}\n")
     with pytest.raises(WorkloadError, match="tree runs allreduce only"):
         plan_for(scenario, build_topology(scenario))
+
+
+def test_ring_results_do_not_depend_on_the_number_of_rounds() -> None:
+    scenario = collective(
+        "kind: leaf-spine, leaves: 4, spines: 4, hosts_per_leaf: 2",
+        "nics: 1, gpus: 2",
+        workload=", channels: 2, host_order: random",
+    )
+    topology = build_topology(scenario)
+    busbw = []
+    for rounds in (8, 32):
+        s = scenario.model_copy(update={"workload": scenario.workload.model_copy(update={"rounds": rounds})})
+        busbw.append(
+            simulate_collective(s, topology, load_strategy("ecmp"), 256 << 20).measurement.busbw_GBps
+        )
+    assert busbw[0] == pytest.approx(busbw[1], rel=1e-6)
