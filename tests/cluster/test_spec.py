@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cloudtwin.cluster import BARE_METAL, NODE_PROFILES, VM_OVERHEADS, cluster_spec
@@ -16,7 +17,7 @@ def test_default_is_a_vm_on_the_a100_profile() -> None:
     assert spec.virtualized and spec.overheads == VM_OVERHEADS
     assert (spec.nodes, spec.gpus) == (6, 48)
     assert spec.nic_rate_cap_bps == pytest.approx(100e9 * (1 - VM_OVERHEADS.nic_bandwidth))
-    assert [spec.nic_of_gpu(g) for g in range(8)] == [0, 0, 0, 0, 1, 1, 1, 1]
+    assert spec.nic_of_gpu(np.arange(8)).tolist() == [0, 0, 0, 0, 1, 1, 1, 1]
 
 
 def test_overrides_and_bare_metal() -> None:

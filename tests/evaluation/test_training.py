@@ -102,3 +102,12 @@ def test_training_needs_a_training_workload() -> None:
     scenario = load_scenario("workload: {kind: perftest}")
     with pytest.raises(WorkloadError, match="workload.kind"):
         predict_training(scenario)
+
+
+def test_run_points_to_the_train_and_hpl_commands() -> None:
+    from cloudtwin.evaluation.run import run_scenario
+
+    with pytest.raises(WorkloadError, match="cloudtwin train"):
+        run_scenario(load_scenario("workload: {kind: training}"))
+    with pytest.raises(WorkloadError, match="cloudtwin hpl"):
+        run_scenario(load_scenario("workload: {kind: hpl}"))

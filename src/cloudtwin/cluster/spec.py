@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from cloudtwin.cluster.profiles import (
     BARE_METAL,
     NODE_PROFILES,
@@ -43,9 +45,9 @@ class ClusterSpec:
         """What one NIC (virtual function in a VM) can send."""
         return self.nic_rate_bps * (1.0 - self.overheads.nic_bandwidth)
 
-    def nic_of_gpu(self, gpu: int) -> int:
+    def nic_of_gpu(self, gpu: np.ndarray | int) -> np.ndarray:
         """The NIC (rail) NCCL pairs with a local GPU: the closest one on the PCIe tree."""
-        return gpu * self.nics_per_node // self.profile.gpus
+        return np.asarray(gpu, dtype=np.int64) * self.nics_per_node // self.profile.gpus
 
 
 def cluster_spec(scenario: Scenario, nic_rate_bps: float) -> ClusterSpec:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.engine.simulator import Progress, SimResult, simulate
+from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.flows import Flows
 from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
@@ -46,6 +47,10 @@ def build_flows(scenario: Scenario, topology: Topology) -> Flows:
         from cloudtwin.evaluation.collective import plan_for
 
         return plan_for(scenario, topology).connections
+    kind = scenario.workload.kind
+    if kind in ("training", "hpl"):
+        command = "train" if kind == "training" else "hpl"
+        raise WorkloadError(f"workload.kind: {kind} is predicted by `cloudtwin {command}`, not run here")
     sport_per_qp = scenario.hosts.udp_sport == "per-qp"
     return perftest_flows(
         scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp

@@ -53,9 +53,13 @@ def hpl_flops(n: int) -> float:
     return 2.0 / 3.0 * n**3 + 2.0 * n**2
 
 
-def rank_of(p: int, q: int, grid_p: int) -> int:
-    """Column-major process mapping: consecutive ranks (one node's GPUs) fill a process column."""
-    return p + grid_p * q
+def rank_of(p: np.ndarray | int, q: np.ndarray | int, grid_p: int) -> np.ndarray:
+    """Column-major process mapping: consecutive ranks (one node's GPUs) fill a process column.
+
+    >>> rank_of(np.array([0, 1, 0]), np.array([0, 0, 1]), 32).tolist()
+    [0, 1, 32]
+    """
+    return np.asarray(p, dtype=np.int64) + grid_p * np.asarray(q, dtype=np.int64)
 
 
 def check_fits(w: HplWorkload, spec: ClusterSpec) -> None:
@@ -131,9 +135,8 @@ def grid_ring_flows(
     gpus = spec.profile.gpus
     src_node, dst_node = src // gpus, dst // gpus
     remote = src_node != dst_node
-    rail = lambda r: (r % gpus) * spec.nics_per_node // gpus  # noqa: E731
-    src_nic = topology.host_nics[src_node[remote], rail(src[remote])]
-    dst_nic = topology.host_nics[dst_node[remote], rail(dst[remote])]
+    src_nic = topology.host_nics[src_node[remote], spec.nic_of_gpu(src[remote] % gpus)]
+    dst_nic = topology.host_nics[dst_node[remote], spec.nic_of_gpu(dst[remote] % gpus)]
     tenant = -1 if tenant_of_host is None else tenant_of_host[src_node[remote]]
     size = np.full(src_nic.size, float(size_bytes))
     return qp_flows(topology, src_nic, dst_nic, size, w.channels, np.random.default_rng(seed), 0.0, tenant)
