@@ -144,6 +144,7 @@ def scale_worker(tool: str, lines: int, db: str | None) -> dict[str, Any]:
         from cloudtwin.store import Store, ingest_stream
 
         with Store(db or ":memory:", memory_limit=DUCKDB_MEMORY) as store:
+            store.connection.execute("SET threads = 1")
             summary = ingest_stream(store, stream, "bench", preset)
             done = summary.lines + summary.unparsed
     elif tool == "cloudtwin":
