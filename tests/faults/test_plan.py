@@ -34,15 +34,25 @@ def _spine_of(topology, paths, flow: int) -> int:
 def _run(topology, flows, paths, changes):
     rate = np.full(len(flows), topology.nic_rate_bps)
     return simulate(
-        paths, topology.capacity_bps, flows.size_bytes, flows.start_s, rate,
-        latency_s=paths.latency_s(topology), changes=changes, timeline=True,
+        paths,
+        topology.capacity_bps,
+        flows.size_bytes,
+        flows.start_s,
+        rate,
+        latency_s=paths.latency_s(topology),
+        changes=changes,
+        timeline=True,
     )
 
 
 def test_pinned_flow_stalls_until_the_controller_repairs_it(make_scenario) -> None:
     # one 1 GiB flow host0 -> host1 across a 2 x 2 leaf-spine; its spine's downlink dies at 10 ms
     scenario, topology, flows, paths, route = _setup(
-        make_scenario, "pinning", "fabric.leaves=2", "fabric.spines=2", "fabric.hosts_per_leaf=1",
+        make_scenario,
+        "pinning",
+        "fabric.leaves=2",
+        "fabric.spines=2",
+        "fabric.hosts_per_leaf=1",
         "workload.pattern=pairs",
     )
     assert len(flows) == 1
@@ -68,8 +78,13 @@ def test_pinned_flow_stalls_until_the_controller_repairs_it(make_scenario) -> No
 def test_ecmp_local_repair_spreads_flows_over_the_survivors(make_scenario) -> None:
     # 16 hosts on leaf0 send 4 QPs each to leaf1 across 4 spines; leaf0's uplink to spine0 dies
     scenario, topology, flows, paths, route = _setup(
-        make_scenario, "ecmp", "fabric.leaves=2", "fabric.spines=4", "fabric.hosts_per_leaf=16",
-        "workload.pattern=shift", "workload.qps=4",
+        make_scenario,
+        "ecmp",
+        "fabric.leaves=2",
+        "fabric.spines=4",
+        "fabric.hosts_per_leaf=16",
+        "workload.pattern=shift",
+        "workload.qps=4",
     )
     spines = np.array([_spine_of(topology, paths, f) for f in range(len(flows))])
     spine0 = int(np.flatnonzero(topology.node_kind == NodeKind.SPINE)[0])
@@ -95,7 +110,11 @@ def test_ecmp_local_repair_spreads_flows_over_the_survivors(make_scenario) -> No
 def test_a_downlink_failure_waits_for_the_routing_protocol(make_scenario) -> None:
     # spine0 -> leaf1 dies: leaf0 cannot see it, so its flows via spine0 wait for BFD + BGP
     scenario, topology, flows, paths, route = _setup(
-        make_scenario, "ecmp", "fabric.leaves=2", "fabric.spines=4", "fabric.hosts_per_leaf=16",
+        make_scenario,
+        "ecmp",
+        "fabric.leaves=2",
+        "fabric.spines=4",
+        "fabric.hosts_per_leaf=16",
         "workload.pattern=shift",
     )
     states = expand_faults([Fault(kind="link", target="leaf1-spine0", at="5ms")], topology, 1)
@@ -119,12 +138,14 @@ def test_a_downlink_failure_waits_for_the_routing_protocol(make_scenario) -> Non
 
 def test_flows_go_back_when_the_link_returns(make_scenario) -> None:
     scenario, topology, flows, paths, route = _setup(
-        make_scenario, "ecmp", "fabric.leaves=2", "fabric.spines=4", "fabric.hosts_per_leaf=8",
+        make_scenario,
+        "ecmp",
+        "fabric.leaves=2",
+        "fabric.spines=4",
+        "fabric.hosts_per_leaf=8",
         "workload.pattern=shift",
     )
-    states = expand_faults(
-        [Fault(kind="link", target="leaf0-spine0", at="5ms", until="20ms")], topology, 1
-    )
+    states = expand_faults([Fault(kind="link", target="leaf0-spine0", at="5ms", until="20ms")], topology, 1)
     plan = plan_repairs(topology, flows, paths, route, "local-then-protocol", Reaction(), states)
     final = paths
     for change in plan.changes:
