@@ -45,3 +45,8 @@ def test_overrides_and_bare_metal() -> None:
 def test_bad_cluster_and_workload_keys_are_named(text: str, key: str) -> None:
     with pytest.raises(ScenarioError, match=key.replace(".", r"\.")):
         load_scenario(text)
+
+
+def test_gpus_per_host_must_match_the_node() -> None:
+    with pytest.raises(ScenarioError, match="hosts.gpus: 4 GPUs per host, but a a100-80g-8 node has 8"):
+        cluster_spec(load_scenario("hosts: {gpus: 4}"), 100e9)

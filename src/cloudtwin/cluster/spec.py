@@ -56,6 +56,11 @@ def cluster_spec(scenario: Scenario, nic_rate_bps: float) -> ClusterSpec:
     profile = NODE_PROFILES.get(cluster.node)
     if profile is None:  # pragma: no cover - the model's Literal already rejects it
         raise ScenarioError(f"cluster.node: unknown node profile {cluster.node!r}")
+    if scenario.hosts.gpus != profile.gpus:
+        raise ScenarioError(
+            f"hosts.gpus: {scenario.hosts.gpus} GPUs per host, but a {profile.name} node has "
+            f"{profile.gpus}"
+        )
     virtualized = cluster.virtualization == "vm"
     base = VM_OVERHEADS if virtualized else BARE_METAL
     given = cluster.overheads
