@@ -255,11 +255,10 @@ class _Graph:
     pairs: dict[str, list[tuple[np.ndarray, np.ndarray]]] = field(
         default_factory=lambda: {"same": [], "prev": []}
     )
-    ring_gap: list[tuple[np.ndarray, float]] = field(default_factory=list)
     nets: int = 0
     nvls: int = 0
 
-    # Super-edge ids: network hops are ("n", i) -> i, NVLink segments -> -1 - j until resolved.
+    # Super-edge ids: network hop i is i, NVLink segment j is -1 - j.
     def add_net(
         self, src: np.ndarray, dst: np.ndarray, bytes_: float, gap_s: float, job: int, tenant: int
     ) -> np.ndarray:
