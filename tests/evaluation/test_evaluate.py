@@ -137,17 +137,24 @@ def test_step_values_and_bytes_behind() -> None:
 
 
 def test_conclusions_and_recommendation_follow_the_numbers() -> None:
-    def strategy(gbps: float, score: float, recovered: bool = True) -> dict:
+    def strategy(gbps: float, score: float, recovered: bool = True, slowdown: float = 1.1) -> dict:
         return {
             "performance": {"aggregate_gbps": gbps, "busbw": None},
-            "resiliency": {"recovered": recovered, "time_to_recover_s": 0.1 if recovered else None},
+            "resiliency": {
+                "recovered": recovered,
+                "time_to_recover_s": 0.1 if recovered else None,
+                "job_slowdown": {"job": slowdown},
+            },
             "complexity": {"score": score},
         }
 
     table = {"ecmp": strategy(50, 2), "spray": strategy(100, 4), "pinning": strategy(100, 8)}
     c = conclusions(table)
     assert c["all_resilient"] and c["pinning_fastest"] and c["pinning_most_complex"]
-    assert recommendation(table).startswith("spray:")
+    assert recommendation(table).startswith("spray:")  # as fast, as robust, simpler
+    table["spray"] = strategy(100, 4, slowdown=3.0)
+    assert recommendation(table).startswith("pinning:")  # spray is hit harder by the faults
+    assert "spray (3.00x)" in recommendation(table)
     table["spray"] = strategy(100, 4, recovered=False)
     c = conclusions(table)
     assert not c["all_resilient"] and "spray" in c["all_resilient_statement"]
@@ -156,3 +163,4 @@ def test_conclusions_and_recommendation_follow_the_numbers() -> None:
     c = conclusions(table)
     assert c["pinning_fastest"] is False and c["pinning_most_complex"] is False
     assert c["pinning_statement"].startswith("does not hold")
+    assert recommendation(table).startswith("pinning:")  # the best of those that recovered

@@ -6,8 +6,9 @@ The conclusions and the recommendation are computed from the numbers:
 - "pinning is fastest" holds when pinning's throughput (busbw for a collective, else the
   aggregate) is within 0.5% of the best; "most complex" when its complexity score is the
   highest;
-- the recommendation is, among the strategies that recovered (all, if none did), the
-  simplest (lowest score) of those within 2% of the best throughput.
+- the recommendation is, among the strategies that recovered (all, if none did) and
+  are within 2% of the best throughput, the simplest (lowest score) of those whose worst
+  job slowdown under the faults is within 5% of the mildest.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from cloudtwin.evaluation.evaluate import Evaluation
 __all__ = [
     "FASTEST_TOLERANCE",
     "NEAR_BEST",
+    "NEAR_SLOWDOWN",
     "conclusions",
     "recommendation",
     "render_html",
@@ -31,6 +33,7 @@ __all__ = [
 
 FASTEST_TOLERANCE = 0.005
 NEAR_BEST = 0.02
+NEAR_SLOWDOWN = 0.05
 
 
 def _throughput(strategy: dict[str, Any]) -> tuple[str, float]:
@@ -90,23 +93,39 @@ def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def _worst_slowdown(strategy: dict[str, Any]) -> float:
+    return float(max(strategy["resiliency"].get("job_slowdown", {}).values(), default=1.0))
+
+
 def recommendation(strategies: dict[str, dict[str, Any]]) -> str:
-    """The simplest of the near-best strategies among those that recovered."""
+    """Best throughput first, then the mildest fault impact, then the simplest.
+
+    Among the strategies that recovered (all, if none did): those within NEAR_BEST of the
+    best throughput; of those, the ones whose worst job slowdown under the faults is
+    within NEAR_SLOWDOWN of the mildest; of those, the lowest complexity score.
+    """
     names = list(strategies)
     pool = [n for n in names if strategies[n]["resiliency"]["recovered"]] or names
     label, best = max((_throughput(strategies[n]) for n in pool), key=lambda x: x[1])
-    near = [n for n in pool if _throughput(strategies[n])[1] >= best * (1 - NEAR_BEST)]
-    pick = min(near, key=lambda n: (float(strategies[n]["complexity"]["score"]), names.index(n)))
+    fast = [n for n in pool if _throughput(strategies[n])[1] >= best * (1 - NEAR_BEST)]
+    mildest = min(_worst_slowdown(strategies[n]) for n in fast)
+    robust = [n for n in fast if _worst_slowdown(strategies[n]) <= mildest * (1 + NEAR_SLOWDOWN)]
+    pick = min(robust, key=lambda n: (float(strategies[n]["complexity"]["score"]), names.index(n)))
     chosen = strategies[pick]
     ttr = chosen["resiliency"]["time_to_recover_s"]
     recovery = "did not recover" if ttr is None else f"recovers in {1e3 * ttr:.1f} ms"
     text = (
         f"{pick}: {label} {_throughput(chosen)[1]:.1f} (best {best:.1f}), {recovery}, "
+        f"worst job slowdown under faults {_worst_slowdown(chosen):.2f}x, "
         f"complexity score {chosen['complexity']['score']:.2f}"
     )
-    others = [n for n in near if n != pick]
-    if others:
-        text += f"; as fast but more complex: {', '.join(others)}"
+    harder = [n for n in robust if n != pick]
+    weaker = [n for n in fast if n not in robust]
+    if harder:
+        text += f"; as fast and as robust but more complex: {', '.join(harder)}"
+    if weaker:
+        hit = ", ".join(f"{n} ({_worst_slowdown(strategies[n]):.2f}x)" for n in weaker)
+        text += f"; as fast but hit harder by the faults: {hit}"
     return text
 
 
