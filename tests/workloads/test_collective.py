@@ -263,3 +263,18 @@ def test_ring_results_do_not_depend_on_the_number_of_rounds() -> None:
             simulate_collective(s, topology, load_strategy("ecmp"), 256 << 20).measurement.busbw_GBps
         )
     assert busbw[0] == pytest.approx(busbw[1], rel=1e-6)
+
+
+def test_rings_are_rail_aligned_and_follow_gpu_nic_affinity() -> None:
+    scenario = collective(
+        "kind: rail-optimized, leaves: 8, spines: 4, hosts_per_leaf: 2",
+        "nics: 4, gpus: 8",
+        workload=", channels: 8",
+    )
+    topology = build_topology(scenario)
+    connections = plan_for(scenario, topology).connections
+    rail = topology.node_index[connections.src] % 4
+    # every hop leaves and enters through the same rail: it never crosses to another rail leaf group
+    np.testing.assert_array_equal(rail, topology.node_index[connections.dst] % 4)
+    # 8 channels over 4 NICs: two channels per rail, one network hop per host each
+    assert np.bincount(rail).tolist() == [2 * 4] * 4
