@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, read_scenario, stdout, write_json
+from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
 
 if TYPE_CHECKING:
@@ -114,7 +114,8 @@ def train(
     from cloudtwin.evaluation.training import predict_training
 
     loaded = read_scenario(scenario, overrides)
-    results = predict_training(loaded, parse_gpus(gpus), strategy)
+    with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
+        results = predict_training(loaded, parse_gpus(gpus), strategy, progress)
     documents = [r.to_json() for r in results]
     document: object = documents if gpus else documents[0]
     if out is not None:

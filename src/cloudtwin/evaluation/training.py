@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cloudtwin.cluster.spec import ClusterSpec, cluster_spec
-from cloudtwin.engine.simulator import simulate
+from cloudtwin.engine.simulator import Progress, simulate
 from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.run import route_flows
 from cloudtwin.routing.strategy import load_strategy
@@ -217,7 +217,10 @@ def _base_gpus(w: TrainingWorkload, spec: ClusterSpec) -> int:
 
 
 def predict_training(
-    scenario: Scenario, gpus: list[int] | None = None, strategy: str | None = None
+    scenario: Scenario,
+    gpus: list[int] | None = None,
+    strategy: str | None = None,
+    progress: Progress | None = None,
 ) -> list[TrainingResult]:
     """Predicted iterations at each GPU count (default: `workload.gpus` or the whole cluster).
 
@@ -229,7 +232,11 @@ def predict_training(
     spec = cluster_spec(scenario, topology.nic_rate_bps)
     key = "--gpus" if gpus else "workload.gpus"
     sizes = gpus or [w.gpus or spec.gpus]
-    runs = [_one(scenario, topology, spec, w, n, strategy, key) for n in sizes]
+    runs = []
+    for done, n in enumerate(sizes):
+        if progress is not None:
+            progress(done, len(sizes))
+        runs.append(_one(scenario, topology, spec, w, n, strategy, key))
     base_gpus = _base_gpus(w, spec)
     _, base_rate = _one(scenario, topology, spec, w, base_gpus, strategy, key)
     return [replace(result, scaling_efficiency=rate / base_rate) for result, rate in runs]

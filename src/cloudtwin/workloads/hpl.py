@@ -17,15 +17,18 @@ update; the swaps do not. A step takes max(update, panel + broadcast) + swap.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cloudtwin.cluster.spec import ClusterSpec
 from cloudtwin.errors import WorkloadError
 from cloudtwin.flows import Flows
 from cloudtwin.scenario.cluster import HplWorkload
 from cloudtwin.topology.topology import Topology
 from cloudtwin.workloads.perftest import qp_flows
+
+if TYPE_CHECKING:  # the cluster package sits above workloads; only its type is used here
+    from cloudtwin.cluster.spec import ClusterSpec
 
 __all__ = [
     "MPI_LATENCY_S",

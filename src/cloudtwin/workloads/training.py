@@ -14,12 +14,15 @@ all-reduces (`workloads.collective`) on the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from cloudtwin.cluster.spec import ClusterSpec
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.cluster import TrainingWorkload
+
+if TYPE_CHECKING:  # the cluster package sits above workloads; only its type is used here
+    from cloudtwin.cluster.spec import ClusterSpec
 
 __all__ = [
     "NET_STEP_LATENCY_S",
