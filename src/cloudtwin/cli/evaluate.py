@@ -76,7 +76,9 @@ _SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 _STRATEGIES = typer.Option(
     BUILTINS, "--strategies", help="Comma-separated strategies: names or package.module:Class."
 )
-_OUT = typer.Option(None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name).")
+_OUT = typer.Option(
+    None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name)."
+)
 _DB = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB).")
 _NO_STORE = typer.Option(False, "--no-store", help="Do not record the run in the store.")
 _SET = typer.Option(None, "--set", "-s", help="Override a key: --set seed=7 (repeatable).")
@@ -94,9 +96,11 @@ def evaluate(
 ) -> None:
     """Evaluate routing strategies on performance, resiliency and operational complexity.
 
-    Runs each strategy over the scenario's jobs twice: without faults, and with its faults (one random cable failure if it has none) and the strategy's modelled repair.
+    Runs each strategy over the scenario's jobs twice: without faults, and with its
+    faults (one random cable failure if it has none) and the strategy's modelled repair.
 
-    Writes DIR/report.html (self-contained), DIR/report.md and DIR/results.json, records the run in the store (--db), and prints the trade-off table and a recommendation.
+    Writes DIR/report.html (self-contained), DIR/report.md and DIR/results.json, records
+    the run in the store (--db), and prints the trade-off table and a recommendation.
 
     Example:  cloudtwin evaluate examples/resiliency.yaml --strategies ecmp,adaptive,pinning --out report
     """

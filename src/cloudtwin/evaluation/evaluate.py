@@ -190,10 +190,11 @@ def _resiliency(
     affected = impaired > 0
     slow = _slowdowns(scenario, bench, baseline, faulted)
     marks = [s.time_s for s in states] + [r.moved_s for r in plan.repairs]
-    worst_ttr = [o.time_to_recover_s for o in outcomes]
+    times = [o.time_to_recover_s for o in outcomes]
+    worst_ttr = None if None in times else max((t for t in times if t is not None), default=0.0)
     document: dict[str, Any] = {
         "recovered": all(o.recovered for o in outcomes),
-        "time_to_recover_s": None if None in worst_ttr else max(worst_ttr, default=0.0),
+        "time_to_recover_s": worst_ttr,
         "dip": max((o.dip for o in outcomes), default=0.0),
         "bytes_delayed": bytes_behind(baseline, faulted),
         "flows_affected": int(np.count_nonzero(affected)),

@@ -66,7 +66,7 @@ class Workbench:
     def flow_job(self) -> np.ndarray:
         """The job of each engine flow."""
         if self.collective is not None:
-            return self.collective.unrolled.job  # type: ignore[attr-defined, no-any-return]
+            return np.asarray(self.collective.unrolled.job)  # type: ignore[attr-defined]
         return self.connections.job[self.route]
 
     @property
@@ -134,7 +134,8 @@ def build_workbench(scenario: Scenario, topology: Topology) -> Workbench:
     for i, (name, workload, tenants) in enumerate(jobs):
         if not isinstance(workload, PerftestWorkload):
             key = f"workloads.{i}.kind" if scenario.workloads else "workload.kind"
-            raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {workload.kind!r}")
+            kind = getattr(workload, "kind", "?")
+            raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {kind!r}")
         seed = np.random.default_rng([scenario.seed, i]) if scenario.workloads else scenario.seed
         groups = _groups(scenario, tenants)
         parts.append(perftest_flows(workload, topology, groups, seed, sport_per_qp, job=i))

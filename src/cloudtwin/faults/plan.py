@@ -5,8 +5,10 @@ no progress) until a repair phase of its strategy moves it, or the link returns.
 phase acts on what it knows: the fabric state of the failure it reacts to, plus every
 port that is down when it acts (switches see their own ports); a local phase routes as
 the switches next to the failures would (others still believe every path works), a
-converged phase (routing protocol, controller) on the whole surviving fabric. A converged phase also puts flows that an earlier repair displaced back
-on their original path once that path works again.
+converged phase (routing protocol, controller) on the whole surviving fabric. A
+converged phase also puts flows that an earlier repair displaced back on their original
+path once that path works again. Only flows on dead links move (resilient hashing: the
+others keep their paths), unless pinning is set to recompute everything.
 """
 
 from __future__ import annotations

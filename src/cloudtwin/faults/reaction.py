@@ -65,7 +65,7 @@ def reaction_of(strategy: Strategy) -> ReactionKind:
             f"routing.strategy: {strategy.name} declares reaction {declared!r}; "
             f"expected one of {', '.join(get_args(ReactionKind))}"
         )
-    return declared  # type: ignore[no-any-return]
+    return declared
 
 
 def phases_for(kind: ReactionKind, timings: Reaction) -> list[Phase]:
