@@ -109,19 +109,22 @@ def _run_collective(
     scenario: Scenario, topology: Topology, chosen: Strategy, progress: Progress | None
 ) -> Run:
     """A collective's run: `flows` are its routed QPs; the summary groups every round's
-    flows by the QP or NVLink segment that carries them."""
+    network flows by the QP that carries them (NVLink segments are left out)."""
     from cloudtwin.evaluation.collective import simulate_collective
 
     collective = simulate_collective(scenario, topology, chosen, progress=progress)
     unrolled = collective.plan.unrolled
+    net = unrolled.route < len(collective.plan.connections)
+    if not net.any():
+        net[:] = True  # a single host: only NVLink
     summary = summarize(
         scenario.name,
         chosen.name,
-        unrolled.route,
-        unrolled.size_bytes,
-        collective.result.start_s,
-        collective.result.finish_s,
-        unrolled.rate_cap_bps,
+        unrolled.route[net],
+        unrolled.size_bytes[net],
+        collective.result.start_s[net],
+        collective.result.finish_s[net],
+        unrolled.rate_cap_bps[net],
     )
     return Run(
         scenario,
