@@ -136,19 +136,19 @@ class TemplateMiner:
         index: dict[str, int] = {}
         codes = np.array([index.setdefault(m, len(index)) for m in
                           self.masker.mask_many(contents)], dtype=np.int64)
-        counts = np.bincount(codes, minlength=len(index))
-        ids = np.empty(len(index), dtype=np.int64)
-        for k, text in enumerate(index):
-            cluster = self._cache.get(text)
+        counts = np.bincount(codes, minlength=len(index)).tolist()
+        cache = self._cache
+        if len(cache) + len(index) > _CACHE_LIMIT:
+            cache.clear()
+        ids: list[int] = []
+        for text, count in zip(index, counts, strict=True):
+            cluster = cache.get(text)
             if cluster is None:
-                cluster = self._add_tokens(text.split())
-                if len(self._cache) >= _CACHE_LIMIT:
-                    self._cache.clear()
-                self._cache[text] = cluster
-            cluster.size += int(counts[k])
-            self._changed.add(cluster.template_id)
-            ids[k] = cluster.template_id
-        return ids[codes]
+                cluster = cache[text] = self._add_tokens(text.split())
+            cluster.size += count
+            ids.append(cluster.template_id)
+        self._changed.update(ids)
+        return np.array(ids, dtype=np.int64)[codes]
 
     def restore(self, template_id: int, template: str, size: int, route: str = "") -> None:
         """Put back a group saved earlier (ids must come in increasing order)."""
