@@ -57,11 +57,10 @@ def bottleneck_fill(
         by_flow[flow_fill[entry_flow[e]]] = e
         flow_fill[entry_flow[e]] += 1
     frozen = np.zeros(flows, dtype=np.bool_)
-    version = np.zeros(links + flows, dtype=np.int64)
-    capacity = links + flows + nnz + 1
+    capacity = links + flows + 1
     keys = np.empty(capacity)
     nodes = np.empty(capacity, dtype=np.int64)
-    stamps = np.empty(capacity, dtype=np.int64)
+    stamps = np.zeros(capacity, dtype=np.int64)
     size = 0
     for link in range(links):
         if weight_sum[link] > 0.0:
@@ -69,17 +68,24 @@ def bottleneck_fill(
     for flow in range(flows):
         if flow_ptr[flow + 1] > flow_ptr[flow]:
             size = _push(keys, nodes, stamps, size, rate_cap_bps[flow], links + flow, 0)
+    # Shares only grow as flows freeze, so a link's heap key may be stale-low: when it
+    # comes out, recompute it and put it back if it grew (one heap entry per node).
     while size > 0:
-        share, node, stamp = keys[0], nodes[0], stamps[0]
+        share, node = keys[0], nodes[0]
         size = _pop(keys, nodes, stamps, size)
-        if stamp != version[node]:
-            continue
-        version[node] += 1
         if node >= links:
+            if frozen[node - links]:
+                continue
             first = flow_ptr[node - links]
             last = first + 1
             table = by_flow
         else:
+            if weight_sum[node] <= 1e-12:
+                continue
+            current = max(residual[node], 0.0) / weight_sum[node]
+            if current > share:
+                size = _push(keys, nodes, stamps, size, current, node, 0)
+                continue
             first = link_ptr[node]
             last = link_ptr[node + 1]
             table = by_link
@@ -90,16 +96,11 @@ def bottleneck_fill(
                 continue
             frozen[flow] = True
             rate[flow] = min(level, rate_cap_bps[flow])
-            version[links + flow] += 1
             for k in range(flow_ptr[flow], flow_ptr[flow + 1]):
                 f_entry = by_flow[k]
                 link = entry_link[f_entry]
                 residual[link] -= entry_weight[f_entry] * rate[flow]
                 weight_sum[link] -= entry_weight[f_entry]
-                version[link] += 1
-                if weight_sum[link] > tolerance * entry_weight[f_entry]:
-                    key = max(residual[link], 0.0) / weight_sum[link]
-                    size = _push(keys, nodes, stamps, size, key, link, version[link])
     return rate
 
 
