@@ -278,3 +278,20 @@ def test_rings_are_rail_aligned_and_follow_gpu_nic_affinity() -> None:
     np.testing.assert_array_equal(rail, topology.node_index[connections.dst] % 4)
     # 8 channels over 4 NICs: two channels per rail, one network hop per host each
     assert np.bincount(rail).tolist() == [2 * 4] * 4
+
+
+def test_ranks_pick_gpus_and_their_order() -> None:
+    # GPU 0 of every host, in reverse host order: one rank per host, all hops on the network
+    scenario = collective(
+        "kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2",
+        "nics: 1, gpus: 2",
+        "workload.ranks=[6, 4, 2, 0]",
+        workload=", channels: 1",
+    )
+    result = run(scenario, "pinning", 256 << 20)
+    job = result.plan.jobs[0]
+    assert job.hosts.tolist() == [3, 2, 1, 0] and job.local.ravel().tolist() == [6, 4, 2, 0]
+    assert len(result.plan.segments.indptr) == 1  # no NVLink segment
+    topology = build_topology(scenario)
+    assert result.plan.connections.src.tolist() == topology.host_nics[[3, 2, 1, 0], 0].tolist()
+    assert result.measurement.busbw_GBps == pytest.approx(12.5, rel=0.01)
