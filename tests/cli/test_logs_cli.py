@@ -56,6 +56,19 @@ def test_parse_jsonl_gives_one_object_per_input_line(
     assert first["params"] == ["1", "blk_38865049064139660"]
 
 
+def test_custom_masks_replace_the_format_masks(capsys: pytest.CaptureFixture[str]) -> None:
+    apache = str(LOGHUB / "Apache" / "Apache_2k.log")
+    code, out, _ = run(capsys, "logs", "parse", apache, "-f", "apache", "--json")
+    plain = {json.loads(x)["template"] for x in out.splitlines()}
+    code, out, _ = run(capsys, "logs", "parse", apache, "-f", "apache", "--json",
+                       "--mask", r"\d+", "--mask", r"/[\w./-]+")
+    masked = {json.loads(x)["template"] for x in out.splitlines()}
+    assert code == 0
+    assert "mod_jk child init 1 -2" in plain and "mod_jk child init <*> -<*>" in masked
+    code, _, err = run(capsys, "logs", "parse", apache, "-f", "apache", "--mask", "(")
+    assert code == 2 and "mask '(' is not a valid pattern" in err
+
+
 def test_templates_search_and_sql_as_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(capsys, "logs", "templates", "--db", db, "--json", "--limit", "2")
     assert code == 0 and [t["lines"] for t in json.loads(out)] == [314, 311]

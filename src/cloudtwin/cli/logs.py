@@ -7,6 +7,7 @@ import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import replace
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from rich.table import Table
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig
+from cloudtwin.ops.masking import Masker
 from cloudtwin.ops.miner import MinerConfig, TemplateMiner
 from cloudtwin.ops.parser import LogParser
 from cloudtwin.ops.pca import PcaConfig
@@ -53,6 +55,10 @@ _DB = typer.Option(DEFAULT_DB, "--db", help="The store file (DuckDB).")
 _JSON = typer.Option(False, "--json", help="Print JSON on stdout instead of a table.")
 _SINCE = typer.Option(None, "--since", help="Only lines at or after this ISO 8601 time.")
 _UNTIL = typer.Option(None, "--until", help="Only lines before this ISO 8601 time.")
+_MASKS = typer.Option(
+    None, "--mask", help="A regex whose matches become <*> before mining (repeatable); "
+    "replaces the format's masks."
+)
 _PATHS = typer.Argument(..., help="Log files (plain or gzip); '-' reads stdin.")
 _WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
@@ -141,13 +147,14 @@ def ingest(
     year: int | None = typer.Option(
         None, "--year", help="Year for timestamps that have none (syslog); else 1900."
     ),
+    masks: list[str] | None = _MASKS,
     as_json: bool = _JSON,
 ) -> None:
     """Ingest log files into the store, mining templates; re-running adds nothing new.
 
     Example:  cloudtwin logs ingest HDFS_2k.log --format hdfs --db ops.duckdb
     """
-    preset = resolve_format(log_format)
+    preset = _with_masks(resolve_format(log_format), masks)
     summaries: list[IngestSummary] = []
     with Store(db) as store:
         for path in paths:
@@ -162,6 +169,13 @@ def ingest(
         table.add_row(s.source, str(s.lines), str(s.unparsed), str(s.new_templates),
                       str(s.templates))
     _stdout().print(table)
+
+
+def _with_masks(preset: Preset, masks: list[str] | None) -> Preset:
+    if not masks:
+        return preset
+    Masker(masks)  # a bad pattern fails here, naming the mask
+    return replace(preset, masks=tuple(masks))
 
 
 def _ingest_one(
@@ -181,6 +195,7 @@ def parse(
     jsonl: bool = typer.Option(
         False, "--jsonl", "--json", help="Print one JSON object per input line."
     ),
+    masks: list[str] | None = _MASKS,
 ) -> None:
     """Parse and mine a log without storing it.
 
@@ -189,7 +204,7 @@ def parse(
 
     Example:  cloudtwin logs parse HDFS_2k.log --format hdfs --jsonl
     """
-    preset = resolve_format(log_format)
+    preset = _with_masks(resolve_format(log_format), masks)
     miner = TemplateMiner(
         MinerConfig(depth=preset.depth, sim_threshold=preset.sim_threshold, masks=preset.masks)
     )
