@@ -3,6 +3,7 @@ the knobs users turn moving the prediction the right way."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from cloudtwin.errors import WorkloadError
@@ -127,3 +128,25 @@ def test_megatron_39b_on_512_gpus_is_near_the_published_measurement() -> None:
     ])
     (result,) = predict_training(scenario, [512])
     assert 0.95 * 138 < result.tflops_per_gpu < 1.25 * 138
+
+
+def test_tensor_parallelism_stays_inside_a_node() -> None:
+    with pytest.raises(WorkloadError, match="workload.tensor: 16 is more than the 8 GPUs"):
+        predict("workload.tensor=16", "workload.pipeline=1")
+
+
+def test_a_group_with_several_gpus_per_node_crosses_the_fabric_once_per_node() -> None:
+    from cloudtwin.evaluation.training import _ring_job
+
+    owner = np.full(4, -1)
+    job = _ring_job(np.array([0, 4, 8, 12]), 8, owner)
+    assert job.hosts.tolist() == [0, 1]
+    assert job.local.tolist() == [[0, 4], [8, 12]]  # NVLink inside a node, one NIC hop out
+    with pytest.raises(WorkloadError, match="workload.layout"):
+        _ring_job(np.array([0, 8, 4, 12]), 8, owner)
+
+
+def test_a_layout_with_four_gpus_per_node_in_a_group_runs() -> None:
+    (result,) = predict("workload.tensor=2", "workload.pipeline=1")
+    assert result.layout.data == 32
+    assert 0 < result.scaling_efficiency < 1 and result.flows > 0

@@ -120,6 +120,21 @@ def _check_memory(w: TrainingWorkload, spec: ClusterSpec, data: int) -> float:
     return use.total / 1e9
 
 
+def _ring_job(gpus: np.ndarray, gpus_per_node: int, owner: np.ndarray) -> JobRanks:
+    """A data-parallel group as an NCCL job: its nodes in ring order, each node's GPUs in a row
+    (NCCL visits a node's ranks over NVLink, then leaves it over a NIC)."""
+    node = gpus // gpus_per_node
+    starts = np.flatnonzero(np.concatenate(([True], node[1:] != node[:-1])))
+    counts = np.diff(np.concatenate((starts, [node.size])))
+    if np.unique(node).size != starts.size or np.any(counts != counts[0]):
+        raise WorkloadError(
+            "workload.layout: a data-parallel group must hold the same number of GPUs on "
+            "each of its nodes, one node after another"
+        )
+    hosts = node[starts]
+    return JobRanks(int(owner[hosts[0]]), hosts, gpus.reshape(hosts.size, int(counts[0])))
+
+
 def fabric_reduction_s(
     scenario: Scenario,
     topology: Topology,
@@ -141,12 +156,13 @@ def fabric_reduction_s(
     groups, stage = model.data_parallel_groups(w, lay)
     gpus_per_node = spec.profile.gpus
     owner = tenant_of_host(scenario)
-    jobs = [
-        JobRanks(int(owner[g[0] // gpus_per_node]), g // gpus_per_node, g[:, None]) for g in groups
-    ]
+    jobs = [_ring_job(g, gpus_per_node, owner) for g in groups]
     size = int(model.data_parallel_allreduce_bytes(w))
+    # `channels` per GPU of the group on a node: NCCL deals a node's channels over the
+    # NICs of the GPUs it holds, so a group with m GPUs per node uses m rails.
+    channels = min(64, w.channels * int(jobs[0].local.shape[1]))
     collective = CollectiveWorkload(
-        op="allreduce", algorithm="ring", size=size, channels=w.channels, qps_per_connection=1
+        op="allreduce", algorithm="ring", size=size, channels=channels, qps_per_connection=1
     )
     nvlink = Nvlink.of(topology, gpus_per_node, spec.profile.nvlink_bytes_per_s * 8)
     rng = np.random.default_rng(scenario.seed)
@@ -174,6 +190,11 @@ def _one(
     strategy: str | None,
     key: str,
 ) -> tuple[TrainingResult, float]:
+    if w.tensor > spec.profile.gpus:
+        raise WorkloadError(
+            f"workload.tensor: {w.tensor} is more than the {spec.profile.gpus} GPUs of a "
+            f"{spec.profile.name} node (tensor parallelism stays on NVLink)"
+        )
     lay = model.layout(w, gpus, spec.gpus, key)
     memory_gb = _check_memory(w, spec, lay.data)
     times = model.stage_times(w, spec, lay.data)

@@ -53,7 +53,7 @@ class TrainingWorkload(_Model):
     recompute: Literal["none", "full"] = "none"
     overlap_grad_reduce: bool = True
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
-    channels: int = Field(2, ge=1, le=64)
+    channels: int = Field(2, ge=1, le=64)  # NCCL channels per GPU of a ring (each its own QP)
 
     @model_validator(mode="after")
     def _shape(self) -> TrainingWorkload:
@@ -78,4 +78,4 @@ class HplWorkload(_Model):
     nb: int = Field(384, ge=1)
     p: int = Field(2, ge=1)
     q: int = Field(4, ge=1)
-    channels: int = Field(2, ge=1, le=64)
+    channels: int = Field(2, ge=1, le=64)  # NCCL channels per GPU of a ring (each its own QP)
