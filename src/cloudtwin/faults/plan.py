@@ -3,7 +3,7 @@
 Paths never move for free: a flow whose path crosses a dead link stays on it (and makes
 no progress) until a repair phase of its strategy moves it, or the link returns. Each
 phase acts on what it knows: the fabric state of the failure it reacts to, plus every
-port that is down when it acts (switches see their own ports); a local phase routes as
+port that is down when it acts (seen by its own switch only); a local phase routes as
 the switches next to the failures would (others still believe every path works), a
 converged phase (routing protocol, controller) on the whole surviving fabric. A
 converged phase also puts flows that an earlier repair displaced back on their original
@@ -183,10 +183,11 @@ class _Planner:
         self, time: float, state: FabricState, phase: Phase
     ) -> tuple[float, np.ndarray, Paths, Repair] | None:
         """The flows this phase moves and their new paths (applied when installed)."""
-        # what the phase knows: the failure it reacts to, and every port that is down now
-        # (a switch never forwards onto a port it sees down)
-        up = (state.capacity_bps > 0) & (self.capacity > 0)
-        view = surviving_topology(self.topology, up, converged=phase.converged)
+        # what the phase knows: the failure it reacts to (everywhere, once converged), and
+        # every port that is down now (only its own switch: it never forwards onto it)
+        known = state.capacity_bps > 0
+        up = known & (self.capacity > 0)
+        view = surviving_topology(self.topology, known, phase.converged, ports_up=up)
         dead = crosses(~up, self.current)
         candidate = self.current
         if phase.converged:

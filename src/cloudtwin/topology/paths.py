@@ -222,7 +222,12 @@ def spread_fractions(topology: Topology, src_edge: int, dst_edge: int) -> dict[i
     return fractions
 
 
-def surviving_topology(topology: Topology, link_up: np.ndarray, converged: bool = True) -> Topology:
+def surviving_topology(
+    topology: Topology,
+    link_up: np.ndarray,
+    converged: bool = True,
+    ports_up: np.ndarray | None = None,
+) -> Topology:
     """A view of `topology` in which switches forward only over links that are up.
 
     Link ids are unchanged, so any strategy can route on the view and its paths apply to
@@ -230,12 +235,15 @@ def surviving_topology(topology: Topology, link_up: np.ndarray, converged: bool 
     counts are those of the surviving fabric; without it a switch only stops using its
     own dead links and still believes every other path works (local repair). NIC links
     stay listed: a flow whose NIC link is down is not routable on the view at all.
+    `ports_up` (default `link_up`) are the links switches still forward onto: a port that
+    died after the routing protocol last converged is avoided by its own switch only.
     """
     link_up = np.asarray(link_up, dtype=bool)
+    forward = link_up if ports_up is None else link_up & np.asarray(ports_up, dtype=bool)
     view = replace(topology)
     table = topology.out_links.copy()
     nic_link = topology.node_kind[topology.link_src] == NodeKind.NIC
-    dead = ~link_up & ~nic_link
+    dead = ~forward & ~nic_link
     table[(table >= 0) & dead[np.where(table >= 0, table, 0)]] = -1
     for name in ("edge_of_nic", "down_link", "edge_switches", "edge_slot"):
         view.__dict__[name] = getattr(topology, name)
