@@ -150,3 +150,10 @@ def test_a_layout_with_four_gpus_per_node_in_a_group_runs() -> None:
     (result,) = predict("workload.tensor=2", "workload.pipeline=1")
     assert result.layout.data == 32
     assert 0 < result.scaling_efficiency < 1 and result.flows > 0
+
+
+def test_workload_gpus_sets_the_size_without_a_sweep() -> None:
+    (result,) = predict_training(load_scenario(SMALL, "small", ["workload.gpus=32"]))
+    assert result.gpus == 32 and result.layout.data == 2
+    with pytest.raises(WorkloadError, match="workload.gpus: 24 GPUs"):
+        predict_training(load_scenario(SMALL, "small", ["workload.gpus=24"]))

@@ -62,3 +62,7 @@ def test_hpl_knobs() -> None:
     assert predict("cluster.virtualization=bare-metal")["tflops"] > ecmp["tflops"]
     assert predict("routing.strategy=pinning", "fabric.spines=2")["tflops"] < predict(
         "routing.strategy=pinning")["tflops"]
+
+
+def test_same_seed_same_numbers() -> None:
+    assert predict() == predict()
