@@ -27,6 +27,7 @@ workloads:
   - {name: second, tenants: [b], pattern: permutation, size: 256MiB, start: 5ms}
 faults:
   - {kind: link, target: leaf0-spine0, at: 4ms, until: 30ms}
+  - {kind: random, count: 1, at: 2ms, until: 12ms}
 """
 
 

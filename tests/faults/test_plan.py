@@ -152,3 +152,35 @@ def test_flows_go_back_when_the_link_returns(make_scenario) -> None:
         if change.paths is not None:
             final = final.replace(change.flows, change.paths)
     np.testing.assert_array_equal(final.link_ids, paths.link_ids)
+
+
+def test_a_dead_nic_stalls_its_flows_until_it_returns(make_scenario) -> None:
+    # no strategy can route around a host's only NIC: its flows wait for the NIC itself
+    scenario, topology, flows, paths, route = _setup(
+        make_scenario, "pinning", "fabric.leaves=2", "fabric.spines=2", "fabric.hosts_per_leaf=1",
+        "workload.pattern=pairs",
+    )
+    states = expand_faults([Fault(kind="nic", target="host0", at="10ms", until="30ms")], topology, 1)
+    plan = plan_repairs(topology, flows, paths, route, "controller", Reaction(), states)
+    assert plan.repairs == []
+    result = _run(topology, flows, paths, plan.changes)
+    line = flows.size_bytes[0] * 8 / topology.nic_rate_bps
+    assert result.finish_s[0] == pytest.approx(line + 0.020 + 4e-6, rel=1e-9)
+
+
+def test_a_strategy_may_declare_its_reaction() -> None:
+    from cloudtwin.errors import RoutingError
+    from cloudtwin.faults import reaction_of
+
+    class Declared:
+        name = "mine"
+        reaction = "controller"
+
+    class Wrong:
+        name = "bad"
+        reaction = "magic"
+
+    assert reaction_of(Declared()) == "controller"  # type: ignore[arg-type]
+    assert reaction_of(load_strategy("spray")) == "local-then-protocol"
+    with pytest.raises(RoutingError, match="reaction 'magic'"):
+        reaction_of(Wrong())  # type: ignore[arg-type]
