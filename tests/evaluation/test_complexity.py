@@ -59,6 +59,8 @@ def test_counts_and_score_for_ecmp_and_pinning(small) -> None:
     expected = math.log10(1 + 6) + math.log10(1 + 5) + math.log10(1 + 4) + 2 + 0.5 + 1
     assert pinning["score"] == pytest.approx(round(expected, 3))
     assert pinning["score"] > ecmp["score"]
+    assert pinning["entries_per_flow"] == 1 and pinning["entries_per_tenant"] == 4  # one tenant
+    assert ecmp["entries_per_flow"] == 0 and ecmp["entries_per_tenant"] == 0
 
 
 def test_user_strategies_are_assumed_to_need_a_controller(monkeypatch) -> None:

@@ -14,6 +14,9 @@ Counts (per strategy):
 - `rule_changes_per_job`: rules installed when a job arrives (and removed when it leaves).
 - `rule_changes_per_fault`: route entries whose next-hop set changes (every strategy)
   plus per-flow rules the repair changed (pinning), per fault.
+- `entries_per_flow`, `entries_per_tenant`: per-flow switch state (rules or learned)
+  per flow and per tenant: how the state grows as tenants add flows (the underlay's
+  routes do not grow with tenants; their VXLAN overlays live on the hosts).
 
 Score (lower is simpler)::
 
@@ -185,6 +188,8 @@ def complexity(
         "host_cooperation": profile.host_cooperation,
         "switch_features": list(profile.switch_features),
         "state_grows_with": "flows" if grows else "fabric size (prefixes)",
+        "entries_per_flow": float(rules.sum() + state.sum()) / max(len(flows), 1),
+        "entries_per_tenant": float(rules.sum() + state.sum()) / max(np.unique(flows.tenant).size, 1),
         "needs": profile.needs,
     }
 

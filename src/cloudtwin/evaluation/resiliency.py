@@ -160,13 +160,17 @@ def stall_seconds(
 def sample_timeline(
     baseline: SimResult, faulted: SimResult, marks: Sequence[float] = ()
 ) -> dict[str, list[float]]:
-    """Both runs' aggregate rates (Gbps) at their breakpoints (at most ~TIMELINE_POINTS)."""
+    """Both runs' aggregate rates (Gbps) at their breakpoints up to the last flow's finish
+    (sampled evenly, plus the fault and repair times, when there are more than TIMELINE_POINTS)."""
     bt, bv = baseline.timeline_s, baseline.timeline_bps
     ft, fv = faulted.timeline_s, faulted.timeline_bps
     assert bt is not None and bv is not None and ft is not None and fv is not None
+    end = max(baseline.completion_s, faulted.completion_s)
     points = np.union1d(bt, ft)
+    points = np.union1d(points[points < end], [end])  # changes after the last flow show nothing
     if points.size > TIMELINE_POINTS:
-        points = np.union1d(np.linspace(points[0], points[-1], TIMELINE_POINTS), np.asarray(marks))
+        marks_in = np.asarray([m for m in marks if points[0] <= m <= end], dtype=float)
+        points = np.union1d(np.linspace(points[0], end, TIMELINE_POINTS), marks_in)
     return {
         "t_s": [round(float(t), 9) for t in points],
         "baseline_gbps": [round(float(v) / 1e9, 3) for v in step_value(bt, bv, points)],
