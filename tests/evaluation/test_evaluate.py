@@ -165,3 +165,37 @@ def test_conclusions_and_recommendation_follow_the_numbers() -> None:
     assert c["pinning_fastest"] is False and c["pinning_most_complex"] is False
     assert c["pinning_statement"].startswith("does not hold")
     assert recommendation(table).startswith("pinning:")  # the best of those that recovered
+
+
+MIXED = """
+name: mixed
+seed: 2
+fabric: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+hosts: {gpus: 4}
+tenants:
+  - {name: ai, vni: 10, hosts: "0-3"}
+  - {name: web, vni: 20, hosts: "4-7"}
+workloads:
+  - {name: ring, kind: collective, tenants: ai, size: 64MiB, channels: 2}
+  - {name: rdma-test, tenants: web, pattern: permutation, size: 256MiB, start: 2ms}
+faults:
+  - {kind: link, target: leaf0-spine0, at: 1ms, until: 20ms}
+"""
+
+
+def test_collective_and_perftest_jobs_share_the_fabric() -> None:
+    evaluation = evaluate(load_scenario(MIXED), ["ecmp", "pinning"])
+    bench = evaluation.bench
+    assert [(j.name, j.kind) for j in bench.jobs] == [("ring", "collective"), ("rdma-test", "perftest")]
+    assert bench.dependencies is not None and bench.segments is not None
+    # the perftest flows start at 2 ms and carry the path latency; the collective's do not
+    perftest = bench.flow_job == 1
+    assert np.all(bench.start_s[perftest] == pytest.approx(0.002)) and bench.latency_mask[perftest].all()
+    assert not bench.latency_mask[~perftest].any()
+    for outcome in evaluation.outcomes:
+        busbw = outcome.performance["busbw"]
+        assert set(busbw["per_job"]) == {"ring"} and busbw["busbw_GBps"] > 0
+        assert set(outcome.performance["per_job"]) == {"ring", "rdma-test"}
+        assert set(outcome.performance["per_tenant"]) == {"ai", "web"}
+        assert set(outcome.resiliency["job_slowdown"]) == {"ring", "rdma-test"}
+        assert outcome.resiliency["busbw_faulted"]["busbw_GBps"] <= busbw["busbw_GBps"] * (1 + 1e-9)

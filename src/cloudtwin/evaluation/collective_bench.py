@@ -1,53 +1,53 @@
-"""A collective workload (issue 3's NCCL model) as a Workbench, and its busbw from a run."""
+"""nccl-tests busbw of the collective jobs of a run (issue 3's NCCL model)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from cloudtwin.engine.simulator import SimResult
-from cloudtwin.evaluation.jobs import JobInfo, Workbench, tenant_name
+from cloudtwin.evaluation.jobs import Workbench
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.topology.topology import Topology
 
-__all__ = ["collective_busbw", "collective_workbench"]
-
-
-def collective_workbench(scenario: Scenario, topology: Topology) -> Workbench:
-    """The collective's QPs (routed), its unrolled rounds and NVLink segments (simulated)."""
-    from cloudtwin.evaluation.collective import plan_for
-
-    plan = plan_for(scenario, topology)
-    unrolled = plan.unrolled
-    op = getattr(scenario.workload, "op", "collective")
-    names = [tenant_name(scenario, job.tenant) for job in plan.jobs]
-    jobs = [JobInfo(f"{op}-{name}", "collective", (name,), 0.0) for name in names]
-    return Workbench(
-        connections=plan.connections,
-        jobs=jobs,
-        capacity_bps=plan.nvlink.capacity_bps(topology),
-        route=unrolled.route,
-        size_bytes=unrolled.size_bytes,
-        start_s=unrolled.start_s,
-        rate_cap_bps=unrolled.rate_cap_bps,
-        with_latency=False,
-        dependencies=unrolled.dependencies,
-        segments=plan.segments,
-        collective=plan,
-    )
+__all__ = ["collective_busbw"]
 
 
 def collective_busbw(scenario: Scenario, bench: Workbench, result: SimResult) -> dict[str, Any] | None:
-    """nccl-tests algbw and busbw (GB/s) of a run, or None when the workload is no collective."""
-    if bench.collective is None:
-        return None
-    from cloudtwin.evaluation.collective import measure
+    """busbw (GB/s) per collective job and overall, or None when no job is a collective.
 
-    size = int(scenario.workload.size)  # type: ignore[union-attr]
-    row = measure(scenario, bench.collective, result, size)  # type: ignore[arg-type]
-    return {
-        "op": getattr(scenario.workload, "op", "?"),
-        "size_bytes": size,
-        "time_s": row.time_s,
-        "algbw_GBps": row.algbw_GBps,
-        "busbw_GBps": row.busbw_GBps,
-    }
+    Each job's time runs from its start to its last flow's finish; algbw = size / time
+    and busbw = algbw x the nccl-tests factor of its op and rank count. Overall: jobs of
+    one op and size as nccl-tests reports them (size over the mean time), else the mean.
+    """
+    if not bench.collectives:
+        return None
+    from cloudtwin.workloads.collective import bus_factor
+
+    per_job: dict[str, dict[str, Any]] = {}
+    for run in bench.collectives:
+        finish = result.finish_s[run.flows]
+        job = np.asarray(run.plan.unrolled.job)
+        for local, global_job in enumerate(run.jobs):
+            time_s = float(finish[job == local].max()) - run.start_s
+            algbw = run.workload.size / time_s / 1e9
+            ranks = run.plan.jobs[local].size
+            per_job[bench.jobs[global_job].name] = {
+                "op": run.workload.op,
+                "size_bytes": int(run.workload.size),
+                "ranks": int(ranks),
+                "time_s": time_s,
+                "algbw_GBps": algbw,
+                "busbw_GBps": algbw * bus_factor(run.workload.op, ranks),
+            }
+    values = list(per_job.values())
+    sizes = {v["size_bytes"] for v in values}
+    if len(sizes) == 1 and len({v["op"] for v in values}) == 1:
+        # as `cloudtwin nccl-tests` reports several tenants' jobs: size over the mean time
+        algbw = sizes.pop() / float(np.mean([v["time_s"] for v in values])) / 1e9
+        factor = float(np.mean([v["busbw_GBps"] / v["algbw_GBps"] for v in values]))
+        busbw = algbw * factor
+    else:
+        algbw = float(np.mean([v["algbw_GBps"] for v in values]))
+        busbw = float(np.mean([v["busbw_GBps"] for v in values]))
+    return {"busbw_GBps": busbw, "algbw_GBps": algbw, "per_job": per_job}

@@ -101,7 +101,13 @@ def _run(
     bench: Workbench, topology: Topology, paths: Paths, changes: Sequence[Any] = ()
 ) -> SimResult:
     engine_paths = bench.engine_paths(paths)
-    latency = engine_paths.latency_s(topology) if bench.with_latency else None
+    latency = None
+    if bench.latency_mask.any():
+        per_link = np.zeros(bench.capacity_bps.size)
+        per_link[: topology.link_count] = topology.latency_s
+        entry = per_link[engine_paths.link_ids] * engine_paths.entry_weights
+        flow = np.bincount(engine_paths.flow_of_entry, entry, minlength=engine_paths.flow_count)
+        latency = np.where(bench.latency_mask, flow, 0.0)
     return simulate(
         engine_paths,
         bench.capacity_bps,
@@ -118,11 +124,10 @@ def _run(
 def _summary(
     scenario: Scenario, name: str, bench: Workbench, result: SimResult, rows: np.ndarray
 ) -> dict[str, Any]:
-    group = bench.route if bench.collective is not None else bench.connections.connection[bench.route]
     return summarize(
         scenario.name,
         name,
-        group[rows],
+        bench.group[rows],
         bench.size_bytes[rows],
         result.start_s[rows],
         result.finish_s[rows],

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
@@ -19,6 +28,7 @@ __all__ = [
     "FatTreeFabric",
     "Fabric",
     "Hosts",
+    "CollectiveJob",
     "Job",
     "PerftestJob",
     "LeafSpineFabric",
@@ -216,9 +226,22 @@ class PerftestJob(PerftestWorkload, _JobFields):
     """A perftest job in `workloads:` (its own start time, its tenants, a name)."""
 
 
-# A collective job plugs in as `class CollectiveJob(CollectiveWorkload, _JobFields)`, joined
-# here as a union with a callable Discriminator whose default kind is "perftest".
-Job = PerftestJob
+class CollectiveJob(CollectiveWorkload, _JobFields):
+    """A collective job in `workloads:` (one collective per tenant it runs in)."""
+
+    start: Duration = 0.0
+
+
+def _job_kind(value: object) -> str:
+    """A job's kind; perftest when it names none."""
+    kind = value.get("kind", "perftest") if isinstance(value, dict) else getattr(value, "kind", "perftest")
+    return str(kind)
+
+
+Job = Annotated[
+    Annotated[PerftestJob, Tag("perftest")] | Annotated[CollectiveJob, Tag("collective")],
+    Discriminator(_job_kind),
+]
 
 
 class Scenario(_Model):
