@@ -22,6 +22,7 @@ from cloudtwin.evaluation.complexity import complexity, profile_of
 from cloudtwin.evaluation.jobs import Workbench, build_workbench, tenant_name
 from cloudtwin.evaluation.metrics import summarize
 from cloudtwin.evaluation.resiliency import (
+    binned_timeline,
     bytes_behind,
     fault_outcomes,
     sample_timeline,
@@ -221,6 +222,7 @@ def _resiliency(
             for r in plan.repairs
         ],
         "timeline": sample_timeline(baseline, faulted, marks),
+        "timeline_binned": binned_timeline(baseline, faulted),
     }
     busbw = collective_busbw(scenario, bench, faulted)
     if busbw is not None:

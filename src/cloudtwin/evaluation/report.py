@@ -408,9 +408,12 @@ def render_html(document: dict[str, Any]) -> str:
     c = document["conclusions"]
     marks = [f["at_s"] for f in document["faults"]]
     timelines = "\n".join(
-        _timeline_svg(name, s["resiliency"]["timeline"], marks, _COLORS[i % len(_COLORS)])
+        _timeline_svg(name, s["resiliency"]["timeline_binned"], marks, _COLORS[i % len(_COLORS)])
         for i, (name, s) in enumerate(strategies.items())
     )
+    bins = len(next(iter(strategies.values()))["resiliency"]["timeline_binned"]["t_s"])
+    has_collective = any(s["performance"].get("busbw") for s in strategies.values())
+    nvlink = "; with a collective it includes the NVLink traffic inside hosts" if has_collective else ""
     label = _throughput(next(iter(strategies.values())))[0]
     perf = _bar_svg(f"Performance ({label})", {n: _throughput(s)[1] for n, s in strategies.items()}, "")
     busbw = {
@@ -455,7 +458,9 @@ th:first-child, td:first-child {{ text-align: left; }}
 <li>Pinning is fastest but most complex: {html.escape(c["pinning_statement"])}.</li></ul>
 <h2>Recommendation</h2>
 <p id="recommendation">{html.escape(document["recommendation"])}.</p>
-<h2>Throughput over time (solid: with faults; dashed: without; dotted lines: faults)</h2>
+<h2>Throughput over time</h2>
+<p>Aggregate rate averaged over {bins} equal bins of the run (solid: with faults; dashed:
+without; dotted lines: fault events){nvlink}.</p>
 <div class="plots">{timelines}</div>
 <h2>Performance and complexity</h2>
 <div class="plots">{perf}{busbw_svg}{score}</div>

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -25,8 +26,10 @@ from cloudtwin.faults.plan import RepairPlan
 
 __all__ = [
     "RECOVERY_LEVEL",
+    "PLOT_BINS",
     "TIMELINE_POINTS",
     "FaultOutcome",
+    "binned_timeline",
     "bytes_behind",
     "fault_outcomes",
     "sample_timeline",
@@ -36,6 +39,7 @@ __all__ = [
 
 RECOVERY_LEVEL = 0.95
 TIMELINE_POINTS = 1500
+PLOT_BINS = 400
 
 
 def step_value(times: np.ndarray, values: np.ndarray, at: np.ndarray | float) -> np.ndarray:
@@ -175,4 +179,26 @@ def sample_timeline(
         "t_s": [round(float(t), 9) for t in points],
         "baseline_gbps": [round(float(v) / 1e9, 3) for v in step_value(bt, bv, points)],
         "faulted_gbps": [round(float(v) / 1e9, 3) for v in step_value(ft, fv, points)],
+    }
+
+
+def binned_timeline(baseline: SimResult, faulted: SimResult, bins: int = PLOT_BINS) -> dict[str, Any]:
+    """Both runs' average rates (Gbps) over `bins` equal bins up to the last finish: what a
+    plot shows (a collective's instantaneous rate swings between its pipeline steps)."""
+    bt, bv = baseline.timeline_s, baseline.timeline_bps
+    ft, fv = faulted.timeline_s, faulted.timeline_bps
+    assert bt is not None and bv is not None and ft is not None and fv is not None
+    end = max(baseline.completion_s, faulted.completion_s)
+    edges = np.linspace(0.0, end, bins + 1)
+    width = end / bins if end > 0 else 1.0
+
+    def average(times: np.ndarray, values: np.ndarray) -> list[float]:
+        sent = _delivered(times, values, edges)
+        return [round(float(v) / 1e9, 3) for v in np.diff(sent) / width]
+
+    return {
+        "bin_s": width,
+        "t_s": [round(float(t), 9) for t in edges[:-1]],
+        "baseline_gbps": average(bt, bv),
+        "faulted_gbps": average(ft, fv),
     }
