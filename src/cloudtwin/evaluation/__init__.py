@@ -5,15 +5,19 @@ from cloudtwin.evaluation.collective import (
     CollectiveRun,
     simulate_collective,
 )
+from cloudtwin.evaluation.evaluate import Evaluation, StrategyOutcome, evaluate
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.evaluation.run import Run, build_flows, route_flows, run_scenario, tenant_groups
 
 __all__ = [
     "CollectiveMeasurement",
     "CollectiveRun",
+    "Evaluation",
     "Run",
     "RunSummary",
+    "StrategyOutcome",
     "build_flows",
+    "evaluate",
     "route_flows",
     "run_scenario",
     "simulate_collective",
