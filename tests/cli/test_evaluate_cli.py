@@ -59,6 +59,7 @@ def test_json_is_the_only_output(tmp_path: Path) -> None:
     ("args", "message"),
     [
         (["evaluate", RESILIENCY, "--strategies", "ecmp,nope"], "unknown strategy 'nope'"),
+        (["evaluate", RESILIENCY, "--strategies", "ecmp,pinning,ecmp"], "ecmp named twice"),
         (["evaluate", RESILIENCY, "--set", "faults.0.target=leaf99-spine0"], "faults.0.target"),
         (["evaluate", RESILIENCY, "--set", "faults.1.until=1ms"], "faults.1"),
         (["evaluate", RESILIENCY, "--set", "workloads.0.tenants=nobody"], "workloads.0.tenants"),

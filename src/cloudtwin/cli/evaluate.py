@@ -110,6 +110,9 @@ def evaluate(
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if not names:
         raise RoutingError("--strategies: no strategy named")
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise RoutingError(f"--strategies: {', '.join(twice)} named twice")
     loaded = read_scenario(scenario, overrides)
     talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
     evaluation = run_evaluation(loaded, names, (lambda m: talk.log(m)) if talk else None)

@@ -43,7 +43,11 @@ PLOT_BINS = 400
 
 
 def step_value(times: np.ndarray, values: np.ndarray, at: np.ndarray | float) -> np.ndarray:
-    """The value of a step function (value i holds from times[i] on; 0 before) at `at`."""
+    """The value of a step function (value i holds from times[i] on; 0 before) at `at`.
+
+    >>> step_value(np.array([0.0, 1.0]), np.array([5.0, 2.0]), np.array([-1.0, 0.5, 1.0]))
+    array([0., 5., 2.])
+    """
     index = np.searchsorted(times, at, side="right") - 1
     return np.where(index >= 0, values[np.maximum(index, 0)], 0.0)
 
