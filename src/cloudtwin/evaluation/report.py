@@ -236,6 +236,8 @@ def _complexity_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str
         "route_updates_per_fault",
         "flow_rule_changes_per_fault",
         "state_grows_with",
+        "entries_per_flow",
+        "entries_per_tenant",
         "needs",
     ]
     header = ["strategy", *keys]
