@@ -1,0 +1,84 @@
+"""Properties of repair plans on random fabrics and random faults (hypothesis)."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from tests.conftest import check_paths, scenario_from
+
+from cloudtwin.engine import simulate
+from cloudtwin.evaluation import build_flows, route_flows
+from cloudtwin.faults import expand_faults, plan_repairs, reaction_of, subset_flows
+from cloudtwin.routing import load_strategy
+from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.topology import build_topology
+
+STRATEGIES = ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
+
+
+@st.composite
+def cases(draw: st.DrawFn):
+    leaves = draw(st.integers(2, 4))
+    spines = draw(st.integers(2, 4))
+    hosts = draw(st.integers(1, 3))
+    strategy = draw(st.sampled_from(STRATEGIES))
+    faults = []
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(1, 40))
+        length = draw(st.integers(1, 400))
+        if draw(st.booleans()):
+            target = f"leaf{draw(st.integers(0, leaves - 1))}-spine{draw(st.integers(0, spines - 1))}"
+            faults.append(Fault(kind="link", target=target, at=f"{at}ms", until=f"{at + length}ms"))
+        else:
+            target = f"spine{draw(st.integers(0, spines - 1))}"
+            faults.append(Fault(kind="switch", target=target, at=f"{at}ms", until=f"{at + length}ms"))
+    seed = draw(st.integers(0, 50))
+    return leaves, spines, hosts, strategy, faults, seed
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cases())
+def test_repairs_are_valid_paths_and_every_flow_finishes(case) -> None:
+    leaves, spines, hosts, name, faults, seed = case
+    scenario = scenario_from(
+        f"fabric.leaves={leaves}",
+        f"fabric.spines={spines}",
+        f"fabric.hosts_per_leaf={hosts}",
+        "workload.size=64MiB",
+        f"seed={seed}",
+    )
+    topology = build_topology(scenario)
+    flows = build_flows(scenario, topology)
+    strategy = load_strategy(name)
+    paths = route_flows(scenario, topology, flows, strategy)
+
+    def route(view, index):
+        return route_flows(scenario, view, subset_flows(flows, index), strategy)
+
+    states = expand_faults(faults, topology, seed)
+    plan = plan_repairs(topology, flows, paths, route, reaction_of(strategy), Reaction(), states)
+    current = paths
+    capacity = topology.capacity_bps.astype(float)
+    for change in sorted(plan.changes, key=lambda c: c.time_s):
+        if change.paths is None:
+            capacity = capacity.copy()
+            capacity[change.link_ids] = change.capacity_bps
+            continue
+        moved = change.flows
+        if change.paths.weights is None:  # a sprayed flow is a weighted set of links, not a path
+            check_paths(topology, change.paths, flows.src[moved], flows.dst[moved])
+        current = current.replace(moved, change.paths)
+    # every fault ends: afterwards each flow is back on its original path
+    np.testing.assert_array_equal(current.link_ids, paths.link_ids)
+    np.testing.assert_array_equal(capacity, topology.capacity_bps)
+    result = simulate(
+        paths,
+        topology.capacity_bps,
+        flows.size_bytes,
+        flows.start_s,
+        np.full(len(flows), topology.nic_rate_bps),
+        changes=plan.changes,
+    )
+    assert np.all(np.isfinite(result.finish_s))
+    assert plan.stalled.shape == (plan.segment_s.size, len(flows))
