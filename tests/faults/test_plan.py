@@ -184,3 +184,26 @@ def test_a_strategy_may_declare_its_reaction() -> None:
     assert reaction_of(load_strategy("spray")) == "local-then-protocol"
     with pytest.raises(RoutingError, match="reaction 'magic'"):
         reaction_of(Wrong())  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("strategy", ["ecmp", "adaptive", "spray", "pinning"])
+def test_many_overlapping_repairs_on_a_fat_tree(make_scenario, strategy: str) -> None:
+    # regression: repairs decided at the same instant once made the planner compare arrays
+    scenario, topology, flows, paths, route = _setup(
+        make_scenario, strategy, "fabric.kind=fat-tree", "fabric.k=8", "seed=4"
+    )
+    faults = [
+        Fault(kind="switch", target="core0", at="10ms", until="200ms"),
+        Fault(kind="random", count=3, at="20ms", until="120ms"),
+    ]
+    states = expand_faults(faults, topology, 4)
+    plan = plan_repairs(topology, flows, paths, route, reaction_of_name(strategy), Reaction(), states)
+    assert plan.repairs
+    result = _run(topology, flows, paths, plan.changes)
+    assert np.all(np.isfinite(result.finish_s))
+
+
+def reaction_of_name(strategy: str):
+    from cloudtwin.faults import reaction_of
+
+    return reaction_of(load_strategy(strategy))

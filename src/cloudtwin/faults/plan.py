@@ -14,6 +14,7 @@ others keep their paths), unless pinning is set to recompute everything.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 
@@ -136,14 +137,15 @@ def plan_repairs(
     """Every change the engine must apply for `states` under a strategy's reaction model."""
     planner = _Planner(topology, flows, paths, route, timings)
     queue: list[tuple[float, int, int, object]] = []
+    ticket = itertools.count()  # a unique tie-breaker: payloads are never compared
     for k, state in enumerate(states):
-        heapq.heappush(queue, (state.time_s, 0, len(queue), state))
+        heapq.heappush(queue, (state.time_s, 0, next(ticket), state))
         if not state.status_changed:
             continue
         for phase in phases_for(kind, timings):
             if phase.on_down_only and not state.went_down:
                 continue
-            heapq.heappush(queue, (state.time_s + phase.delay_s, 1, len(queue), (k, phase)))
+            heapq.heappush(queue, (state.time_s + phase.delay_s, 1, next(ticket), (k, phase)))
     while queue:
         time, _, _, item = heapq.heappop(queue)
         if isinstance(item, FabricState):
@@ -152,7 +154,7 @@ def plan_repairs(
             k, phase = item
             move = planner.decide(time, states[k], phase)
             if move is not None:
-                heapq.heappush(queue, (move[0], 2, len(queue), move))
+                heapq.heappush(queue, (move[0], 2, next(ticket), move))
         else:
             planner.apply(*item)  # type: ignore[misc]
         planner.snapshot(time)
