@@ -191,6 +191,7 @@ def settle_region(
         by_link[fill[link[e]]] = e
         fill[link[e]] += 1
     frontier = touched.copy()
+    blame = np.empty(entries + links, dtype=np.int64)
     marked = np.zeros(links, dtype=np.bool_)
     region = np.empty(entries, dtype=np.int64)
     count = 0
@@ -219,13 +220,17 @@ def settle_region(
             break
         if 2 * count > members:
             break
-        accepted = _try_region(
+        blamed = _try_region(
             flow, link, weight, rate, cap, capacity, load, region[:count], first, link_ptr, by_link,
-            flow_local, link_local, good, tolerance,
+            flow_local, link_local, good, tolerance, blame,
         )
-        if accepted:
+        if blamed == 0:
+            accepted = True
             break
-        frontier = grown[:ngrown]
+        # widen by the links of the flows that failed the check (and overloaded links)
+        frontier = blame[:blamed].copy()
+        if frontier.size == 0:
+            frontier = grown[:ngrown]
     for i in range(count):
         in_region[region[i]] = False
     for e in range(entries):
@@ -249,8 +254,13 @@ def _try_region(
     link_local: np.ndarray,
     good: np.ndarray,
     tolerance: float,
-) -> bool:  # pragma: no cover - compiled
-    """Solve the region with the rest fixed; commit if every nearby flow keeps a bottleneck."""
+    blame: np.ndarray,
+) -> int:  # pragma: no cover - compiled
+    """Solve the region with the rest fixed; commit if every nearby flow keeps a bottleneck.
+
+    Returns 0 when committed; otherwise how many link ids it wrote to `blame`: the
+    overloaded links and every link of each flow left without a bottleneck.
+    """
     entries = flow.size
     picked = 0
     for k in range(region.size):
@@ -291,14 +301,13 @@ def _try_region(
     new = _fill_jit(r_flow, r_link, r_weight, residual, caps, tolerance)
     for i in range(picked):
         new_load[r_link[i]] += r_weight[i] * new[r_flow[i]]
-    ok = True
+    blamed = 0
     for j in range(nlinks):
         if new_load[j] > capacity[local_links[j]] * (1 + tolerance):
-            ok = False
+            blame[blamed] = local_links[j]
+            blamed += 1
     # every flow on a changed link must still be at its cap or have a bottleneck link
     for j in range(nlinks):
-        if not ok:
-            break
         l0 = local_links[j]
         for k in range(link_ptr[l0], link_ptr[l0 + 1]):
             f = flow[by_link[k]]
@@ -324,8 +333,13 @@ def _try_region(
                         good[f] = True
                 e += 1
             if not good[f]:
-                ok = False
-                break
+                good[f] = True  # blame each flow once
+                e = first[f]
+                while e < entries and flow[e] == f and blamed < blame.size:
+                    blame[blamed] = link[e]
+                    blamed += 1
+                    e += 1
+    ok = blamed == 0
     for j in range(nlinks):
         l0 = local_links[j]
         for k in range(link_ptr[l0], link_ptr[l0 + 1]):
@@ -339,7 +353,7 @@ def _try_region(
         flow_local[region[k]] = -1
     for j in range(nlinks):
         link_local[local_links[j]] = -1
-    return ok
+    return blamed
 
 
 _fill_jit = bottleneck_fill

@@ -23,7 +23,7 @@ from cloudtwin.topology.paths import Paths
 
 __all__ = ["Change", "Dependencies", "SimResult", "simulate"]
 
-REGION_WIDENINGS = 5
+REGION_WIDENINGS = 8
 """How often `settle` widens a region before it solves every flow in flight."""
 
 Progress = Callable[[int, int], None]
@@ -181,7 +181,9 @@ class _Active:
         fixed, and accept the result if every flow whose links changed still meets the
         max-min conditions (an allocation that is feasible and gives every flow a
         bottleneck is the unique max-min one); else widen the region by the flows that
-        share a link with it, a few times, and solve everything once it holds half the flows.
+        share a link with a flow that failed the check (the compiled path; the numpy path
+        widens by every link of the region), a few times, and solve everything once it
+        holds half the flows.
         """
         if self.compiled:
             if compiled_settle(
