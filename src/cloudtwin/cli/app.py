@@ -64,6 +64,10 @@ from cloudtwin.cli import logs as _logs  # noqa: E402
 
 app.add_typer(_logs.app, name="logs")
 
+from cloudtwin.cli import diagnose as _diagnose  # noqa: E402
+
+app.command("diagnose")(_diagnose.diagnose)
+
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; a CloudtwinError becomes one line on stderr and exit code 2."""

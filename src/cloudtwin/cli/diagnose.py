@@ -1,0 +1,64 @@
+"""`cloudtwin diagnose`: rank likely root causes from the store (optionally simulating first)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import typer
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario, stdout
+from cloudtwin.errors import StoreError
+from cloudtwin.store.database import DEFAULT_DB, Store
+
+__all__ = ["diagnose"]
+
+_SCENARIO = typer.Argument(
+    None, help="Simulate this scenario with its faults and emit its operations data first."
+)
+_DB = typer.Option(DEFAULT_DB, "--db", help="The store file (DuckDB).")
+_TOP = typer.Option(10, "--top", min=1, help="How many suspects to show.")
+_WINDOW = typer.Option(
+    None, "--window-ms", min=0.001, help="Log anomaly window (default: 5 telemetry intervals)."
+)
+_SET = typer.Option(None, "--set", help="Override a scenario key: a.b=value.")
+_JSON = typer.Option(False, "--json", help="Print JSON on stdout instead of a table.")
+
+
+def _open_store(db: Path, create: bool) -> Store:
+    if not create and not db.exists():
+        raise StoreError(f"--db {db}: no store there (run `cloudtwin diagnose SCENARIO --db {db}`)")
+    return Store(db)
+
+
+def diagnose(
+    scenario: Path | None = _SCENARIO,
+    db: Path = _DB,
+    top: int = _TOP,
+    window_ms: float | None = _WINDOW,
+    overrides: list[str] | None = _SET,
+    as_json: bool = _JSON,
+) -> None:
+    """Rank likely root causes (links, NICs, switches) from logs and flow telemetry.
+
+    Example:  cloudtwin diagnose examples/diagnose.yaml --db diagnose.duckdb
+    """
+    from cloudtwin.diagnosis import diagnose as rank
+    from cloudtwin.diagnosis import emit_run, simulate_twin
+
+    loaded = read_scenario(scenario, overrides) if scenario is not None else None
+    with _open_store(db, create=loaded is not None) as store:
+        if loaded is not None:
+            emit_run(store, simulate_twin(loaded))
+        window = timedelta(milliseconds=window_ms) if window_ms else None
+        suspects = rank(store, window)[:top]
+    if as_json:
+        emit_json({"suspects": [s.to_json() for s in suspects]})
+        return
+    table = Table(title="Likely root causes", title_justify="left")
+    for name in ("rank", "component", "kind", "score", "evidence"):
+        table.add_column(name, justify="right" if name in ("rank", "score") else "left")
+    for s in suspects:
+        table.add_row(str(s.rank), s.component, s.kind, f"{s.score:.3f}", s.evidence)
+    stdout.print(table)
