@@ -11,7 +11,7 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.flows import Flows
 from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
-from cloudtwin.scenario.model import CollectiveWorkload, Scenario
+from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
 from cloudtwin.tenancy.overlay import outer_headers
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.paths import Paths
@@ -48,7 +48,7 @@ def build_flows(scenario: Scenario, topology: Topology) -> Flows:
 
         return plan_for(scenario, topology).connections
     kind = scenario.workload.kind
-    if kind in ("training", "hpl"):
+    if not isinstance(scenario.workload, PerftestWorkload):
         command = "train" if kind == "training" else "hpl"
         raise WorkloadError(f"workload.kind: {kind} is predicted by `cloudtwin {command}`, not run here")
     sport_per_qp = scenario.hosts.udp_sport == "per-qp"
