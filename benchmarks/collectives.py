@@ -12,9 +12,9 @@ Usage:  python benchmarks/collectives.py [--strategies ecmp,pinning] [--set key=
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
 import time
+
+from isolation import run_isolated
 
 STRATEGIES = ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
 
@@ -50,22 +50,6 @@ def case(strategy: str, overrides: list[str]) -> dict[str, float]:
     }
 
 
-def _child(queue: mp.Queue, strategy: str, overrides: list[str]) -> None:
-    result = case(strategy, overrides)
-    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put(result)
-
-
-def isolated(strategy: str, overrides: list[str]) -> dict[str, float]:
-    ctx = mp.get_context("spawn")
-    queue: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, strategy, overrides))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -79,7 +63,7 @@ def main() -> None:
         f"{'time ms':>8} {'busbw GB/s':>10}"
     )
     for strategy in args.strategies.split(","):
-        r = isolated(strategy, args.overrides)
+        r = run_isolated(case, strategy, args.overrides)
         print(
             f"{strategy:<10} {r['wall_s']:>7.2f} {r['peak_rss_mib']:>9.0f} {r['flows']:>7.0f} "
             f"{r['rounds']:>6.0f} {r['events']:>7.0f} {r['time_ms']:>8.2f} {r['busbw']:>10.2f}"

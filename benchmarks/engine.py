@@ -15,11 +15,10 @@ Usage:  python benchmarks/engine.py [--flows 100000] [--load 0.4] [--skip-a] [--
 from __future__ import annotations
 
 import argparse
-import multiprocessing as mp
-import resource
 import time
 
 import numpy as np
+from isolation import run_isolated
 
 STRATEGIES = ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
 
@@ -81,22 +80,6 @@ def case_b(flows: int, load: float, seed: int = 1) -> dict[str, float]:
     }
 
 
-def _child(queue: mp.Queue, func: str, args: tuple[object, ...]) -> None:
-    result = globals()[func](*args)
-    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    queue.put(result)
-
-
-def isolated(func: str, *args: object) -> dict[str, float]:
-    ctx = mp.get_context("spawn")
-    queue: mp.Queue = ctx.Queue()
-    proc = ctx.Process(target=_child, args=(queue, func, args))
-    proc.start()
-    result = queue.get()
-    proc.join()
-    return result
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -111,7 +94,7 @@ def main() -> None:
         print("(a) permutation, leaf-spine 32 x 16 x 16 (512 flows), target < 1 s per strategy")
         print(f"{'strategy':<10} {'wall s':>8} {'peak MiB':>9} {'utilization':>12}")
     for strategy in strategies:
-        r = isolated("case_a", strategy)
+        r = run_isolated(case_a, strategy)
         print(
             f"{strategy:<10} {r['wall_s']:>8.3f} {r['peak_rss_mib']:>9.0f} {r['utilization']:>12.3f}"
         )
@@ -121,7 +104,7 @@ def main() -> None:
         f"\n(b) {args.flows:,} Poisson flows, fat-tree k=16 (1,024 hosts), load {args.load}, ECMP;"
         " target < 60 s, < 4 GiB"
     )
-    r = isolated("case_b", args.flows, args.load)
+    r = run_isolated(case_b, args.flows, args.load)
     print(
         f"wall {r['wall_s']:.1f} s (routing {r['route_s']:.1f} s, simulation {r['simulate_s']:.1f} s), "
         f"peak {r['peak_rss_mib']:.0f} MiB, {r['events']:,} events, {r['solves']:,} full solves, "
