@@ -19,35 +19,49 @@ STRATEGIES = ["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]
 
 @st.composite
 def cases(draw: st.DrawFn):
+    fat_tree = draw(st.booleans())
     leaves = draw(st.integers(2, 4))
     spines = draw(st.integers(2, 4))
     hosts = draw(st.integers(1, 3))
+    if fat_tree:
+        fabric = ("fabric.kind=fat-tree", "fabric.k=4")
+        switches = [f"core{i}" for i in range(4)] + [f"agg{i}" for i in range(8)]
+        cables = [f"leaf{e}-agg{a}" for e in range(8) for a in range(8) if e // 2 == a // 2]
+        host_count = 16
+    else:
+        fabric = (f"fabric.leaves={leaves}", f"fabric.spines={spines}", f"fabric.hosts_per_leaf={hosts}")
+        switches = [f"spine{i}" for i in range(spines)]
+        cables = [f"leaf{i}-spine{j}" for i in range(leaves) for j in range(spines)]
+        host_count = leaves * hosts
     strategy = draw(st.sampled_from(STRATEGIES))
     faults = []
-    for _ in range(draw(st.integers(1, 3))):
-        at = draw(st.integers(1, 40))
-        length = draw(st.integers(1, 400))
-        if draw(st.booleans()):
-            target = f"leaf{draw(st.integers(0, leaves - 1))}-spine{draw(st.integers(0, spines - 1))}"
-            faults.append(Fault(kind="link", target=target, at=f"{at}ms", until=f"{at + length}ms"))
+    for _ in range(draw(st.integers(1, 5))):
+        at = draw(st.integers(0, 40))
+        until = f"{at + draw(st.integers(1, 400))}ms"
+        kind = draw(st.sampled_from(["link", "switch", "nic", "flap", "random"]))
+        if kind == "link":
+            faults.append(Fault(kind="link", target=draw(st.sampled_from(cables)), at=f"{at}ms", until=until))
+        elif kind == "switch":
+            faults.append(
+                Fault(kind="switch", target=draw(st.sampled_from(switches)), at=f"{at}ms", until=until)
+            )
+        elif kind == "nic":
+            host = draw(st.integers(0, host_count - 1))
+            faults.append(Fault(kind="nic", target=f"host{host}", at=f"{at}ms", until=until))
+        elif kind == "flap":
+            flap = {"period": f"{draw(st.integers(2, 60))}ms", "count": draw(st.integers(1, 4))}
+            faults.append(Fault(kind="link", target=draw(st.sampled_from(cables)), at=f"{at}ms", flap=flap))
         else:
-            target = f"spine{draw(st.integers(0, spines - 1))}"
-            faults.append(Fault(kind="switch", target=target, at=f"{at}ms", until=f"{at + length}ms"))
+            faults.append(Fault(kind="random", count=draw(st.integers(1, 3)), at=f"{at}ms", until=until))
     seed = draw(st.integers(0, 50))
-    return leaves, spines, hosts, strategy, faults, seed
+    return fabric, strategy, faults, seed
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(cases())
 def test_repairs_are_valid_paths_and_every_flow_finishes(case) -> None:
-    leaves, spines, hosts, name, faults, seed = case
-    scenario = scenario_from(
-        f"fabric.leaves={leaves}",
-        f"fabric.spines={spines}",
-        f"fabric.hosts_per_leaf={hosts}",
-        "workload.size=64MiB",
-        f"seed={seed}",
-    )
+    fabric, name, faults, seed = case
+    scenario = scenario_from(*fabric, "workload.size=64MiB", f"seed={seed}")
     topology = build_topology(scenario)
     flows = build_flows(scenario, topology)
     strategy = load_strategy(name)

@@ -168,7 +168,8 @@ class _Planner:
         self, topology: Topology, flows: Flows, paths: Paths, route: RouteFn, timings: Reaction
     ) -> None:
         self.topology, self.flows, self.route, self.timings = topology, flows, route, timings
-        self.original = self.current = paths
+        self.original = self.current = self.intended = paths
+        self.controller_free_s = 0.0
         self.base = topology.capacity_bps.astype(float)
         self.capacity = self.base.copy()
         self.changes: list[Change] = []
@@ -190,10 +191,11 @@ class _Planner:
         known = state.capacity_bps > 0
         up = known & (self.capacity > 0)
         view = surviving_topology(self.topology, known, phase.converged, ports_up=up)
-        dead = crosses(~up, self.current)
-        candidate = self.current
+        # decisions build on earlier ones, even those whose rules are still being installed
+        dead = crosses(~up, self.intended)
+        candidate = self.intended
         if phase.converged:
-            displaced = paths_differ(self.current, self.original)
+            displaced = paths_differ(self.intended, self.original)
             back = np.flatnonzero(displaced & ~crosses(~up, self.original))
             candidate = candidate.replace(back, subset_paths(self.original, back))
             dead &= crosses(~up, candidate)
@@ -204,7 +206,7 @@ class _Planner:
             fresh = self.route(view, routed)
             pick = np.flatnonzero(need[routed])
             candidate = candidate.replace(routed[pick], subset_paths(fresh, pick))
-        moved = np.flatnonzero(paths_differ(candidate, self.current))
+        moved = np.flatnonzero(paths_differ(candidate, self.intended))
         if moved.size == 0:
             return None
         new = subset_paths(candidate, moved)
@@ -212,10 +214,14 @@ class _Planner:
         rules = rules_changed(
             self.topology,
             subset_flows(self.flows, installed),
-            subset_paths(self.current, installed),
+            subset_paths(self.intended, installed),
             subset_paths(candidate, installed),
         )
-        at = time + (self.timings.rule_install * rules if phase.controller else 0.0)
+        self.intended = candidate
+        at = time
+        if phase.controller:  # one batch of rules at a time, in the order decided
+            at = max(time, self.controller_free_s) + self.timings.rule_install * rules
+            self.controller_free_s = at
         repair = Repair(phase.name, state.time_s, time, at, int(moved.size), rules)
         return at, moved, new, repair
 
