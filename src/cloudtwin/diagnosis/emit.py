@@ -6,7 +6,7 @@
 - **routing and controller events**: ECMP member removal (local repair), BFD and BGP
   sessions down/up, or for a controller strategy its port-status event, recompute and
   rule installs, at the times the strategy's reaction model gives;
-- **job logs**: job start/finish and slow steps (a flow that took over twice its
+- **job logs**: job start/finish and slow steps (a flow that took over 1.4 times its
   line-rate time);
 - **flow telemetry**: every network flow's rate every `sample_s`, with its path;
 - **NIC counters** per NIC and interval, derived from the sampled rates (see
@@ -51,6 +51,8 @@ MTU_BYTES = 4096
 PAUSE_QUANTA_BITS = 65535 * 512
 #: RoCE local ACK timeout (4.096 us x 2^10): a stalled QP times out once per period.
 ACK_TIMEOUT_S = 4.096e-6 * 2**10
+#: A step (flow) that takes this many times its line-rate time is logged as slow.
+SLOW_FACTOR = 1.4
 #: DCQCN: a receiver sends at most one CNP per QP every 50 us.
 CNP_INTERVAL_S = 50e-6
 _NOISE = (
@@ -187,7 +189,7 @@ def _routing_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
 
 
 def _job_events(log: _Log, run: TwinRun) -> None:
-    """Job start/finish and slow steps: a flow that took over twice its line-rate time,
+    """Job start/finish and slow steps: a flow that took over SLOW_FACTOR times its line-rate time,
     the time its bytes take at its share of the NIC among its connection's QPs."""
     bench, result, topology = run.bench, run.result, run.topology
     for j, info in enumerate(bench.jobs):
@@ -202,7 +204,7 @@ def _job_events(log: _Log, run: TwinRun) -> None:
     ideal = bench.size_bytes * 8.0 * qps / bench.rate_cap_bps
     fct = result.finish_s - result.start_s
     owner = bench.owner
-    for f in np.flatnonzero(run.network & (fct > 2 * ideal)).tolist():
+    for f in np.flatnonzero(run.network & (fct > SLOW_FACTOR * ideal)).tolist():
         conn = bench.connections
         src, dst = topology.node_name(int(conn.src[owner[f]])), topology.node_name(int(conn.dst[owner[f]]))
         job = bench.jobs[int(bench.flow_job[f])].name

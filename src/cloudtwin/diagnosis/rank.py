@@ -7,7 +7,8 @@ the strongest component has 1:
 - **logs**: `find_anomalies` by template over the run's time span; every line of a
   flagged (new or bursting) template in its window shares the anomaly's score, and
   gives it to the cables it names (a port `Ethernet1/5` of the device that logged it, a
-  link description `(leaf1->spine2)`, a BGP/BFD neighbour address, a NIC name); a line
+  link description `(leaf1->spine2)`, a BGP/BFD neighbour address, a NIC of the host
+  that logged it); a line
   that names none counts for its device;
 - **tomography** (`link_scores`) on the flow telemetry, summed over a cable's two links.
 
@@ -40,6 +41,7 @@ _LINK_NAME = re.compile(r"\(([\w/]+->[\w/]+)\)")
 _PORT = re.compile(r"\b(Ethernet\d+/\d+)\b")
 _ADDRESS = re.compile(r"\bneighbor (\d+\.\d+\.\d+\.\d+)")
 _NIC = re.compile(r"\b(host\d+/nic\d+)\b")
+_REPORTED_PORT = re.compile(r"\bfrom (\w+): (Ethernet\d+/\d+)")
 _KIND_ORDER = {"leaf": 0, "spine": 1, "agg": 2, "core": 3}
 _MNEMONIC = re.compile(r"%([A-Z_]+-\d-[A-Z_]+)")
 
@@ -133,13 +135,17 @@ class _Inventory:
         return sorted(ends)
 
     def references(self, device: str, content: str) -> set[int]:
-        """Links a log line names (port of its device, link name, neighbour, NIC)."""
+        """Links a log line names: a port of its device (or of the switch a controller
+        quotes), a link name, a neighbour's address, a NIC of its own host (a job naming
+        the hosts it ran on names victims, not causes)."""
         found = {self.by_name[m] for m in _LINK_NAME.findall(content) if m in self.by_name}
         found |= {self.by_port[(device, p)] for p in _PORT.findall(content) if (device, p) in self.by_port}
+        reported = _REPORTED_PORT.findall(content)  # a controller relaying a switch's port event
+        found |= {self.by_port[key] for key in reported if key in self.by_port}
         for address in _ADDRESS.findall(content):
             peer = self.by_address.get(address)
             found.update(self.cables.get(_pair(device, peer or ""), []))
-        for nic in _NIC.findall(content):
+        for nic in (n for n in _NIC.findall(content) if n.split("/")[0] == device):
             found.update(k for (a, b), ids in self.cables.items() if nic in (a, b) for k in ids)
         return found
 
