@@ -75,3 +75,16 @@ def test_user_strategies_are_assumed_to_need_a_controller(monkeypatch) -> None:
         profile = "adaptive"
 
     assert profile_of(Declared()) is PROFILES["adaptive"]  # type: ignore[arg-type]
+
+
+def test_source_port_pinning_moves_the_state_to_the_hosts(small) -> None:
+    from cloudtwin.evaluation.complexity import PINNING_SOURCE_PORT
+
+    scenario, topology, flows = small
+    assert profile_of(load_strategy("pinning"), "source-port") is PINNING_SOURCE_PORT
+    paths = route_flows(scenario, topology, flows, load_strategy("pinning"))
+    counts = complexity(topology, flows, paths, PINNING_SOURCE_PORT, [], [])
+    assert counts["controller"] and counts["host_cooperation"]
+    assert counts["flow_rules_per_switch_max"] == 0 and counts["forwarding_entries"] == 3 + 1
+    assert counts["rule_changes_per_job"] == 4 and counts["host_entries_per_job"] == 4  # a port per flow
+    assert counts["state_grows_with"] == "flows"

@@ -157,7 +157,11 @@ def test_flows_go_back_when_the_link_returns(make_scenario) -> None:
 def test_a_dead_nic_stalls_its_flows_until_it_returns(make_scenario) -> None:
     # no strategy can route around a host's only NIC: its flows wait for the NIC itself
     scenario, topology, flows, paths, route = _setup(
-        make_scenario, "pinning", "fabric.leaves=2", "fabric.spines=2", "fabric.hosts_per_leaf=1",
+        make_scenario,
+        "pinning",
+        "fabric.leaves=2",
+        "fabric.spines=2",
+        "fabric.hosts_per_leaf=1",
         "workload.pattern=pairs",
     )
     states = expand_faults([Fault(kind="nic", target="host0", at="10ms", until="30ms")], topology, 1)
@@ -207,3 +211,31 @@ def reaction_of_name(strategy: str):
     from cloudtwin.faults import reaction_of
 
     return reaction_of(load_strategy(strategy))
+
+
+def test_source_port_pinning_is_repaired_by_the_switches_first(make_scenario) -> None:
+    # steering through the UDP source port rides plain ECMP: the switch next to the failure
+    # repairs at once (the hash over the survivors); the controller re-pins later
+    scenario, topology, flows, paths, route = _setup(
+        make_scenario,
+        "pinning",
+        "fabric.leaves=2",
+        "fabric.spines=4",
+        "fabric.hosts_per_leaf=8",
+        "workload.pattern=shift",
+        "reaction.pinning_install=source-port",
+    )
+    ecmp = load_strategy("ecmp")
+
+    def data_plane(view, index):
+        return route_flows(scenario, view, subset_flows(flows, index), ecmp)
+
+    states = expand_faults([Fault(kind="link", target="leaf0-spine0", at="5ms")], topology, 1)
+    timings = scenario.reaction
+    plan = plan_repairs(topology, flows, paths, route, "controller", timings, states, data_plane)
+    phases = [(r.phase, r.moved_s) for r in plan.repairs]
+    assert phases[0] == ("local repair", pytest.approx(0.006))
+    controller = [r for r in plan.repairs if r.phase == "controller"]
+    for repair in controller:  # one host update per flow moved
+        assert repair.rules_changed == repair.flows
+        assert repair.moved_s == pytest.approx(0.005 + 0.060 + 0.001 * repair.flows)

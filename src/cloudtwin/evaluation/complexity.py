@@ -11,7 +11,8 @@ Counts (per strategy):
   paths: one per flow at each switch where the flow has a choice of next hop.
 - `flow_state_per_switch`: per-flow state the switch learns by itself (flowlet tables).
 - `forwarding_entries`: routes + ECMP groups + flow rules on the busiest switch.
-- `rule_changes_per_job`: rules installed when a job arrives (and removed when it leaves).
+- `rule_changes_per_job`: rules installed when a job arrives (and removed when it leaves);
+  with source-port pinning, the source ports set on the hosts (one per flow).
 - `rule_changes_per_fault`: route entries whose next-hop set changes (every strategy)
   plus per-flow rules the repair changed (pinning), per fault.
 - `entries_per_flow`, `entries_per_tenant`: per-flow switch state (rules or learned)
@@ -56,6 +57,7 @@ class Profile:
     flow_rules: bool
     flow_state: bool
     needs: str
+    host_steering: bool = False
 
 
 PROFILES: dict[str, Profile] = {
@@ -74,6 +76,11 @@ PROFILES: dict[str, Profile] = {
     ),
 }
 
+#: Pinning through the UDP source port: plain ECMP switches, a source port per flow on the host.
+PINNING_SOURCE_PORT = Profile(
+    True, True, (PLAIN_ECMP,), False, False, "a controller and source-port steering on hosts", True
+)
+
 #: A user strategy picks its own paths, so someone must install them: assume a controller
 #: and per-flow rules unless the class declares `profile = "<built-in name>"` or a Profile.
 USER_PROFILE = Profile(
@@ -81,8 +88,10 @@ USER_PROFILE = Profile(
 )
 
 
-def profile_of(strategy: Strategy) -> Profile:
-    """The complexity profile of a strategy."""
+def profile_of(strategy: Strategy, pinning_install: str = "rules") -> Profile:
+    """The complexity profile of a strategy (pinning's depends on how paths are installed)."""
+    if strategy.name == "pinning" and pinning_install == "source-port":
+        return PINNING_SOURCE_PORT
     declared = getattr(strategy, "profile", None)
     if isinstance(declared, Profile):
         return declared
@@ -154,13 +163,16 @@ def complexity(
     state = per_switch_rules if profile.flow_state else np.zeros_like(per_switch_rules)
     entries = routes + groups + rules
     jobs = np.unique(flows.job)
-    per_job = [int(_rules_for(topology, flows, paths, job)) if profile.flow_rules else 0 for job in jobs]
+    per_job = [_job_changes(topology, flows, paths, profile, int(job)) for job in jobs]
     downs = [s for s in states if s.went_down]
     routed = sum(route_updates(topology, s) for s in downs)
-    flow_changes = sum(r.rules_changed for r in repairs) if profile.flow_rules else 0
+    if profile.host_steering:  # the switches' own repairs change no host state
+        flow_changes = sum(r.rules_changed for r in repairs if r.phase == "controller")
+    else:
+        flow_changes = sum(r.rules_changed for r in repairs) if profile.flow_rules else 0
     per_fault = (routed + flow_changes) / len(downs) if downs else 0.0
     per_job_mean = float(np.mean(per_job)) if per_job else 0.0
-    grows = profile.flow_rules or profile.flow_state
+    grows = profile.flow_rules or profile.flow_state or profile.host_steering
     extra_features = [f for f in profile.switch_features if f != PLAIN_ECMP]
     score = (
         math.log10(1 + int(entries.max(initial=0)))
@@ -184,6 +196,7 @@ def complexity(
         "rule_changes_per_fault": per_fault,
         "route_updates_per_fault": routed / len(downs) if downs else 0.0,
         "flow_rule_changes_per_fault": flow_changes / len(downs) if downs else 0.0,
+        "host_entries_per_job": per_job_mean if profile.host_steering else 0.0,
         "controller": profile.controller,
         "host_cooperation": profile.host_cooperation,
         "switch_features": list(profile.switch_features),
@@ -192,6 +205,13 @@ def complexity(
         "entries_per_tenant": float(rules.sum() + state.sum()) / max(np.unique(flows.tenant).size, 1),
         "needs": profile.needs,
     }
+
+
+def _job_changes(topology: Topology, flows: Flows, paths: Paths, profile: Profile, job: int) -> int:
+    """Rules (switches) or source ports (hosts) set up when a job arrives."""
+    if profile.host_steering:
+        return int(np.count_nonzero(flows.job == job))
+    return _rules_for(topology, flows, paths, job) if profile.flow_rules else 0
 
 
 def _rules_for(topology: Topology, flows: Flows, paths: Paths, job: int) -> int:

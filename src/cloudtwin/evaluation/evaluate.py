@@ -290,8 +290,13 @@ def _outcome(
     def route(view: Topology, index: np.ndarray) -> Paths:
         return route_flows(scenario, view, subset_flows(flows, index), strategy)
 
+    ecmp = load_strategy("ecmp")
+
+    def data_plane(view: Topology, index: np.ndarray) -> Paths:
+        return route_flows(scenario, view, subset_flows(flows, index), ecmp)
+
     kind = reaction_of(strategy)
-    plan = plan_repairs(topology, flows, paths, route, kind, scenario.reaction, states)
+    plan = plan_repairs(topology, flows, paths, route, kind, scenario.reaction, states, data_plane)
     try:
         faulted = _run(bench, topology, paths, plan.changes)
     except EngineError as err:
@@ -309,7 +314,14 @@ def _outcome(
         reaction=kind,
         performance=_performance(scenario, strategy.name, bench, baseline),
         resiliency=resiliency,
-        complexity=complexity(topology, flows, paths, profile_of(strategy), states, plan.repairs),
+        complexity=complexity(
+            topology,
+            flows,
+            paths,
+            profile_of(strategy, scenario.reaction.pinning_install),
+            states,
+            plan.repairs,
+        ),
         baseline=baseline,
         faulted=faulted,
         connection_start_s=start,

@@ -133,9 +133,14 @@ def plan_repairs(
     kind: ReactionKind,
     timings: Reaction,
     states: Sequence[FabricState],
+    data_plane: RouteFn | None = None,
 ) -> RepairPlan:
-    """Every change the engine must apply for `states` under a strategy's reaction model."""
-    planner = _Planner(topology, flows, paths, route, timings)
+    """Every change the engine must apply for `states` under a strategy's reaction model.
+
+    `data_plane` routes as the switches' ECMP hash does, for phases that repair a
+    strategy in the data plane (source-port pinning before its controller acts).
+    """
+    planner = _Planner(topology, flows, paths, route, timings, data_plane)
     queue: list[tuple[float, int, int, object]] = []
     ticket = itertools.count()  # a unique tie-breaker: payloads are never compared
     for k, state in enumerate(states):
@@ -165,9 +170,16 @@ class _Planner:
     """The state the plan is built from: capacities now, paths now, what was decided."""
 
     def __init__(
-        self, topology: Topology, flows: Flows, paths: Paths, route: RouteFn, timings: Reaction
+        self,
+        topology: Topology,
+        flows: Flows,
+        paths: Paths,
+        route: RouteFn,
+        timings: Reaction,
+        data_plane: RouteFn | None = None,
     ) -> None:
         self.topology, self.flows, self.route, self.timings = topology, flows, route, timings
+        self.data_plane = data_plane or route
         self.original = self.current = self.intended = paths
         self.controller_free_s = 0.0
         self.base = topology.capacity_bps.astype(float)
@@ -203,7 +215,7 @@ class _Planner:
         need = ok if phase.controller and self.timings.pinning_repair == "all" else dead & ok
         routed = np.flatnonzero(ok)
         if need.any():
-            fresh = self.route(view, routed)
+            fresh = (self.data_plane if phase.data_plane else self.route)(view, routed)
             pick = np.flatnonzero(need[routed])
             candidate = candidate.replace(routed[pick], subset_paths(fresh, pick))
         moved = np.flatnonzero(paths_differ(candidate, self.intended))
@@ -211,12 +223,15 @@ class _Planner:
             return None
         new = subset_paths(candidate, moved)
         installed = moved[self.flows.start_s[moved] <= time]
-        rules = rules_changed(
-            self.topology,
-            subset_flows(self.flows, installed),
-            subset_paths(self.intended, installed),
-            subset_paths(candidate, installed),
-        )
+        if self.timings.pinning_install == "source-port" and phase.controller:
+            rules = int(installed.size)  # one source-port update on a host per flow moved
+        else:
+            rules = rules_changed(
+                self.topology,
+                subset_flows(self.flows, installed),
+                subset_paths(self.intended, installed),
+                subset_paths(candidate, installed),
+            )
         self.intended = candidate
         at = time
         if phase.controller:  # one batch of rules at a time, in the order decided

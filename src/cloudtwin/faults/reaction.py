@@ -46,6 +46,7 @@ class Phase:
     `converged`: the switches know the whole surviving fabric (else only their own ports).
     `controller`: the delay grows by the rule installation time of the flows it moves.
     `on_down_only`: runs only when a link went down (local repair does nothing on recovery).
+    `data_plane`: the switches' ECMP hash routes (source-port pinning before its controller).
     """
 
     name: str
@@ -53,6 +54,7 @@ class Phase:
     converged: bool
     controller: bool = False
     on_down_only: bool = False
+    data_plane: bool = False
 
 
 def reaction_of(strategy: Strategy) -> ReactionKind:
@@ -73,7 +75,14 @@ def phases_for(kind: ReactionKind, timings: Reaction) -> list[Phase]:
     protocol = Phase("routing protocol", timings.bfd_detect + timings.bgp_convergence, True)
     if kind == "controller":
         delay = timings.controller_detect + timings.controller_compute
-        return [Phase("controller", delay, True, controller=True)]
+        controller = Phase("controller", delay, True, controller=True)
+        if timings.pinning_install == "rules":
+            return [controller]
+        return [
+            Phase("local repair", timings.local_detect, False, on_down_only=True, data_plane=True),
+            Phase("routing protocol", protocol.delay_s, True, data_plane=True),
+            controller,
+        ]
     if kind == "protocol":
         return [protocol]
     return [Phase("local repair", timings.local_detect, False, on_down_only=True), protocol]

@@ -30,7 +30,8 @@ DEFAULT_BGP_CONVERGENCE_S = 100e-3
 DEFAULT_CONTROLLER_DETECT_S = 50e-3
 #: The controller recomputing the paths of the flows it must move.
 DEFAULT_CONTROLLER_COMPUTE_S = 10e-3
-#: Installing one per-flow rule on a switch (about 1,000 rule updates per second).
+#: Installing one per-flow rule on a switch, or one source port on a host (about 1,000
+#: updates per second).
 DEFAULT_RULE_INSTALL_S = 1e-3
 
 
@@ -113,6 +114,10 @@ class Reaction(_Model):
     `local_detect` (a switch drops its own dead port from the group) and everywhere
     after `bfd_detect + bgp_convergence`; pinning waits for its controller:
     `controller_detect + controller_compute + rule_install x rules changed`.
+    With `pinning_install: source-port` pinning steers each flow through its UDP source
+    port over plain ECMP, so until its controller acts the switches repair its flows as
+    they repair ECMP's (local repair, then BFD + BGP), and the controller's changes are
+    host updates (one per flow moved) instead of switch rules.
     """
 
     local_detect: Duration = DEFAULT_LOCAL_DETECT_S
@@ -122,3 +127,4 @@ class Reaction(_Model):
     controller_compute: Duration = DEFAULT_CONTROLLER_COMPUTE_S
     rule_install: Duration = DEFAULT_RULE_INSTALL_S
     pinning_repair: Literal["affected", "all"] = "affected"
+    pinning_install: Literal["rules", "source-port"] = "rules"
