@@ -47,6 +47,7 @@ def test_shipped_example_ranks_the_injected_cable_first(tmp_path: Path) -> None:
         (["seed=11", "faults.0.target=spine1-leaf2", "faults.0.at=200ms"], "leaf2-spine1", "link"),
         (["faults.0.kind=nic", "faults.0.target=host6/nic0"], "host6/nic0", "nic"),
         (["faults.0.kind=switch", "faults.0.target=spine1"], "spine1", "switch"),
+        (["routing.strategy=pinning", "seed=5", "faults.0.target=leaf2-spine3"], "leaf2-spine3", "link"),
     ],
 )
 def test_other_faults_and_seeds_are_found_too(
@@ -97,3 +98,13 @@ def test_missing_or_empty_store_and_bad_scenario_exit_2(
     bad = ["--set", "faults.0.target=leaf9-spine0"]
     assert main(["diagnose", str(EXAMPLE), "--db", str(tmp_path / "x.duckdb"), *bad]) == 2
     assert "leaf9" in capsys.readouterr().err
+
+
+def test_overlapping_faults_rank_in_the_top_six_as_the_doc_says(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    example = str(REPO / "examples" / "resiliency.yaml")
+    top = [s["component"] for s in ranked(capsys, example, "--db", str(tmp_path / "r.duckdb"), "--top", "6")]
+    assert top[0] == "leaf0"  # lost two of its four uplinks (leaf0-spine1 and, with spine3, leaf0-spine3)
+    assert {"spine3", "leaf0-spine1", "leaf5-spine2"} <= set(top)
+    assert "leaf2-spine0" not in top  # degraded from the start: its flows' usual rate is the degraded one

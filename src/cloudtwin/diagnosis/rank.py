@@ -4,17 +4,20 @@ Components are cables between switches (`leaf1-spine2`, kind `link`), NICs (thei
 to the edge switch, kind `nic`) and switches. Two kinds of evidence, each scaled so that
 the strongest component has 1:
 
-- **logs**: `find_anomalies` by template over the run's time span; every line of a
-  flagged (new or bursting) template in its window shares the anomaly's score, and
-  gives it to the cables it names (a port `Ethernet1/5` of the device that logged it, a
-  link description `(leaf1->spine2)`, a BGP/BFD neighbour address, a NIC of the host
-  that logged it); a line
-  that names none counts for its device;
+- **logs**: the change detector of `find_anomalies` on counts per window and per
+  (template, device) over the run's time span, with half the quiet time before the
+  first flow as the history it needs; every line of a flagged (new or bursting) key in
+  its window shares the anomaly's score, and gives it to the cables it names (a port
+  `Ethernet1/5` of the device that logged it, a link description `(leaf1->spine2)`, a
+  BGP/BFD neighbour address, a NIC of the host that logged it); a line that names none
+  counts for its device;
 - **tomography** (`link_scores`) on the flow telemetry, summed over a cable's two links.
 
 A cable or NIC scores the sum of both. A switch scores the sum of its cables' scores
-times the share of its cables that score at least half of its best one (a switch that
-failed implicates all its cables; one bad cable implicates one), plus its own log lines.
+times the share of its cables that have log evidence and score at least half of its
+best one (a switch that failed implicates all its cables; one bad cable implicates one;
+a leaf whose hosts' flows all suffer without any log about its ports implicates none),
+plus its own log lines.
 Only the store is read: telemetry, logs and the inventory tables, never the scenario.
 """
 
@@ -23,15 +26,15 @@ from __future__ import annotations
 import re
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 
 from cloudtwin.diagnosis.tables import TwinMeta, read_meta
 from cloudtwin.diagnosis.tomography import TomographyConfig, link_scores
 from cloudtwin.errors import StoreError
+from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.store.database import Store
-from cloudtwin.store.ops_query import find_anomalies
 
 __all__ = ["DEFAULT_WINDOW_SAMPLES", "Suspect", "diagnose"]
 
@@ -170,25 +173,51 @@ def _tomography(
     return link_scores(sample, flow, rate, indptr, links, inventory.link_count, config)
 
 
+def _device_template_anomalies(
+    store: Store, meta: TwinMeta, window: timedelta, first_flow: datetime
+) -> list[Anomaly]:
+    """Bursts and new keys per (template, device): `detect_changes` on the run's lines
+    counted per window and per `template_id@device`."""
+    rows = store.query(
+        "SELECT time_bucket(?, l.ts) AS w, CAST(l.template_id AS VARCHAR) || '@' || "
+        "substr(s.source, ?) AS k, count(*) FROM ops_lines l JOIN ops_sources s USING (source_id) "
+        "WHERE starts_with(s.source, ?) AND l.ts >= ? AND l.ts < ? AND l.template_id IS NOT NULL "
+        "GROUP BY ALL ORDER BY 1, 2",
+        [window, len(meta.log_prefix) + 1, meta.log_prefix, meta.start, meta.end],
+    )[1]
+    if not rows:
+        raise StoreError(f"the twin run has no log lines under {meta.log_prefix}")
+    first, last = rows[0][0], rows[-1][0]
+    windows = [first + i * window for i in range(int((last - first) / window) + 1)]
+    keys = sorted({r[1] for r in rows})
+    column = {k: i for i, k in enumerate(keys)}
+    counts = np.zeros((len(windows), len(keys)))
+    for w, k, c in rows:
+        counts[int((w - first) / window), column[k]] = c
+    quiet = max(int((first_flow - first) / window), 0)
+    config = DetectorConfig(history=max(24, quiet), min_history=max(3, quiet // 2))
+    found = detect_changes(counts, windows, keys, config)
+    return [a for a in found if a.kind in ("new", "burst")]
+
+
 def _log_evidence(
     store: Store, meta: TwinMeta, inventory: _Inventory, window: timedelta
 ) -> tuple[dict[int, float], dict[str, float], dict[str, dict[str, int]]]:
     """Per link and per device: the anomaly score their lines carry; messages per component."""
-    found = find_anomalies(store, window, by="template", since=meta.start, until=meta.end)
     per_link: dict[int, float] = defaultdict(float)
     per_device: dict[str, float] = defaultdict(float)
     messages: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for anomaly in found:
-        if anomaly.kind not in ("new", "burst"):
-            continue
-        lines = store.query(
-            "SELECT s.source, l.content FROM ops_lines l JOIN ops_sources s USING (source_id) "
-            "WHERE l.template_id = ? AND l.ts >= ? AND l.ts < ? AND starts_with(s.source, ?)",
-            [int(anomaly.key), anomaly.window_start, anomaly.window_start + window, meta.log_prefix],
-        )[1]
-        for source, content in lines:
-            device = source[len(meta.log_prefix):]
-            share = anomaly.score / len(lines)
+    first_flow = store.query("SELECT min(ts) FROM twin_flow_samples WHERE run = ?", [meta.run])[1][0][0]
+    for anomaly in _device_template_anomalies(store, meta, window, first_flow):
+        template, _, device = anomaly.key.partition("@")
+        contents = [r[0] for r in store.query(
+            "SELECT l.content FROM ops_lines l JOIN ops_sources s USING (source_id) "
+            "WHERE l.template_id = ? AND s.source = ? AND l.ts >= ? AND l.ts < ?",
+            [int(template), meta.log_prefix + device, anomaly.window_start,
+             anomaly.window_start + window],
+        )[1]]
+        for content in contents:
+            share = anomaly.score / len(contents)
             named = inventory.references(device, content)
             mnemonic = _MNEMONIC.search(content)
             label = mnemonic.group(1) if mnemonic else content.split(":")[0][:30]
@@ -251,7 +280,7 @@ def _switches(
     for switch in sorted(members, key=_sort_key):
         parts = members[switch]
         best = max(p.score for p in parts)
-        strong = sum(1 for p in parts if best > 0 and p.score >= 0.5 * best)
+        strong = sum(1 for p in parts if best > 0 and p.score >= 0.5 * best and p.logs > 0)
         suspect = Suspect(switch, "switch")
         suspect.score = sum(p.score for p in parts) * strong / len(parts) + own.get(switch, 0.0)
         suspect.tomography = sum(p.tomography for p in parts) * strong / len(parts)
