@@ -48,6 +48,7 @@ def test_shipped_example_ranks_the_injected_cable_first(tmp_path: Path) -> None:
         (["faults.0.kind=nic", "faults.0.target=host6/nic0"], "host6/nic0", "nic"),
         (["faults.0.kind=switch", "faults.0.target=spine1"], "spine1", "switch"),
         (["routing.strategy=pinning", "seed=5", "faults.0.target=leaf2-spine3"], "leaf2-spine3", "link"),
+        (["routing.strategy=pinning", "reaction.pinning_install=source-port"], "leaf1-spine2", "link"),
     ],
 )
 def test_other_faults_and_seeds_are_found_too(

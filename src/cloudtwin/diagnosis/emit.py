@@ -27,7 +27,9 @@ import numpy as np
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, FlowSamples, sample_rates
 from cloudtwin.diagnosis.tables import TwinMeta, replace_rows
 from cloudtwin.diagnosis.twin import TwinRun
+from cloudtwin.faults.reaction import phases_for
 from cloudtwin.ops.record import LogRecord
+from cloudtwin.scenario.faults import Reaction
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
 from cloudtwin.topology.topology import NodeKind, Topology
@@ -143,9 +145,30 @@ def _port_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
         previous = capacity
 
 
+def _session_events(log: _Log, t: float, device: str, port: str, peer: str, up: bool,
+                    local: bool, timing: Reaction) -> None:
+    """A switch's ECMP member removal (local repair), BFD and BGP lines for one port."""
+    if not up:
+        if local:
+            log.at(t + timing.local_detect, device, "warning", "urib",
+                   f"%URIB-5-ECMP_MEMBER_REMOVED: next hop {peer} via {port} removed from ECMP groups")
+        log.at(t + timing.bfd_detect, device, "err", "bfd",
+               f"%BFD-5-SESSION_STATE_DOWN: BFD session to neighbor {peer} on interface "
+               f"{port} has gone down. Reason: Control Detection Time Expired.")
+        log.at(t + timing.bfd_detect, device, "err", "bgp",
+               f"%BGP-5-ADJCHANGE: neighbor {peer} Down - BFD session down")
+        return
+    log.at(t + timing.bfd_detect, device, "info", "bfd",
+           f"%BFD-5-SESSION_STATE_UP: BFD session to neighbor {peer} on interface {port} is up")
+    log.at(t + timing.bfd_detect, device, "info", "bgp", f"%BGP-5-ADJCHANGE: neighbor {peer} Up")
+
+
 def _routing_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
-    """BFD/BGP sessions and ECMP members (data-plane strategies) or controller events."""
+    """BFD/BGP sessions and ECMP members where switches repair, and controller events
+    where a controller does (both with pinning through UDP source ports)."""
     topology, timing = run.topology, run.scenario.reaction
+    phases = {phase.name for phase in phases_for(run.reaction, timing)}
+    controller, switches = "controller" in phases, "routing protocol" in phases
     previous = topology.capacity_bps.astype(float)
     for state in run.states:
         capacity = state.capacity_bps
@@ -157,27 +180,13 @@ def _routing_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
             if not both_switches or was == now or not alive[src]:
                 continue
             device, port, peer = _device(topology, src), ports[link], node_address(dst)
-            t = state.time_s
-            if run.reaction == "controller":
-                word = "down" if not now else "up"
-                log.at(t + timing.controller_detect, "controller", "warning", "pinning",
-                       f"port-status from {device}: {port} {word}, recomputing affected paths")
-            elif not now:
-                if run.reaction == "local-then-protocol":
-                    log.at(t + timing.local_detect, device, "warning", "urib",
-                           f"%URIB-5-ECMP_MEMBER_REMOVED: next hop {peer} via {port} removed "
-                           "from ECMP groups")
-                log.at(t + timing.bfd_detect, device, "err", "bfd",
-                       f"%BFD-5-SESSION_STATE_DOWN: BFD session to neighbor {peer} on interface "
-                       f"{port} has gone down. Reason: Control Detection Time Expired.")
-                log.at(t + timing.bfd_detect, device, "err", "bgp",
-                       f"%BGP-5-ADJCHANGE: neighbor {peer} Down - BFD session down")
-            else:
-                log.at(t + timing.bfd_detect, device, "info", "bfd",
-                       f"%BFD-5-SESSION_STATE_UP: BFD session to neighbor {peer} on interface "
-                       f"{port} is up")
-                log.at(t + timing.bfd_detect, device, "info", "bgp",
-                       f"%BGP-5-ADJCHANGE: neighbor {peer} Up")
+            if controller:
+                log.at(state.time_s + timing.controller_detect, "controller", "warning", "pinning",
+                       f"port-status from {device}: {port} {'up' if now else 'down'}, "
+                       "recomputing affected paths")
+            if switches:
+                _session_events(log, state.time_s, device, port, peer, bool(now),
+                                "local repair" in phases, timing)
         previous = capacity
     for repair in run.plan.repairs:
         if repair.phase == "controller":
