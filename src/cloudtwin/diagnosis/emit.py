@@ -8,7 +8,8 @@
   rule installs, at the times the strategy's reaction model gives;
 - **job logs**: job start/finish and slow steps (a flow that took over 1.4 times its
   line-rate time);
-- **flow telemetry**: every network flow's rate every `sample_s`, with its path;
+- **flow telemetry**: every QP's rate every `sample_s` (the sum of the engine flows it
+  carries: one for perftest, a collective's pipelined rounds), with its path;
 - **NIC counters** per NIC and interval, derived from the sampled rates (see
   `nic_counters`).
 
@@ -306,20 +307,26 @@ def nic_counters(run: TwinRun, samples: FlowSamples) -> dict[str, np.ndarray]:
 
 
 def _telemetry_rows(run: TwinRun, samples: FlowSamples, config: EmitConfig) -> dict[str, dict[str, list]]:
+    """Flow samples per QP (a collective's rounds on one QP add up), and NIC counters."""
     topology, conn, owner = run.topology, run.bench.connections, run.bench.owner
     clock = [config.start + timedelta(seconds=config.history_s + float(t)) for t in samples.times_s]
     names = [topology.node_name(n) for n in range(topology.node_count)]
     flow_rows: dict[str, list] = {k: [] for k in ("ts", "flow", "src", "dst", "rate_bps", "cap_bps", "path")}
-    for i, j in zip(*np.nonzero(np.isfinite(samples.rate_bps)), strict=True):
-        f = int(samples.flows[j])
-        path = samples.paths[int(samples.epoch[i])].path(f)
-        flow_rows["ts"].append(clock[i])
-        flow_rows["flow"].append(f)
-        flow_rows["src"].append(names[int(conn.src[owner[f]])])
-        flow_rows["dst"].append(names[int(conn.dst[owner[f]])])
-        flow_rows["rate_bps"].append(float(samples.rate_bps[i, j]))
-        flow_rows["cap_bps"].append(float(run.rate_cap_bps[f]))
-        flow_rows["path"].append([int(x) for x in path if x < topology.link_count])
+    qp_of = owner[samples.flows]
+    for i in range(samples.times_s.size):
+        live = np.flatnonzero(np.isfinite(samples.rate_bps[i]))
+        qps, first = np.unique(qp_of[live], return_index=True)
+        rates = np.bincount(np.searchsorted(qps, qp_of[live]), samples.rate_bps[i, live], minlength=qps.size)
+        for qp, k, rate in zip(qps.tolist(), first.tolist(), rates.tolist(), strict=True):
+            f = int(samples.flows[live[k]])
+            path = samples.paths[int(samples.epoch[i])].path(f)
+            flow_rows["ts"].append(clock[i])
+            flow_rows["flow"].append(qp)
+            flow_rows["src"].append(names[int(conn.src[qp])])
+            flow_rows["dst"].append(names[int(conn.dst[qp])])
+            flow_rows["rate_bps"].append(float(rate))
+            flow_rows["cap_bps"].append(float(run.rate_cap_bps[f]))
+            flow_rows["path"].append([int(x) for x in path if x < topology.link_count])
     counters = nic_counters(run, samples)
     nic_rows: dict[str, list] = {"ts": [], "nic": []}
     kinds = ("pfc_pause_rx", "ecn_marked", "cnp_sent", "ack_timeouts")

@@ -10,14 +10,14 @@ the strongest component has 1:
   its window shares the anomaly's score, and gives it to the cables it names (a port
   `Ethernet1/5` of the device that logged it, a link description `(leaf1->spine2)`, a
   BGP/BFD neighbour address, a NIC of the host that logged it); a line that names none
-  counts for its device;
+  counts for its device; lines below warning severity count a tenth;
 - **tomography** (`link_scores`) on the flow telemetry, summed over a cable's two links.
 
 A cable or NIC scores the sum of both. A switch scores the sum of its cables' scores
 times the share of its cables that have log evidence and score at least half of its
 best one (a switch that failed implicates all its cables; one bad cable implicates one;
 a leaf whose hosts' flows all suffer without any log about its ports implicates none),
-plus its own log lines.
+plus its own log lines (scaled by the strongest cable's, at most 1).
 Only the store is read: telemetry, logs and the inventory tables, never the scenario.
 """
 
@@ -46,6 +46,9 @@ _ADDRESS = re.compile(r"\bneighbor (\d+\.\d+\.\d+\.\d+)")
 _NIC = re.compile(r"\b(host\d+/nic\d+)\b")
 _REPORTED_PORT = re.compile(r"\bfrom (\w+): (Ethernet\d+/\d+)")
 _KIND_ORDER = {"leaf": 0, "spine": 1, "agg": 2, "core": 3}
+#: Anomalous lines below warning severity (info, notice, debug) count this much.
+MILD_WEIGHT = 0.1
+_SEVERE = {"emerg", "alert", "crit", "critical", "err", "error", "warning", "warn"}
 _MNEMONIC = re.compile(r"%([A-Z_]+-\d-[A-Z_]+)")
 
 
@@ -210,19 +213,21 @@ def _log_evidence(
     first_flow = store.query("SELECT min(ts) FROM twin_flow_samples WHERE run = ?", [meta.run])[1][0][0]
     for anomaly in _device_template_anomalies(store, meta, window, first_flow):
         template, _, device = anomaly.key.partition("@")
-        contents = [r[0] for r in store.query(
-            "SELECT l.content FROM ops_lines l JOIN ops_sources s USING (source_id) "
+        lines = store.query(
+            "SELECT l.content, l.level FROM ops_lines l JOIN ops_sources s USING (source_id) "
             "WHERE l.template_id = ? AND s.source = ? AND l.ts >= ? AND l.ts < ?",
             [int(template), meta.log_prefix + device, anomaly.window_start,
              anomaly.window_start + window],
-        )[1]]
-        for content in contents:
-            share = anomaly.score / len(contents)
+        )[1]
+        for content, level in lines:
+            weight = 1.0 if (level or "").lower() in _SEVERE else MILD_WEIGHT
+            share = weight * anomaly.score / len(lines)
             named = inventory.references(device, content)
             mnemonic = _MNEMONIC.search(content)
             label = mnemonic.group(1) if mnemonic else content.split(":")[0][:30]
             if not named:
                 per_device[device] += share
+                messages[device][label] += 1
             for link in named:
                 per_link[link] += share / len(named)
             for component in sorted({inventory.component[k][0] for k in named}):
@@ -261,7 +266,8 @@ def diagnose(
     for name, suspect in suspects.items():
         suspect.tomography, suspect.logs = tomo_scaled[name], logs_scaled[name]
         suspect.score = suspect.tomography + suspect.logs
-    ranked = list(suspects.values()) + _switches(inventory, suspects, per_device)
+    log_top = max(logs.values(), default=0.0)
+    ranked = list(suspects.values()) + _switches(inventory, suspects, per_device, messages, log_top)
     ranked.sort(key=lambda s: (-round(s.score, 9), s.kind, s.component))
     for i, suspect in enumerate(ranked, start=1):
         suspect.rank = i
@@ -269,13 +275,19 @@ def diagnose(
 
 
 def _switches(
-    inventory: _Inventory, cables: dict[str, Suspect], per_device: dict[str, float]
+    inventory: _Inventory,
+    cables: dict[str, Suspect],
+    per_device: dict[str, float],
+    own_messages: dict[str, dict[str, int]],
+    log_top: float,
 ) -> list[Suspect]:
     members: dict[str, list[Suspect]] = defaultdict(list)
     for name, suspect in cables.items():
         for switch in inventory.switches_of(name):
             members[switch].append(suspect)
-    own = _scaled({k: v for k, v in per_device.items() if k in members} or {"": 0.0})
+    # a device's own lines are scaled like cables' (by the strongest cable's), at most 1
+    top = max(log_top, max(per_device.values(), default=0.0))
+    own = {k: v / top for k, v in per_device.items() if top > 0}
     out = []
     for switch in sorted(members, key=_sort_key):
         parts = members[switch]
@@ -288,5 +300,6 @@ def _switches(
         suspect.degraded_samples = sum(p.degraded_samples for p in parts)
         suspect.healthy_samples = sum(p.healthy_samples for p in parts)
         suspect.messages = {"cables implicated": strong} if strong else {}
+        suspect.messages.update(own_messages.get(switch, {}))
         out.append(suspect)
     return out
