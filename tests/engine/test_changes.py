@@ -105,3 +105,29 @@ def test_compiled_and_numpy_regional_solves_agree(monkeypatch: pytest.MonkeyPatc
         assert results["compiled"].local_solves > 0  # the regional path was taken
     np.testing.assert_allclose(results["compiled"].finish_s, results["full"].finish_s, rtol=1e-9)
     np.testing.assert_allclose(results["numpy"].finish_s, results["full"].finish_s, rtol=1e-9)
+
+
+def test_timeline_can_count_a_subset_of_flows() -> None:
+    # two flows on separate 8 bit/s links; only flow 1 counted: 8 bit/s until 8 s, then 0
+    paths = Paths(np.array([0, 1, 2]), np.array([0, 1]))
+    result = simulate(
+        paths,
+        TWO_LINKS,
+        np.array([16.0, 8.0]),
+        np.zeros(2),
+        np.full(2, 100.0),
+        timeline=True,
+        timeline_flows=np.array([False, True]),
+    )
+    np.testing.assert_allclose(result.timeline_s, [0.0, 8.0, 16.0])
+    np.testing.assert_allclose(result.timeline_bps, [8.0, 0.0, 0.0])
+    with pytest.raises(EngineError, match="timeline_flows"):
+        simulate(
+            paths,
+            TWO_LINKS,
+            np.array([16.0, 8.0]),
+            np.zeros(2),
+            np.full(2, 100.0),
+            timeline=True,
+            timeline_flows=np.array([True]),
+        )

@@ -276,6 +276,7 @@ def simulate(
     progress: Progress | None = None,
     changes: Sequence[Change] = (),
     timeline: bool = False,
+    timeline_flows: np.ndarray | None = None,
 ) -> SimResult:
     """Run flows to completion; return when each one started and finished.
 
@@ -284,7 +285,8 @@ def simulate(
     depends on plus its gap, or at its own `start_s` if that is later. `changes` happen
     at their times: a flow on a link of capacity 0 makes no progress until a change
     moves it or restores the link. With `timeline`, the aggregate rate after every
-    event is recorded (a step function for throughput plots).
+    event is recorded (a step function for throughput plots), summed over the flows
+    `timeline_flows` selects (a boolean mask; default: all).
     """
     flows = paths.flow_count
     size_bits = np.asarray(size_bytes, dtype=float) * 8.0
@@ -305,6 +307,9 @@ def simulate(
     released: list[tuple[float, int]] = []
     ready = np.full(flows, -np.inf)
     now = float(start[initial[0]]) if initial.size else 0.0
+    counted = None if timeline_flows is None else np.asarray(timeline_flows, dtype=bool)
+    if counted is not None and counted.shape != (flows,):
+        raise EngineError(f"timeline_flows has shape {counted.shape}, expected ({flows},)")
     schedule = sorted(changes, key=lambda c: c.time_s)
     next_change = 0
     times: list[float] = []
@@ -357,7 +362,8 @@ def simulate(
             active.settle(np.concatenate(touched))
         if timeline:
             times.append(now)
-            totals.append(float(active.rate[active.members].sum()))
+            members = active.members if counted is None else active.members[counted[active.members]]
+            totals.append(float(active.rate[members].sum()))
         if progress is not None and finished >= next_report:
             progress(finished, flows)
             next_report = finished + report_every

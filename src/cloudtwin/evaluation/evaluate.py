@@ -119,6 +119,7 @@ def _run(
         dependencies=bench.dependencies,
         changes=[bench.engine_change(c) for c in changes],
         timeline=True,
+        timeline_flows=bench.owner >= 0,  # network QPs only, not NVLink inside hosts
     )
 
 

@@ -415,7 +415,7 @@ def render_html(document: dict[str, Any]) -> str:
     )
     bins = len(next(iter(strategies.values()))["resiliency"]["timeline_binned"]["t_s"])
     has_collective = any(s["performance"].get("busbw") for s in strategies.values())
-    nvlink = "; with a collective it includes the NVLink traffic inside hosts" if has_collective else ""
+    nvlink = "; network traffic only, not NVLink inside hosts" if has_collective else ""
     label = _throughput(next(iter(strategies.values())))[0]
     perf = _bar_svg(f"Performance ({label})", {n: _throughput(s)[1] for n, s in strategies.items()}, "")
     busbw = {
