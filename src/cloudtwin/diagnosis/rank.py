@@ -122,6 +122,10 @@ class _Inventory:
             self.by_name[name] = link_id
             self.by_port[(device, interface)] = link_id
             self.cables[_pair(src, dst)].append(link_id)
+        ends: dict[str, set[str]] = defaultdict(set)
+        for link_id, _, src, dst, _, _ in links:
+            ends[self.component[link_id][0]].update(n for n in (src, dst) if self.kind.get(n) != "nic")
+        self.ends = {c: sorted(e) for c, e in ends.items()}
 
     def _component(self, src: str, dst: str) -> tuple[str, str]:
         if self.kind.get(src) == "nic":
@@ -133,12 +137,7 @@ class _Inventory:
 
     def switches_of(self, component: str) -> list[str]:
         """The switches at the ends of a cable component (one for a NIC)."""
-        links = [k for k, (c, _) in self.component.items() if c == component]
-        ends: set[str] = set()
-        for cable, ids in self.cables.items():
-            if ids[0] in links:
-                ends.update(n for n in cable if self.kind.get(n) != "nic")
-        return sorted(ends)
+        return self.ends.get(component, [])
 
     def references(self, device: str, content: str) -> set[int]:
         """Links a log line names: a port of its device (or of the switch a controller
