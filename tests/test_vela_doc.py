@@ -17,6 +17,7 @@ from contextlib import contextmanager, redirect_stdout
 from pathlib import Path
 
 import pytest
+from tests.test_docs import console_commands
 
 from cloudtwin.cli.app import main
 
@@ -159,19 +160,8 @@ def doc_tables() -> dict[str, str]:
     return {name: body.strip() for name, body in found}
 
 
-def console_commands() -> list[str]:
-    commands, inside = [], False
-    for line in DOC.read_text().splitlines():
-        if line.startswith("```"):
-            inside = line.strip() == "```console"
-            continue
-        if inside and line.startswith("$ "):
-            commands.append(line[2:])
-    return commands
-
-
 def test_doc_shows_the_commands_behind_its_tables() -> None:
-    commands = console_commands()
+    commands = console_commands(DOC)
     for needed in [TRAIN, f"{TRAIN} {PINNING}", HPL, f"{HPL} {PINNING}", VALIDATION]:
         assert needed in commands
     for _, sets in SENSITIVITY:
@@ -187,7 +177,7 @@ def test_other_doc_commands_run(tmp_path: Path) -> None:
     (tmp_path / "examples").symlink_to(REPO / "examples")
     covered = {TRAIN, f"{TRAIN} {PINNING}", HPL, f"{HPL} {PINNING}", VALIDATION}
     covered |= {sensitivity_command(sets) for _, sets in SENSITIVITY}
-    others = [c for c in console_commands() if c not in covered]
+    others = [c for c in console_commands(DOC) if c not in covered]
     assert others  # the plot command at least
     for command in others:
         assert run(command, tmp_path).strip(), command
