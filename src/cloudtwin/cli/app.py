@@ -7,6 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
+from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -14,8 +15,10 @@ app = typer.Typer(
     name="cloudtwin",
     help=(
         "cloudtwin: a digital twin of a multi-tenant AI cloud.\n\n"
-        "Describe a fabric and its workload in a YAML scenario, simulate it, and compare "
-        "routing strategies.\n\n"
+        "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
+        "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
+        "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
+        "(logs, diagnose).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -43,30 +46,13 @@ def _root(
 
 app.command("run")(run_commands.run)
 app.command("compare")(run_commands.compare)
-
-from cloudtwin.cli import evaluate as _evaluate  # noqa: E402
-from cloudtwin.cli import results as _results  # noqa: E402
-
-app.command("evaluate")(_evaluate.evaluate)
-app.add_typer(_results.app, name="results")
-
-from cloudtwin.cli import nccl as _nccl  # noqa: E402
-
-app.command("nccl-tests")(_nccl.nccl_tests)
-
-from cloudtwin.cli import train as _train  # noqa: E402
-
-app.command("train")(_train.train)
-app.command("hpl")(_train.hpl)
-
-
-from cloudtwin.cli import logs as _logs  # noqa: E402
-
-app.add_typer(_logs.app, name="logs")
-
-from cloudtwin.cli import diagnose as _diagnose  # noqa: E402
-
-app.command("diagnose")(_diagnose.diagnose)
+app.command("nccl-tests")(nccl.nccl_tests)
+app.command("train")(train.train)
+app.command("hpl")(train.hpl)
+app.command("evaluate")(evaluate.evaluate)
+app.add_typer(results.app, name="results")
+app.add_typer(logs.app, name="logs")
+app.command("diagnose")(diagnose.diagnose)
 
 
 def main(argv: list[str] | None = None) -> int:
