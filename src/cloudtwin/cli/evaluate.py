@@ -35,11 +35,13 @@ def print_document(document: dict[str, Any], title: str) -> None:
     from cloudtwin.evaluation.report import tradeoff_rows
 
     header, rows = tradeoff_rows(document)
+    # metrics down, strategies across: five strategies fit a terminal, fifteen metrics do not
     table = Table(title=title, title_justify="left")
-    for i, name in enumerate(header):
-        table.add_column(name, justify="left" if i == 0 else "right")
+    table.add_column(header[0])
     for row in rows:
-        table.add_row(*row)
+        table.add_column(row[0], justify="right")
+    for i, name in enumerate(header[1:], start=1):
+        table.add_row(name, *(row[i] for row in rows))
     stdout.print(table)
     c = document["conclusions"]
     stdout.print(f"All techniques are resilient: {c['all_resilient_statement']}.", highlight=False)
