@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from tests.cli.cli_helpers import REPO, cloudtwin
+from tests.cli.cli_helpers import REPO, cloudtwin, run_documented
 
 DOCS = [REPO / "README.md", REPO / "docs" / "routing.md"]
 
@@ -37,13 +37,7 @@ def test_docs_show_commands() -> None:
 @pytest.mark.parametrize(("doc", "command"), CASES)
 def test_documented_command_runs(tmp_path: Path, doc: str, command: str) -> None:
     (tmp_path / "examples").symlink_to(REPO / "examples")
-    words = shlex.split(command)
-    env = {}
-    while "=" in words[0]:
-        key, _, value = words.pop(0).partition("=")
-        env[key] = value
-    assert words[0] == "cloudtwin"
-    done = cloudtwin(*words[1:], cwd=tmp_path, env=env)
+    done = run_documented(command, tmp_path)
     assert done.returncode == 0, f"{doc}: {command}\n{done.stderr}"
     assert done.stdout.strip()
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,3 +20,14 @@ def cloudtwin(
     return subprocess.run(
         [str(CLOUDTWIN), *args], cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=600
     )
+
+
+def run_documented(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """Run a documented `[VAR=value ...] cloudtwin ARGS...` line as a shell would."""
+    words = shlex.split(command)
+    env = {}
+    while "=" in words[0]:
+        key, _, value = words.pop(0).partition("=")
+        env[key] = value
+    assert words[0] == "cloudtwin", command
+    return cloudtwin(*words[1:], cwd=cwd, env=env)

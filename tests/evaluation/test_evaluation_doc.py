@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 from pathlib import Path
 
 import pytest
-from tests.cli.cli_helpers import REPO, cloudtwin
+from tests.cli.cli_helpers import REPO, cloudtwin, run_documented
 from tests.test_docs import console_commands
 
 from cloudtwin.evaluation.report import tradeoff_rows
@@ -24,13 +23,7 @@ def ran(tmp_path_factory: pytest.TempPathFactory) -> Path:
     commands = console_commands(DOC)
     assert len(commands) >= 5
     for command in commands:
-        words = shlex.split(command)
-        env = {}
-        while "=" in words[0]:
-            key, _, value = words.pop(0).partition("=")
-            env[key] = value
-        assert words[0] == "cloudtwin"
-        done = cloudtwin(*words[1:], cwd=where, env=env)
+        done = run_documented(command, where)
         assert done.returncode == 0, f"{command}\n{done.stderr}"
         assert done.stdout.strip(), command
     return where
