@@ -40,7 +40,7 @@ def test_run_table_names_every_metric() -> None:
     assert done.returncode == 0, done.stderr
     for label in (
         "flows",
-        "aggregate throughput",
+        "aggregate (Gbps)",
         "per-flow min",
         "FCT p99",
         "completion time",

@@ -23,7 +23,7 @@ OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this
 
 _ROWS: list[tuple[str, str, str]] = [
     ("flows", "flows", "{:.0f}"),
-    ("aggregate throughput (Gbps)", "aggregate_gbps", "{:.1f}"),
+    ("aggregate (Gbps)", "aggregate_gbps", "{:.1f}"),
     ("per-flow min (Gbps)", "per_flow_gbps.min", "{:.2f}"),
     ("per-flow p50 (Gbps)", "per_flow_gbps.p50", "{:.2f}"),
     ("per-flow mean (Gbps)", "per_flow_gbps.mean", "{:.2f}"),
