@@ -177,3 +177,17 @@ def test_every_console_command_in_the_docs_runs(tmp_path: Path) -> None:
 def test_the_python_example_in_the_docs_runs() -> None:
     [code] = _doc_blocks("python")
     exec(compile(code, str(DOCS), "exec"), {})
+
+
+def test_window_lengths_down_to_milliseconds() -> None:
+    from datetime import timedelta
+
+    from cloudtwin.cli.logs import parse_window
+    from cloudtwin.errors import LogFormatError
+
+    # the twin emits operations data at millisecond scale; windows must reach it
+    assert parse_window("25ms") == timedelta(milliseconds=25)
+    assert parse_window("5m") == timedelta(minutes=5)
+    for bad in ("0ms", "25", "1.5s", "2w"):
+        with pytest.raises(LogFormatError, match="--window"):
+            parse_window(bad)

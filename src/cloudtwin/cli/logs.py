@@ -60,7 +60,7 @@ _MASKS = typer.Option(
     "replaces the format's masks."
 )
 _PATHS = typer.Argument(..., help="Log files (plain or gzip); '-' reads stdin.")
-_WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_WINDOW_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
 def _stdout() -> Console:
@@ -105,10 +105,12 @@ def parse_time(text: str | None, option: str) -> datetime | None:
 
 
 def parse_window(text: str) -> timedelta:
-    """A window length such as ``30s``, ``5m``, ``1h`` or ``1d``."""
-    match = re.fullmatch(r"\s*(\d+)\s*([smhd])\s*", text)
+    """A window length such as ``25ms``, ``30s``, ``5m``, ``1h`` or ``1d``."""
+    match = re.fullmatch(r"\s*(\d+)\s*(ms|[smhd])\s*", text)
     if match is None or int(match.group(1)) == 0:
-        raise LogFormatError(f"--window {text!r}: expected a positive length like 30s, 5m, 1h, 1d")
+        raise LogFormatError(
+            f"--window {text!r}: expected a positive length like 25ms, 30s, 5m, 1h, 1d"
+        )
     return timedelta(seconds=int(match.group(1)) * _WINDOW_UNITS[match.group(2)])
 
 
@@ -291,7 +293,7 @@ def sql(
 
 @app.command()
 def counts(
-    window: str = typer.Option("1h", "--window", help="Window length: 30s, 5m, 1h, 1d."),
+    window: str = typer.Option("1h", "--window", help="Window length: 25ms, 30s, 5m, 1h, 1d."),
     by: str = typer.Option("template", "--by", help="Count per 'template' or 'component'."),
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
@@ -317,7 +319,7 @@ def counts(
 
 @app.command()
 def anomalies(
-    window: str = typer.Option("1h", "--window", help="Window length: 30s, 5m, 1h, 1d."),
+    window: str = typer.Option("1h", "--window", help="Window length: 25ms, 30s, 5m, 1h, 1d."),
     by: str = typer.Option("template", "--by", help="Detect per 'template' or 'component'."),
     threshold: float = typer.Option(
         6.0, "--threshold", min=0.0, help="Flag bursts/silence from this surprise (-log10 p)."
