@@ -125,3 +125,11 @@ def test_empty_file_runs_the_defaults(tmp_path: Path) -> None:
     done = cloudtwin("run", str(scenario), "--json", "--set", "workload.size=1MiB")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["flows"] == 128  # default fabric: 16 leaves x 8 hosts
+
+
+def test_the_default_strategy_list_is_the_registry() -> None:
+    from cloudtwin.cli.output import BUILTIN_STRATEGIES
+    from cloudtwin.routing import strategy_names
+
+    assert sorted(BUILTIN_STRATEGIES.split(",")) == sorted(strategy_names())
+    assert BUILTIN_STRATEGIES.split(",")[0] == "ecmp"  # ratios are to the first

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, read_scenario, stdout, write_json
+from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_json
 from cloudtwin.errors import RoutingError, StoreError
 from cloudtwin.store.database import DEFAULT_DB
 
@@ -19,8 +19,6 @@ if TYPE_CHECKING:
     from cloudtwin.store.runs import FlowRows
 
 __all__ = ["evaluate", "print_document", "write_text"]
-
-BUILTINS = "ecmp,ecmp-qp,adaptive,spray,pinning"
 
 
 def write_text(path: Path, text: str) -> None:
@@ -76,7 +74,7 @@ def _flow_rows(evaluation: Evaluation) -> list[FlowRows]:
 
 _SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 _STRATEGIES = typer.Option(
-    BUILTINS, "--strategies", help="Comma-separated strategies: names or package.module:Class."
+    BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class."
 )
 _OUT = typer.Option(
     None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name)."

@@ -17,7 +17,10 @@ from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
 
-__all__ = ["emit_json", "progress_bar", "read_scenario", "stdout", "write_json"]
+__all__ = ["BUILTIN_STRATEGIES", "emit_json", "progress_bar", "read_scenario", "stdout", "write_json"]
+
+BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
+"""The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
 
 stdout = Console(soft_wrap=False)
 

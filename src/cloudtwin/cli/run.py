@@ -8,7 +8,14 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
+from cloudtwin.cli.output import (
+    BUILTIN_STRATEGIES,
+    emit_json,
+    progress_bar,
+    read_scenario,
+    stdout,
+    write_json,
+)
 from cloudtwin.errors import RoutingError
 
 if TYPE_CHECKING:
@@ -63,9 +70,7 @@ def _table(title: str, results: list[RunSummary], ratios: dict[str, float] | Non
 
 def run(
     scenario: Path = SCENARIO,
-    strategy: str = typer.Option(
-        None, "--strategy", help="Routing strategy (default: the scenario's)."
-    ),
+    strategy: str = typer.Option(None, "--strategy", help="Routing strategy (default: the scenario's)."),
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
@@ -94,7 +99,7 @@ def run(
 def compare(
     scenario: Path = SCENARIO,
     strategies: str = typer.Option(
-        ",".join(["ecmp", "ecmp-qp", "adaptive", "spray", "pinning"]),
+        BUILTIN_STRATEGIES,
         "--strategies",
         help="Comma-separated strategies; ratios are to the first. Names or package.module:Class.",
     ),
@@ -114,9 +119,7 @@ def compare(
 
     names = [s.strip() for s in strategies.split(",") if s.strip()]
     if not names:
-        raise RoutingError(
-            f"--strategies: no strategy named (built-in: {', '.join(strategy_names())})"
-        )
+        raise RoutingError(f"--strategies: no strategy named (built-in: {', '.join(strategy_names())})")
     loaded = read_scenario(scenario, overrides)
     results: list[RunSummary] = []
     for name in names:
