@@ -36,7 +36,7 @@ work (entries visited), as measured with the compiled kernels. When regional re-
 have lately cost more (every flow coupled to every other: the region grows to all of
 them), `settle` solves everything directly."""
 
-REGIONAL_COST_DECAY = 0.8
+REGIONAL_COST_DECAY = 0.9
 """Per full solve taken instead of a regional one, the estimate of the regional cost
 shrinks by this factor, so that the region is tried again after a few events."""
 
@@ -235,7 +235,8 @@ class _Active:
             else:
                 cost += FULL_SOLVE_COST
                 self.solve()
-            self.regional_cost = 0.5 * (self.regional_cost + cost)
+            # an expensive attempt counts in full, a cheap one is averaged in
+            self.regional_cost = cost if cost > FULL_SOLVE_COST else 0.5 * (self.regional_cost + cost)
             return
         links = np.zeros(self.capacity.size, dtype=bool)
         links[touched] = True
@@ -303,7 +304,7 @@ class _Active:
             self.local[self.flow], self.link, self.weight, self.capacity, self.cap[members]
         )
         self.rate[members] = rates
-        self.load = np.bincount(
+        self.load[:] = np.bincount(
             self.link, self.weight * self.rate[self.flow], minlength=self.capacity.size
         )
 
