@@ -80,19 +80,29 @@ def run_cloudtwin(pairs: Path, out: Path) -> dict[str, float]:
     from cloudtwin.workloads import qp_flows
 
     # load the compiled kernels (numba's cache) before the clock starts
-    simulate(Paths(np.array([0, 1, 2]), np.array([0, 0])), np.ones(1), np.ones(2), np.array([0.0, 0.5]), np.ones(2))
+    simulate(
+        Paths(np.array([0, 1, 2]), np.array([0, 0])), np.ones(1), np.ones(2), np.array([0.0, 0.5]), np.ones(2)
+    )
     src, dst, size = read_pairs(pairs)
     wall, cpu = time.perf_counter(), time.process_time()
     scenario = load_scenario(SCENARIO)
     topology = build_topology(scenario)
     flows = qp_flows(
-        topology, topology.host_nics[src, 0], topology.host_nics[dst, 0], size, 1,
+        topology,
+        topology.host_nics[src, 0],
+        topology.host_nics[dst, 0],
+        size,
+        1,
         np.random.default_rng(0),
     )
     paths = route_flows(scenario, topology, flows, load_strategy("dmodk"))
     result = simulate(
-        paths, topology.capacity_bps, flows.size_bytes, flows.start_s,
-        np.full(len(flows), topology.nic_rate_bps), latency_s=paths.latency_s(topology),
+        paths,
+        topology.capacity_bps,
+        flows.size_bytes,
+        flows.start_s,
+        np.full(len(flows), topology.nic_rate_bps),
+        latency_s=paths.latency_s(topology),
     )
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     # the benchmark's claim: D-mod-k took spine (destination mod 4) for every cross-leaf pair
@@ -109,17 +119,19 @@ def run_simgrid(pairs: Path, out: Path, optim: str) -> dict[str, float]:
     """SimGrid (in its own virtual environment): the same fabric, routes and transfers."""
     import simgrid as sg
 
-    engine = sg.Engine([
-        "vs_simgrid",
-        "--cfg=network/model:CM02",
-        f"--cfg=network/optim:{optim}",
-        "--cfg=network/crosstraffic:0",
-        "--cfg=network/TCP-gamma:0",
-        "--cfg=network/weight-S:0",
-        "--cfg=network/latency-factor:1",
-        "--cfg=network/bandwidth-factor:1",
-        "--log=root.thresh:warning",
-    ])
+    engine = sg.Engine(
+        [
+            "vs_simgrid",
+            "--cfg=network/model:CM02",
+            f"--cfg=network/optim:{optim}",
+            "--cfg=network/crosstraffic:0",
+            "--cfg=network/TCP-gamma:0",
+            "--cfg=network/weight-S:0",
+            "--cfg=network/latency-factor:1",
+            "--cfg=network/bandwidth-factor:1",
+            "--log=root.thresh:warning",
+        ]
+    )
     src, dst, size = read_pairs(pairs)
     wall, cpu = time.perf_counter(), time.process_time()
     started = wall
@@ -134,8 +146,8 @@ def run_simgrid(pairs: Path, out: Path, optim: str) -> dict[str, float]:
     hosts = [zone.add_host(f"host{h}", 1e9) for h in range(HOSTS)]
     up = [link(f"host{h}-up") for h in range(HOSTS)]
     down = [link(f"host{h}-down") for h in range(HOSTS)]
-    to_spine = [[link(f"leaf{l}-spine{s}") for s in range(SPINES)] for l in range(LEAVES)]
-    from_spine = [[link(f"spine{s}-leaf{l}") for s in range(SPINES)] for l in range(LEAVES)]
+    to_spine = [[link(f"leaf{x}-spine{s}") for s in range(SPINES)] for x in range(LEAVES)]
+    from_spine = [[link(f"spine{s}-leaf{x}") for s in range(SPINES)] for x in range(LEAVES)]
     pads = []  # per destination: 2 us of latency and no capacity limit (see the docstring)
     for h in range(HOSTS):
         pads.append(zone.add_link(f"host{h}-pad", 1e15))
@@ -222,7 +234,8 @@ def compare(k: int, seed: int, workdir: Path, lazy: bool, timeout: float) -> Non
         sg_finish = np.load(workdir / f"sg-{mode}.npy")
         rel = np.abs(sg_finish - ct) / sg_finish
         print(
-            f"  SimGrid {mode}: {run['wall_s']:.3f} s wall ({run['platform_s']:.3f} s building the platform), "
+            f"  SimGrid {mode}: {run['wall_s']:.3f} s wall "
+            f"({run['platform_s']:.3f} s building the platform), "
             f"{run['cpu_s']:.3f} s CPU; "
             f"cloudtwin {run['wall_s'] / ours['wall_s']:.1f}x faster (wall), "
             f"{run['cpu_s'] / ours['cpu_s']:.1f}x (CPU); makespan {sg_finish.max():.9f} s "
@@ -233,7 +246,9 @@ def compare(k: int, seed: int, workdir: Path, lazy: bool, timeout: float) -> Non
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--flows", default="1000,10000,100000", help="comma-separated K values")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--lazy", action="store_true", help="also run SimGrid's default Lazy mode")

@@ -11,7 +11,7 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.flows import Flows
 from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
-from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
+from cloudtwin.scenario.model import CollectiveWorkload, FlowsWorkload, PerftestWorkload, Scenario
 from cloudtwin.tenancy.overlay import outer_headers
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.paths import Paths
@@ -48,6 +48,12 @@ def build_flows(scenario: Scenario, topology: Topology) -> Flows:
 
         return plan_for(scenario, topology).connections
     kind = scenario.workload.kind
+    if isinstance(scenario.workload, FlowsWorkload):
+        from cloudtwin.workloads.flowlist import flows_from_table, workload_table
+
+        names = [t.name for t in scenario.tenants]
+        table = workload_table(scenario.workload)
+        return flows_from_table(table, topology, names, scenario.workload.qps, scenario.seed)
     if not isinstance(scenario.workload, PerftestWorkload):
         command = "train" if kind == "training" else "hpl"
         raise WorkloadError(f"workload.kind: {kind} is predicted by `cloudtwin {command}`, not run here")
@@ -69,7 +75,13 @@ def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: 
         per_switch_seed=scenario.routing.per_switch_seed,
         seed=scenario.seed,
     )
-    return strategy.route(context)
+    paths = strategy.route(context)
+    if isinstance(scenario.workload, FlowsWorkload):
+        from cloudtwin.workloads.flowlist import apply_explicit_paths, explicit_paths, workload_table
+
+        chosen = explicit_paths(workload_table(scenario.workload), topology)
+        paths = apply_explicit_paths(paths, flows, chosen)
+    return paths
 
 
 def run_scenario(

@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -27,6 +28,8 @@ __all__ = [
     "CollectiveWorkload",
     "FatTreeFabric",
     "Fabric",
+    "FlowRow",
+    "FlowsWorkload",
     "Hosts",
     "CollectiveJob",
     "Job",
@@ -204,8 +207,49 @@ class CollectiveWorkload(_Model):
     rounds: int | None = Field(None, ge=1, le=4096)
 
 
+class FlowRow(_Model):
+    """One inline flow of a `flows` workload (values are checked when the run is built)."""
+
+    source: int | str
+    destination: int | str
+    bytes: int | float | str
+    start: float | int | str | None = None
+    tenant: str | None = None
+    qps: int | None = None
+    path: str | None = None
+
+
+class FlowsWorkload(_Model):
+    """Flows listed one by one: inline `rows`, or a CSV or Parquet `file` (relative to the
+    scenario file) with columns source, destination, bytes and optionally start, tenant,
+    qps, path (see `cloudtwin.workloads.flowlist`)."""
+
+    kind: Literal["flows"] = "flows"
+    rows: tuple[FlowRow, ...] = ()
+    file: str | None = Field(None, min_length=1)
+    qps: int = Field(1, ge=1, le=1024)
+    _table: object = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FlowsWorkload:
+        if bool(self.rows) == (self.file is not None):
+            raise ValueError("workload: a flows workload takes either rows or a file")
+        return self
+
+    @property
+    def table(self) -> object:
+        """The rows read from `file` (set by whoever reads it), else None."""
+        return self._table
+
+    def with_table(self, table: object) -> FlowsWorkload:
+        """A copy holding the rows read from `file`."""
+        copy = self.model_copy()
+        copy._table = table
+        return copy
+
+
 Workload = Annotated[
-    PerftestWorkload | CollectiveWorkload | TrainingWorkload | HplWorkload,
+    PerftestWorkload | CollectiveWorkload | TrainingWorkload | HplWorkload | FlowsWorkload,
     Field(discriminator="kind"),
 ]
 
