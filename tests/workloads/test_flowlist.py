@@ -55,7 +55,8 @@ def test_an_explicit_path_overrides_the_strategy() -> None:
 def test_qps_split_a_row_and_tenants_may_share_hosts() -> None:
     extra = "tenants: [{name: a, vni: 10, hosts: [0, 1]}, {name: b, vni: 20, hosts: [2, 3]}]\n"
     s = scenario(
-        "[{source: 0, destination: 2, bytes: 2GB, qps: 2, tenant: a}, {source: 0, destination: 3, bytes: 1GB, tenant: b}]",
+        "[{source: 0, destination: 2, bytes: 2GB, qps: 2, tenant: a},"
+        " {source: 0, destination: 3, bytes: 1GB, tenant: b}]",
         extra,
     )
     run = run_scenario(s)
