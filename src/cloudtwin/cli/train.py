@@ -68,28 +68,13 @@ def _table(title: str, results: list[TrainingResult]) -> Table:
 
 
 def write_plot(path: Path, title: str, results: list[TrainingResult]) -> None:
-    """Tokens/s against GPUs, with ideal linear scaling and the scaling efficiency."""
-    import matplotlib
+    """The scaling plot in the format its suffix names (PNG, SVG, PDF; PNG otherwise)."""
+    from cloudtwin.evaluation.plots import PLOT_FORMATS, scaling_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    gpus = [r.gpus for r in results]
-    tokens = [r.tokens_per_s for r in results]
-    ideal = [r.tokens_per_s / r.scaling_efficiency for r in results]
-    figure, axis = plt.subplots(figsize=(7, 4.5))
-    axis.plot(gpus, ideal, "--", color="grey", label="ideal linear scaling")
-    axis.plot(gpus, tokens, "o-", label="predicted")
-    for g, t, r in zip(gpus, tokens, results, strict=True):
-        axis.annotate(f"{r.scaling_efficiency:.0%}", (g, t), textcoords="offset points", xytext=(4, -12))
-    axis.set_xlabel("GPUs")
-    axis.set_ylabel("tokens / s")
-    axis.set_title(title)
-    axis.legend()
-    axis.grid(alpha=0.3)
+    suffix = path.suffix.lower().lstrip(".")
+    data = scaling_plot(results, title, suffix if suffix in PLOT_FORMATS else "png")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    path.write_bytes(data)
 
 
 def train(
