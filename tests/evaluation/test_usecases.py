@@ -98,3 +98,11 @@ def test_strategy_lists_name_the_field() -> None:
         usecases.nccl_sizes("1X", "1G")
     with pytest.raises(ScenarioError, match="^stepfactor"):
         usecases.nccl_sizes("1M", "1G", 1)
+
+
+def test_the_default_strategies_are_the_clis_and_the_registrys() -> None:
+    from cloudtwin.cli.output import BUILTIN_STRATEGIES
+    from cloudtwin.routing import strategy_names
+
+    assert tuple(BUILTIN_STRATEGIES.split(",")) == usecases.BUILTIN_STRATEGIES
+    assert sorted(usecases.BUILTIN_STRATEGIES) == sorted(strategy_names())

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
-from cloudtwin.evaluation import usecases
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.training import TrainingResult
@@ -97,6 +96,8 @@ def train(
 
     Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
     """
+    from cloudtwin.evaluation import usecases
+
     sizes = parse_gpus(gpus)
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
@@ -127,6 +128,8 @@ def hpl(
 
     Example:  cloudtwin hpl examples/vela-hpl.yaml --set routing.strategy=pinning
     """
+    from cloudtwin.evaluation import usecases
+
     loaded = read_scenario(scenario, overrides)
     result = usecases.hpl(loaded, strategy)
     document = result.to_json()
