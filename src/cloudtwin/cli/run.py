@@ -132,9 +132,8 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
-    from cloudtwin.evaluation import usecases
-
     from cloudtwin.cli.flowfiles import read_flow_file
+    from cloudtwin.evaluation import usecases
 
     names = usecases.parse_strategies(strategies)
     loaded = read_flow_file(read_scenario(scenario, overrides), scenario)

@@ -176,7 +176,11 @@ def _qps(table: FlowTable, row: int, value: object, default: int) -> int:
 
 
 def flows_from_table(
-    table: FlowTable, topology: Topology, tenants: Sequence[str], default_qps: int, seed: int
+    table: FlowTable,
+    topology: Topology,
+    tenants: Sequence[str],
+    default_qps: int,
+    seed: int | np.random.Generator,
 ) -> Flows:
     """The flows of the table's rows (a row's QPs are one connection, `connection` = row)."""
     n = len(table)
