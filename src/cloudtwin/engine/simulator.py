@@ -134,15 +134,13 @@ class _Active:
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
-        np.subtract.at(self.count, link, 1)
+        self.count -= np.bincount(link, minlength=self.count.size)
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
-        gone = np.zeros(self.rate.size, dtype=bool)
-        gone[done] = True
-        keep = ~gone[self.flow]
-        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
-        self.members = self.members[~gone[self.members]]
         self.active[done] = False
+        keep = np.flatnonzero(self.active[self.flow])
+        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
+        self.members = self.members[self.active[self.members]]
         self.rate[done] = 0.0
         return not held.any(), link
 
@@ -154,7 +152,7 @@ class _Active:
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
         self.active[new] = True
-        np.add.at(self.count, link, 1)
+        self.count += np.bincount(link, minlength=self.count.size)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
         fits = np.all(
@@ -235,8 +233,7 @@ class _Active:
             else:
                 cost += FULL_SOLVE_COST
                 self.solve()
-            # an expensive attempt counts in full, a cheap one is averaged in
-            self.regional_cost = cost if cost > FULL_SOLVE_COST else 0.5 * (self.regional_cost + cost)
+            self.regional_cost = 0.5 * (self.regional_cost + cost)
             return
         links = np.zeros(self.capacity.size, dtype=bool)
         links[touched] = True
