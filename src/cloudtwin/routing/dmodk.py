@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile, ReactionKind
 from cloudtwin.routing.strategy import RoutingContext, register
 from cloudtwin.topology.paths import Paths, pick_nth, route_hop_by_hop
 from cloudtwin.topology.topology import Topology
@@ -33,8 +34,10 @@ class DModK:
     """Destination-mod-k routing: one fixed path per destination from each source."""
 
     name = "dmodk"
-    profile = "ecmp"  # destination tables in standard switches
-    reaction = "protocol"  # tables recomputed over what survives once routing converges
+    # the switch next to a failure moves the destination to a surviving port (D mod the
+    # ports left), then routing converges on the surviving fabric
+    reaction: ReactionKind = "local-then-protocol"
+    profile = Profile(False, False, (PLAIN_ECMP,), False, False, "standard switches (destination tables)")
 
     def route(self, context: RoutingContext) -> Paths:
         """One deterministic path per flow."""
