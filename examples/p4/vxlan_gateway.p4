@@ -166,7 +166,7 @@ control MainControlImpl(inout headers_t hdr, inout metadata_t meta,
                         hdr.outer_ipv4.protocol, hdr.outer_ipv4.src, hdr.outer_ipv4.dst);
                     hdr.outer_udp.setValid();
                     // Source port: entropy from the inner addresses, in 49152..65535 (RFC 7348).
-                    hdr.outer_udp.srcPort = 0xC000 | (checksum16(hdr.ethernet.dst, hdr.ethernet.src))[13:0];
+                    hdr.outer_udp.srcPort = 0xC000 | (bit<16>) (checksum16(hdr.ethernet.dst, hdr.ethernet.src))[13:0];
                     hdr.outer_udp.dstPort = VXLAN_PORT;
                     hdr.outer_udp.length = istd.packet_length + 16;
                     hdr.outer_udp.checksum = 0;

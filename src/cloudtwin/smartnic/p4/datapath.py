@@ -424,7 +424,10 @@ class _Compiler:
         self.params = saved
         keys = [f"param.{action.name}.{p}" for p, _ in action.params]
 
+        runs = self.dp.action_runs
+
         def run(ctx: _Ctx, mask: np.ndarray, params: list[np.ndarray]) -> None:
+            runs[action.name] = runs.get(action.name, 0) + int(mask.sum())
             for key, value in zip(keys, params, strict=True):
                 ctx.values[key] = _column(_fit(value, ctx.widths[key]), ctx.n, ctx.widths[key])
             body(ctx, mask)
@@ -874,6 +877,8 @@ class Datapath:
     def __init__(self, program: Program) -> None:
         self.program = program
         self.widths = _storage_widths(program)
+        self.state_visits: dict[str, int] = {}
+        self.action_runs: dict[str, int] = {}
         self.tables = {
             name: _TableState(table, tuple(self.key_width(table, k.expr) for k in table.keys))
             for name, table in program.control.tables.items()
@@ -1059,6 +1064,8 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
         body = [compiler.statement(s) for s in node.children[1:-1]]
         states[name] = (_sequence(body), _transition(compiler, node.children[-1], parser.states))
 
+    visits = compiler.dp.state_visits
+
     def run(ctx: _Ctx) -> None:
         pending: dict[str, np.ndarray] = {"start": np.ones(ctx.n, dtype=bool)}
         for _ in range(MAX_PARSER_STEPS):
@@ -1070,6 +1077,7 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
                 return
             pending = {}
             for state, mask in live.items():
+                visits[state] = visits.get(state, 0) + int(mask.sum())
                 body, transition = states[state]
                 body(ctx, mask)
                 mask = mask & ~ctx.parser_error

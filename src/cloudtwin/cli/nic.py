@@ -1,0 +1,115 @@
+"""`cloudtwin nic ...`: smartNIC offload accounting, the P4 pipeline on captures, measured boot."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario, stdout
+from cloudtwin.errors import NicError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help=(
+        "The smartNIC (Janus) model: how many host cores NIC offload hands back (offload), "
+        "a P4 program on real packets (run), and the NIC's measured boot (boot)."
+    ),
+    no_args_is_help=True,
+)
+
+_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
+_SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set nic.profile=bmv2-like.")
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as err:
+        raise NicError(f"{path}: no such {what} file") from err
+    except OSError as err:
+        raise NicError(f"{path}: cannot read {what}: {err.strerror}") from err
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return _read_bytes(path, what).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NicError(f"{path}: {what} is not UTF-8 text") from err
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(_read_text(path, what))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise NicError(f"{where}: {what} is not valid YAML") from err
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that a failure never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+@app.command("run")
+def run(
+    program: Path = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False),
+    entries: Path | None = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML)."),
+    pcap: Path = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write the packets that leave the pipeline here."),
+    from_: str = typer.Option("network", "--from", help="Where the capture enters the NIC: network or host."),
+    port: int | None = typer.Option(
+        None, "--port", min=0, help="Input port: 0 is the network, 1.. a host function (default: 0 / 1)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Run a P4 program with its table entries over a capture; write what leaves it.
+
+    Example:  cloudtwin nic run examples/p4/vxlan_gateway.p4 --entries
+    examples/p4/vxlan_gateway.entries.yaml --pcap examples/p4/host-frames.pcap --from host
+    --out encapsulated.pcap
+    """
+    from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
+
+    if from_ not in ("network", "host"):
+        raise NicError(f"from: {from_!r} is neither network nor host")
+    direction = 1 if from_ == "host" else 0
+    document = _read_yaml(entries, "entries") if entries is not None else None
+    datapath = load_datapath(_read_text(program, "P4 program"), str(program), document)
+    capture = read_pcap(_read_bytes(pcap, "pcap"), str(pcap))
+    report = run_capture(datapath, capture, direction, port if port is not None else direction)
+    if out is not None:
+        _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    table = Table(title=f"{program.name} on {pcap.name}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in (
+        ("packets in", report.packets_in),
+        ("packets out", report.packets_out),
+        ("dropped", report.dropped),
+        ("parser errors", report.parser_errors),
+    ):
+        table.add_row(name, str(value))
+    for out_port, count in sorted(report.out_ports.items()):
+        table.add_row(f"to port {out_port}", str(count))
+    for name, hits in report.table_hits.items():
+        table.add_row(f"{name} hits per entry", " ".join(str(h) for h in hits) or "-")
+    stdout.print(table)
