@@ -113,3 +113,97 @@ def run(
     for name, hits in report.table_hits.items():
         table.add_row(f"{name} hits per entry", " ".join(str(h) for h in hits) or "-")
     stdout.print(table)
+
+
+@app.command("offload")
+def offload(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False),
+    overrides: list[str] | None = _SET,
+    top: int = typer.Option(8, "--top", min=0, help="How many hosts the table lists."),
+    as_json: bool = _JSON,
+) -> None:
+    """Host cores, NIC-core utilisation, pipeline packets/s, slow-path share and added latency
+    per host, and the host cores offload hands back.
+
+    Example:  cloudtwin nic offload examples/smartnic.yaml
+    """
+    from cloudtwin.evaluation.offload import nic_offload
+
+    result = nic_offload(read_scenario(scenario, overrides))
+    if as_json:
+        emit_json(result.to_json())
+        return
+    report = result.report
+    table = Table(title=f"NIC offload: {result.scenario} ({result.traffic})", title_justify="left")
+    for name in ("host", "profile", "Gbps", "cores", "no offload", "NIC cores", "Mpps", "slow", "+us"):
+        table.add_column(name, justify="left" if name in ("host", "profile") else "right")
+    for i in range(min(top, len(report.host_names))):
+        table.add_row(
+            report.host_names[i] + (" (quarantined)" if report.quarantined[i] else ""),
+            report.profile[i],
+            f"{report.throughput_bps[i] / 1e9:.1f}",
+            f"{report.host_cores[i]:.2f}",
+            f"{report.baseline_host_cores[i]:.2f}",
+            f"{report.nic_core_utilization[i]:.0%}",
+            f"{report.pipeline_pps[i] / 1e6:.2f}",
+            f"{report.slow_path_share[i]:.1%}",
+            f"{report.added_latency_s[i] * 1e6:.1f}",
+        )
+    stdout.print(table)
+    totals = report.totals()
+    stdout.print(
+        f"{totals['hosts']} hosts: {totals['host_cores']:.1f} host cores for the datapath, "
+        f"{totals['host_cores_saved']:.1f} handed back by offload "
+        f"({totals['host_cores_without_offload']:.1f} without it); "
+        f"{totals['quarantined_hosts']} quarantined"
+    )
+    if result.storm is not None:
+        storm = result.storm.to_json()
+        stdout.print(
+            f"connection storm: {storm['baseline_gbps']:.1f} Gbps dips to {storm['minimum_gbps']:.1f} Gbps "
+            f"({storm['steady_slow_path_share']:.0%} of new flows on the slow path); "
+            f"recovered {storm['recovery_s'] * 1e3:.1f} ms after the storm"
+        )
+
+
+@app.command("boot")
+def boot(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False),
+    overrides: list[str] | None = _SET,
+    db: Path | None = typer.Option(
+        None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
+    ),
+    as_json: bool = _JSON,
+) -> None:
+    """Measured boot of every host's NIC: firmware, NIC OS and pipeline, signed with Ed25519.
+
+    A host whose chain fails stays quarantined; with --db its failure becomes an operations
+    log line that `cloudtwin diagnose` ranks first.
+
+    Example:  cloudtwin nic boot examples/smartnic.yaml
+    """
+    from cloudtwin.evaluation.offload import boot_nics
+
+    loaded = read_scenario(scenario, overrides)
+    reports = boot_nics(loaded)
+    if db is not None:
+        from cloudtwin.diagnosis.attestation import record_attestation
+        from cloudtwin.store.database import Store
+
+        with Store(db) as store:
+            record_attestation(store, loaded, reports)
+    failed = [r for r in reports if not r.attested]
+    if as_json:
+        emit_json({
+            "hosts": {r.host: r.to_json() for r in reports},
+            "totals": {"hosts": len(reports), "attested": len(reports) - len(failed), "quarantined": len(failed)},
+        })
+        return
+    table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
+    for name in ("host", "result", "booted", "measurement"):
+        table.add_column(name)
+    for report in failed or reports[:1]:
+        result = "attested" if report.attested else f"QUARANTINED: {report.failed_stage} {report.reason}"
+        table.add_row(report.host, result, ", ".join(report.booted) or "-", report.measurement[:16])
+    stdout.print(table)
+    stdout.print(f"{len(reports) - len(failed)} of {len(reports)} NICs attested; {len(failed)} quarantined")

@@ -101,12 +101,16 @@ def simulate_collective(
     routed = route_flows(scenario, topology, plan.connections, strategy)
     paths = plan.flow_paths(routed)
     unrolled = plan.unrolled
+    from cloudtwin.evaluation.run import couple_scenario_nics
+
+    coupled = couple_scenario_nics(scenario, topology, plan.nvlink.capacity_bps(topology), paths)
     result = simulate(
-        paths,
-        plan.nvlink.capacity_bps(topology),
+        coupled.paths,
+        coupled.capacity_bps,
         unrolled.size_bytes,
         unrolled.start_s,
         unrolled.rate_cap_bps,
+        latency_s=coupled.extra_latency_s if coupled.changed else None,
         dependencies=unrolled.dependencies,
         progress=progress,
     )

@@ -12,13 +12,15 @@ from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.flows import Flows
 from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
 from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
+from cloudtwin.smartnic.coupling import NicCoupling, couple_nics
+from cloudtwin.smartnic.placement import plan_nics
 from cloudtwin.tenancy.overlay import outer_headers
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import Topology
 from cloudtwin.workloads.perftest import TenantHosts, perftest_flows
 
-__all__ = ["Run", "build_flows", "route_flows", "run_scenario", "tenant_groups"]
+__all__ = ["Run", "build_flows", "couple_scenario_nics", "route_flows", "run_scenario", "tenant_groups"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -72,6 +74,16 @@ def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: 
     return strategy.route(context)
 
 
+def couple_scenario_nics(
+    scenario: Scenario, topology: Topology, capacity_bps: np.ndarray, paths: Paths
+) -> NicCoupling:
+    """The scenario's NIC datapath as engine constraints (nothing added with `basic` NICs)."""
+    plan = plan_nics(scenario.nic, topology.host_count)
+    if not plan.modelled:
+        return NicCoupling(capacity_bps, paths, np.zeros(paths.flow_count), 0)
+    return couple_nics(topology, capacity_bps, paths, plan)
+
+
 def run_scenario(
     scenario: Scenario, strategy: str | None = None, progress: Progress | None = None
 ) -> Run:
@@ -84,13 +96,15 @@ def run_scenario(
     flows = build_flows(scenario, topology)
     paths = route_flows(scenario, topology, flows, chosen)
     rate = np.full(len(flows), topology.nic_rate_bps)
+    coupled = couple_scenario_nics(scenario, topology, topology.capacity_bps, paths)
+    latency = paths.latency_s(topology)
     result = simulate(
-        paths,
-        topology.capacity_bps,
+        coupled.paths,
+        coupled.capacity_bps,
         flows.size_bytes,
         flows.start_s,
         rate,
-        latency_s=paths.latency_s(topology),
+        latency_s=latency + coupled.extra_latency_s if coupled.changed else latency,
         progress=progress,
     )
     summary = summarize(
