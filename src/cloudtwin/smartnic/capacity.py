@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from cloudtwin.smartnic.placement import HostNic, NicPlan
-from cloudtwin.smartnic.profiles import line_rate_pps
 
 __all__ = ["TIERS", "tier_capacity_bps", "tier_latency_s", "tier_packets_per_s"]
 
@@ -20,8 +19,7 @@ def tier_packets_per_s(nic: HostNic, tier: str, plan: NicPlan) -> float:
     if tier == "pipeline":
         pipeline = nic.profile.pipeline
         assert pipeline is not None
-        wire = float(np.dot(plan.packet_share, [line_rate_pps(pipeline.rate_bps, s) for s in plan.packet_bytes]))
-        return min(pipeline.packets_per_s, wire)
+        return min(pipeline.packets_per_s, pipeline.rate_bps / (8 * plan.mean_packet_bytes))
     cores = nic.profile.host if tier == "host" else nic.profile.nic_cores
     assert cores is not None
     cycles = float(plan.packet_share @ (load.cycles_per_packet + load.cycles_per_byte * plan.packet_bytes))

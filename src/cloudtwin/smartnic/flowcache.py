@@ -1,8 +1,9 @@
 """The flow cache and its slow path (AccelNet's first-packet exception path, OVS upcalls).
 
 A flow's first packet misses the cache and takes the slow path, which sets the flow up
-and inserts it; insertions are limited to R per second. Flows waiting for their
-insertion keep taking the slow path; a flow that ends before its turn never leaves it.
+and inserts it; insertions are limited to R per second and serve the newest flows first (they
+have the most life left to gain). Flows waiting for their insertion keep taking the
+slow path; a flow that ends before its turn never leaves it.
 With new flows arriving at rate r > R, the steady share of flows on the slow path is
 1 - R/r. `storm` steps a connection storm through time and reports the dip in
 throughput and how long recovery takes.
@@ -75,7 +76,7 @@ def storm(
     end = start_s + duration_s + 10 * lifetime_s + 0.05
     steps = int(np.ceil(end / STEP_S))
     waiting: deque[list[float]] = deque()  # [arrival time, flows]
-    inserted: deque[list[float]] = deque()
+    inserted: list[list[float]] = []
     times = np.arange(steps) * STEP_S
     throughput, shares = np.zeros(steps), np.zeros(steps)
     budget = 0.0
@@ -83,15 +84,15 @@ def storm(
         rate = base_flows_per_s + (storm_flows_per_s if start_s <= now < start_s + duration_s else 0.0)
         waiting.append([now, rate * STEP_S])
         _expire(waiting, now - lifetime_s)
-        _expire(inserted, now - lifetime_s)
+        inserted = [c for c in inserted if c[0] >= now - lifetime_s]
         budget += insertions_per_s * STEP_S
-        while budget > 0 and waiting:
-            moved = min(budget, waiting[0][1])
-            inserted.append([waiting[0][0], moved])
-            waiting[0][1] -= moved
+        while budget > 0 and waiting:  # newest first: they have the most life left to gain
+            moved = min(budget, waiting[-1][1])
+            inserted.append([waiting[-1][0], moved])
+            waiting[-1][1] -= moved
             budget -= moved
-            if waiting[0][1] <= 1e-12:
-                waiting.popleft()
+            if waiting[-1][1] <= 1e-12:
+                waiting.pop()
         budget = min(budget, insertions_per_s * STEP_S)  # unused insertions do not accumulate
         slow = sum(c for _, c in waiting)
         fast = sum(c for _, c in inserted)
