@@ -21,7 +21,7 @@ from cloudtwin.smartnic.capacity import tier_capacity_bps
 from cloudtwin.smartnic.flowcache import StormResult, storm
 from cloudtwin.smartnic.offload import HostTraffic, OffloadReport, account
 from cloudtwin.smartnic.placement import plan_nics
-from cloudtwin.smartnic.profiles import SLOW_PATH_CYCLES_PER_FLOW, X86_HZ
+from cloudtwin.smartnic.profiles import SLOW_PATH_CYCLES_PER_FLOW, SLOW_PATH_CYCLES_PER_PACKET, X86_HZ
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
 
@@ -89,7 +89,10 @@ def _storm(scenario: Scenario, topology: Topology, plan) -> StormResult | None: 
     nic = plan.nics[plan.nic_of_host[0]]
     line = topology.nic_rate_bps
     fast = min([line] + [tier_capacity_bps(nic, t, plan) for t in ("nic-cores", "pipeline")])
-    slow = min(tier_capacity_bps(nic.all_on_host(), "host", plan), line)  # upcalls: the chain in software
+    software = nic.all_on_host()
+    chain = float(plan.packet_share @ software.load("host").cycles(plan.packet_bytes))
+    upcall_pps = software.profile.host.packets_per_s(chain + SLOW_PATH_CYCLES_PER_PACKET)
+    slow = min(upcall_pps * plan.mean_packet_bytes * 8, line)  # upcalled packets, in host software
     pipeline = nic.profile.pipeline
     if pipeline is not None and nic.load("pipeline").functions:
         insertions = pipeline.insertions_per_s

@@ -105,6 +105,10 @@ FUNCTIONS: dict[str, FunctionCost] = {
 # ASSUMPTION: ~40 us of a core per flow set-up (100k cycles), the order of an upcall
 # round trip with a classifier lookup and a datapath flow install.
 SLOW_PATH_CYCLES_PER_FLOW = 100_000
+# A packet of a flow not yet in the cache also goes up to the slow path: ASSUMPTION ~4 us
+# of a core per packet (an upcall's kernel/user round trip and classifier lookup), on top
+# of the chain's own cost in host software.
+SLOW_PATH_CYCLES_PER_PACKET = 10_000
 
 
 @dataclass(frozen=True)

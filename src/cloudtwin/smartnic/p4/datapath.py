@@ -111,9 +111,11 @@ class _TableState:
     default: tuple[str, tuple[int, ...]] = ("NoAction", ())
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     _lookup: Callable[[list[Value]], np.ndarray] | None = None
+    _cache: dict[object, np.ndarray] = field(default_factory=dict)
 
     def invalidate(self) -> None:
         self._lookup = None
+        self._cache = {}
         self.hits = np.zeros(len(self.entries), dtype=np.int64)
 
 
@@ -608,13 +610,26 @@ class _Compiler:
             short = mask & (ctx.cursor + size > ctx.length)
             ctx.parser_error |= short
             ok = mask & ~short
-            rows = np.flatnonzero(ok)
-            if rows.size == 0:
+            count = int(ok.sum())
+            if count == 0:
                 return
+            start = ctx.cursor[ok]
+            if count * 4 >= ctx.n and (start == start[0]).all() and int(start[0]) + size <= ctx.data.shape[1]:
+                # most rows, one offset: read every row's bytes there, keep the ones that extract
+                self_start = int(start[0])
+                raw = ctx.data[:, self_start : self_start + size]
+                _extract_masked(ctx, header, plan, raw, ok, narrow)
+                ctx.cursor = ctx.cursor + np.where(ok, size, 0)
+                return
+            rows = np.flatnonzero(ok)
             raw = _gather(ctx.data, rows, ctx.cursor[rows], size, ctx.n)
             words = _to_words(raw) if narrow else None
+            whole = rows.size == ctx.n
             for key, offset, width in plan:
                 value = _bits(raw, offset, width) if words is None else _word_field(words, offset, width)
+                if whole:
+                    ctx.values[key] = value
+                    continue
                 column = ctx.get(key)
                 if column.dtype == object or value.dtype == object:
                     column = column.astype(object)
@@ -625,6 +640,25 @@ class _Compiler:
             ctx.cursor = ctx.cursor + np.where(ok, size, 0)
 
         return run
+
+
+def _extract_masked(
+    ctx: _Ctx, header: str, plan: list[tuple[str, int, int]], raw: np.ndarray, ok: np.ndarray, narrow: bool
+) -> None:
+    """Field columns from every row's bytes `raw`, taken where `ok` (the others keep theirs)."""
+    words = _to_words(raw) if narrow else None
+    whole = bool(ok.all())
+    for key, offset, width in plan:
+        value = _bits(raw, offset, width) if words is None else _word_field(words, offset, width)
+        if whole:
+            ctx.values[key] = value
+            continue
+        old = ctx.values.get(key)
+        if old is None:
+            ctx.values[key] = np.where(ok, value, value.dtype.type(0)) if value.dtype != object else np.where(ok, value, 0)
+        else:
+            ctx.values[key] = np.where(ok, value, old)
+    ctx.valid[header] = ctx.header_valid(header) | ok
 
 
 def _to_words(raw: np.ndarray) -> np.ndarray:
@@ -673,7 +707,11 @@ def _gather(data: np.ndarray, rows: np.ndarray, starts: np.ndarray, size: int, n
     first = int(starts[0])
     if (starts == first).all():
         return data[:, first : first + size] if rows.size == n else data[rows, first : first + size]
-    return data[rows[:, None], starts[:, None] + np.arange(size)]
+    out = np.empty((rows.size, size), dtype=np.uint8)
+    for start in np.unique(starts):
+        same = starts == start
+        out[same] = data[rows[same], int(start) : int(start) + size]
+    return out
 
 
 def _scatter(out: np.ndarray, rows: np.ndarray, starts: np.ndarray, raw: np.ndarray, n: int) -> None:
@@ -996,24 +1034,31 @@ class Datapath:
         width = max(int(length.max()) if ctx.n else 0, 1)
         out = np.zeros((ctx.n, width), dtype=np.uint8)
         src_width = ctx.data.shape[1]
-        for d in _distinct(delta[alive]):
-            same = alive & (delta == d)
-            rows = slice(None) if same.all() else np.flatnonzero(same)
-            d = int(d)
+        for k, d in enumerate(_distinct(delta[alive])):
+            same = None if k == 0 else (alive & (delta == d))[:, None]  # the first group: every row,
+            d = int(d)  # later groups overwrite their own rows (bytes past a packet's length are never read)
             if d >= 0:
                 span = min(src_width, width - d)
-                out[rows, d : d + span] = ctx.data[rows, :span]
+                np.copyto(out[:, d : d + span], ctx.data[:, :span], where=True if same is None else same)
             else:
                 span = min(src_width + d, width)
-                out[rows, :span] = ctx.data[rows, -d : -d + span]
+                np.copyto(out[:, :span], ctx.data[:, -d : -d + span], where=True if same is None else same)
         offset = np.zeros(ctx.n, dtype=np.int64)
         for header in program.emit_order:
             htype = program.header_instances[header]
-            rows = np.flatnonzero(alive & ctx.header_valid(header))
-            if rows.size:
-                raw = self.header_bytes(ctx, header, htype, rows)
-                _scatter(out, rows, offset[rows], raw, ctx.n)
-                offset[rows] += htype.size_bytes
+            emitted = alive & ctx.header_valid(header)
+            if not emitted.any():
+                continue
+            size = htype.size_bytes
+            if emitted.sum() * 4 < ctx.n:  # a few rows: write those only
+                rows = np.flatnonzero(emitted)
+                _scatter(out, rows, offset[rows], self.header_bytes(ctx, header, htype, rows), ctx.n)
+            else:  # most rows: compute every row, write where emitted, one block per offset
+                raw = self.header_bytes(ctx, header, htype, np.arange(ctx.n))
+                for start in _distinct(offset[emitted]):
+                    where = (emitted & (offset == start))[:, None]
+                    np.copyto(out[:, int(start) : int(start) + size], raw, where=where)
+            offset += np.where(emitted, size, 0)
         return out, length
 
 
@@ -1033,13 +1078,22 @@ class Datapath:
 
 
 def _entry_action_codes(state: _TableState) -> np.ndarray:
-    actions = state.table.actions
-    return np.array([actions.index(e.action) for e in state.entries], dtype=np.int64)
+    codes = state._cache.get("actions")
+    if codes is None:
+        actions = state.table.actions
+        codes = np.array([actions.index(e.action) for e in state.entries], dtype=np.int64)
+        state._cache["actions"] = codes
+    return codes
 
 
 def _entry_params(state: _TableState, action: str, j: int, width: int) -> np.ndarray:
-    values = [e.params[j] if e.action == action else 0 for e in state.entries]
-    return np.array(values, dtype=object if width > 64 else np.uint64)
+    key = (action, j)
+    values = state._cache.get(key)
+    if values is None:
+        column = [e.params[j] if e.action == action else 0 for e in state.entries]
+        values = np.array(column, dtype=object if width > 64 else np.uint64)
+        state._cache[key] = values
+    return values
 
 
 def _storage_widths(program: Program) -> dict[str, int]:
