@@ -174,8 +174,12 @@ def fabric_reduction_s(
     capacity = nvlink.capacity_bps(topology)
     capacity[: topology.link_count] = nic_limited_capacity(topology, spec)
     start = unrolled.start_s + np.asarray(stage_start_s, dtype=float)[stage[unrolled.job]]
+    from cloudtwin.evaluation.run import couple_scenario_nics
+
+    coupled = couple_scenario_nics(scenario, topology, capacity, paths)
     result = simulate(
-        paths, capacity, unrolled.size_bytes, start, unrolled.rate_cap_bps,
+        coupled.paths, coupled.capacity_bps, unrolled.size_bytes, start, unrolled.rate_cap_bps,
+        latency_s=coupled.extra_latency_s if coupled.changed else None,
         dependencies=unrolled.dependencies,
     )
     return result.completion_s, len(unrolled.size_bytes)
