@@ -33,8 +33,10 @@ def frames(count: int, size: int) -> tuple[list[bytes], np.ndarray, np.ndarray]:
     from scapy.all import IP, UDP, VXLAN, Ether, Raw
 
     out, direction, port = [], [], []
-    for fn, vni, src, dst in ((1, 1001, "0a:00:00:00:10:01", "0a:00:00:00:10:02"),
-                              (2, 2002, "0a:00:00:00:20:01", "0a:00:00:00:20:02")):
+    for fn, vni, src, dst in (
+        (1, 1001, "0a:00:00:00:10:01", "0a:00:00:00:10:02"),
+        (2, 2002, "0a:00:00:00:20:01", "0a:00:00:00:20:02"),
+    ):
         inner = Ether(src=src, dst=dst) / IP() / UDP()
         inner = bytes(inner / Raw(bytes(max(0, size - len(inner)))))
         outer = Ether() / IP(src="10.0.0.2", dst="10.0.0.1") / UDP(dport=4789) / VXLAN(vni=vni)
@@ -52,12 +54,15 @@ def gateway_pps(count: int, size: int, repeat: int) -> tuple[float, float, float
     passes, and the share of packets forwarded."""
     examples = REPO / "examples" / "p4"
     datapath = load_datapath(
-        (examples / "vxlan_gateway.p4").read_text(), "vxlan_gateway.p4",
+        (examples / "vxlan_gateway.p4").read_text(),
+        "vxlan_gateway.p4",
         yaml.safe_load((examples / "vxlan_gateway.entries.yaml").read_text()),
     )
     packets, direction, port = frames(count, size)
     batches = [
-        PacketBatch.from_packets(packets[i : i + BATCH_PACKETS], direction[i : i + BATCH_PACKETS], port[i : i + BATCH_PACKETS])
+        PacketBatch.from_packets(
+            packets[i : i + BATCH_PACKETS], direction[i : i + BATCH_PACKETS], port[i : i + BATCH_PACKETS]
+        )
         for i in range(0, len(packets), BATCH_PACKETS)
     ]
     best_wall, best_cpu, forwarded = float("inf"), float("inf"), 0
@@ -70,7 +75,9 @@ def gateway_pps(count: int, size: int, repeat: int) -> tuple[float, float, float
 
 
 def vela_accounting_s() -> tuple[float, float]:
-    scenario = load_scenario((REPO / "examples" / "vela.yaml").read_text(), "vela.yaml", ["nic.profile=janus-100g"])
+    scenario = load_scenario(
+        (REPO / "examples" / "vela.yaml").read_text(), "vela.yaml", ["nic.profile=janus-100g"]
+    )
     started = time.perf_counter()
     report = nic_offload(scenario)
     return time.perf_counter() - started, report.report.totals()["host_cores_saved"]
@@ -90,7 +97,10 @@ def main() -> None:
     print(f"  {wall:,.0f} packets per wall-clock second (lower when other work shares the core)")
     print(f"  {forwarded:.0%} of packets forwarded")
     seconds, saved = vela_accounting_s()
-    print(f"offload accounting, Vela 1,536 GPUs (192 hosts): {seconds:.2f} s; {saved:,.0f} host cores handed back")
+    print(
+        f"offload accounting, Vela 1,536 GPUs (192 hosts): {seconds:.2f} s; "
+        f"{saved:,.0f} host cores handed back"
+    )
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Builds the example captures in this folder with scapy (deterministic; rerun to refresh).
 
-    python examples/p4/make_captures.py
+python examples/p4/make_captures.py
 """
 
 from pathlib import Path
@@ -25,7 +25,9 @@ def host_frames() -> list:
 def network_frames() -> list:
     """VXLAN from the remote VTEP: for tenant A, for tenant B, and with a VNI nobody owns."""
     frames = []
-    for i, (vni, dst) in enumerate([(1001, "0a:00:00:00:10:01"), (2002, "0a:00:00:00:20:01"), (3003, "0a:00:00:00:10:01")]):
+    for i, (vni, dst) in enumerate(
+        [(1001, "0a:00:00:00:10:01"), (2002, "0a:00:00:00:20:01"), (3003, "0a:00:00:00:10:01")]
+    ):
         inner = Ether(src="0a:00:00:00:10:02", dst=dst) / IP() / TCP(dport=443) / Raw(b"payload")
         outer = Ether(dst="02:00:0a:00:00:01", src="02:00:0a:00:00:fe") / IP(src="10.0.0.2", dst="10.0.0.1")
         frame = outer / UDP(sport=49152 + i, dport=4789) / VXLAN(vni=vni) / inner

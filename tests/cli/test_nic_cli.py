@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 from scapy.all import VXLAN, Ether, rdpcap
-
 from tests.cli.cli_helpers import REPO, cloudtwin
 
 P4 = REPO / "examples" / "p4"
@@ -16,7 +15,9 @@ GATEWAY = ["nic", "run", str(P4 / "vxlan_gateway.p4"), "--entries", str(P4 / "vx
 
 def test_run_encapsulates_a_capture(tmp_path: Path) -> None:
     out = tmp_path / "out.pcap"
-    done = cloudtwin(*GATEWAY, "--pcap", str(P4 / "host-frames.pcap"), "--from", "host", "--out", str(out), "--json")
+    done = cloudtwin(
+        *GATEWAY, "--pcap", str(P4 / "host-frames.pcap"), "--from", "host", "--out", str(out), "--json"
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["packets_in"] == 8 and report["packets_out"] == 6 and report["dropped"] == 2
@@ -66,9 +67,15 @@ def _bad(tmp_path: Path, name: str, text: str | bytes) -> str:
     ("case", "message"),
     [
         ("program", r"^cloudtwin: error: .*bad\.p4:\d+:\d+: .*outside the supported P4-16 subset$"),
-        ("entries", r"^cloudtwin: error: tables\.vf_vni\.0\.match\.istd\.input_port: .* does not fit in bit<32>$"),
+        (
+            "entries",
+            r"^cloudtwin: error: tables\.vf_vni\.0\.match\.istd\.input_port: .* does not fit in bit<32>$",
+        ),
         ("pcap", r"^cloudtwin: error: .*cut\.pcap: record \d+ is truncated"),
-        ("placement", r"^cloudtwin: error: nic\.functions\.0\.tier: storage-initiator cannot run on the pipeline"),
+        (
+            "placement",
+            r"^cloudtwin: error: nic\.functions\.0\.tier: storage-initiator cannot run on the pipeline",
+        ),
         ("missing", r"^cloudtwin: error: .*nope\.p4: no such P4 program file$"),
     ],
 )
@@ -76,16 +83,40 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str, message: st
     out = tmp_path / "out.pcap"
     pcap = str(P4 / "host-frames.pcap")
     if case == "program":
-        program = _bad(tmp_path, "bad.p4", (P4 / "vxlan_gateway.p4").read_text().replace("size = 64;", "size = 64; register<bit<8>>(4) r;"))
+        program = _bad(
+            tmp_path,
+            "bad.p4",
+            (P4 / "vxlan_gateway.p4").read_text().replace("size = 64;", "size = 64; register<bit<8>>(4) r;"),
+        )
         args = ["nic", "run", program, "--pcap", pcap, "--out", str(out)]
     elif case == "entries":
-        entries = _bad(tmp_path, "e.yaml", "tables:\n  vf_vni:\n    - {match: {istd.input_port: 99999999999}, action: drop}\n")
-        args = ["nic", "run", str(P4 / "vxlan_gateway.p4"), "--entries", entries, "--pcap", pcap, "--out", str(out)]
+        entries = _bad(
+            tmp_path,
+            "e.yaml",
+            "tables:\n  vf_vni:\n    - {match: {istd.input_port: 99999999999}, action: drop}\n",
+        )
+        args = [
+            "nic",
+            "run",
+            str(P4 / "vxlan_gateway.p4"),
+            "--entries",
+            entries,
+            "--pcap",
+            pcap,
+            "--out",
+            str(out),
+        ]
     elif case == "pcap":
         cut = _bad(tmp_path, "cut.pcap", (P4 / "host-frames.pcap").read_bytes()[:200])
         args = [*GATEWAY, "--pcap", cut, "--out", str(out)]
     elif case == "placement":
-        args = ["nic", "offload", "examples/smartnic.yaml", "--set", "nic.functions=[{name: storage-initiator, tier: pipeline}]"]
+        args = [
+            "nic",
+            "offload",
+            "examples/smartnic.yaml",
+            "--set",
+            "nic.functions=[{name: storage-initiator, tier: pipeline}]",
+        ]
     else:
         args = ["nic", "run", str(tmp_path / "nope.p4"), "--pcap", pcap]
     done = cloudtwin(*args)

@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.cli.cli_helpers import cloudtwin
+from tests.conftest import scenario_from
 
 from cloudtwin.evaluation import run_scenario
 from cloudtwin.scenario.nic import Nic
@@ -16,8 +18,6 @@ from cloudtwin.smartnic.coupling import couple_nics, flow_hosts
 from cloudtwin.smartnic.placement import plan_nics
 from cloudtwin.topology import build_topology
 from cloudtwin.topology.paths import Paths
-from tests.cli.cli_helpers import cloudtwin
-from tests.conftest import scenario_from
 
 SMALL = ("fabric.leaves=4", "fabric.spines=2", "fabric.hosts_per_leaf=2", "workload.size=4MiB")
 PIPELINE_ONLY = "nic.functions=[{name: overlay}, {name: security-groups}, {name: rate-limiter}]"
@@ -44,21 +44,39 @@ def test_a_slower_tier_caps_and_a_line_rate_pipeline_does_not() -> None:
     "command",
     [
         ["run", "examples/leaf-spine-perftest.yaml", "--set", "workload.size=8MiB"],
-        ["compare", "examples/leaf-spine-perftest.yaml", "--strategies", "ecmp,pinning", "--set", "workload.size=8MiB"],
+        [
+            "compare",
+            "examples/leaf-spine-perftest.yaml",
+            "--strategies",
+            "ecmp,pinning",
+            "--set",
+            "workload.size=8MiB",
+        ],
         ["nccl-tests", "examples/routing-strategies.yaml", "--minbytes", "64M", "--maxbytes", "64M"],
     ],
 )
 def test_existing_results_are_bit_identical_with_basic_or_line_rate_nics(command: list[str]) -> None:
     plain = cloudtwin(*command, "--json")
     assert plain.returncode == 0, plain.stderr
-    for extra in (["--set", "nic.profile=basic"], ["--set", "nic.profile=janus-100g", "--set", PIPELINE_ONLY]):
+    for extra in (
+        ["--set", "nic.profile=basic"],
+        ["--set", "nic.profile=janus-100g", "--set", PIPELINE_ONLY],
+    ):
         coupled = cloudtwin(*command, *extra, "--json")
         assert coupled.returncode == 0, coupled.stderr
         assert json.loads(coupled.stdout) == json.loads(plain.stdout)
 
 
 def test_nccl_tests_slow_down_behind_a_software_datapath() -> None:
-    command = ["nccl-tests", "examples/routing-strategies.yaml", "--minbytes", "64M", "--maxbytes", "64M", "--json"]
+    command = [
+        "nccl-tests",
+        "examples/routing-strategies.yaml",
+        "--minbytes",
+        "64M",
+        "--maxbytes",
+        "64M",
+        "--json",
+    ]
     plain = json.loads(cloudtwin(*command).stdout)
     vswitch = cloudtwin(*command, "--set", "nic.profile=software-vswitch")
     assert vswitch.returncode == 0, vswitch.stderr
@@ -68,16 +86,22 @@ def test_nccl_tests_slow_down_behind_a_software_datapath() -> None:
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 40), min_size=1, max_size=6), min_size=1, max_size=20))
 def test_appended_paths_keep_every_original_hop_in_order(raw: list[list[int]]) -> None:
-    scenario = scenario_from("fabric.leaves=2", "fabric.spines=2", "fabric.hosts_per_leaf=2", "nic.profile=software-vswitch")
+    scenario = scenario_from(
+        "fabric.leaves=2", "fabric.spines=2", "fabric.hosts_per_leaf=2", "nic.profile=software-vswitch"
+    )
     topology = build_topology(scenario)
     rows = [[h % topology.link_count for h in r] for r in raw]
-    paths = Paths(np.cumsum([0] + [len(r) for r in rows]), np.array([h for r in rows for h in r], dtype=np.int64))
-    coupled = couple_nics(topology, topology.capacity_bps, paths, plan_nics(scenario.nic, topology.host_count))
+    paths = Paths(
+        np.cumsum([0] + [len(r) for r in rows]), np.array([h for r in rows for h in r], dtype=np.int64)
+    )
+    coupled = couple_nics(
+        topology, topology.capacity_bps, paths, plan_nics(scenario.nic, topology.host_count)
+    )
     src_host, _, dst_host, _ = flow_hosts(topology, paths)
     for f in range(paths.flow_count):
         new = coupled.paths.path(f)
         np.testing.assert_array_equal(new[: len(rows[f])], rows[f])
-        extra = new[len(rows[f]):]
+        extra = new[len(rows[f]) :]
         assert (extra >= topology.link_count).all()
         assert len(extra) == len({h for h in (src_host[f], dst_host[f]) if h >= 0})
 

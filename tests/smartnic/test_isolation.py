@@ -9,11 +9,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, UDP, VXLAN, Ether, Raw
+from tests.smartnic.p4_helpers import shipped
 
 from cloudtwin.errors import NicError
 from cloudtwin.smartnic.control import ControlPlane, Origin, Role, Update, UpdateKind
 from cloudtwin.smartnic.p4 import PacketBatch, TableEntry
-from tests.smartnic.p4_helpers import shipped
 
 VNI_OF = {1: 1001, 2: 2002}
 MAC_OF = {1: "0a:00:00:00:10:01", 2: "0a:00:00:00:20:01"}
@@ -34,7 +34,11 @@ def random_frames(rng: np.random.Generator) -> tuple[list[bytes], np.ndarray, np
     for _ in range(PACKETS_PER_EXAMPLE):
         kind = rng.integers(4)
         src, dst = (macs[i] for i in rng.integers(len(macs), size=2))
-        inner = Ether(src=src, dst=dst) / IP(dst=str(rng.choice(sorted(PROVIDER_ADDRESSES)))) / UDP(dport=int(rng.choice([4789, 80, 179])))
+        inner = (
+            Ether(src=src, dst=dst)
+            / IP(dst=str(rng.choice(sorted(PROVIDER_ADDRESSES))))
+            / UDP(dport=int(rng.choice([4789, 80, 179])))
+        )
         if kind == 0:
             frame, direction = inner / Raw(bytes(int(rng.integers(0, 64)))), 1
         elif kind == 1:

@@ -48,12 +48,18 @@ def test_packet_mix_averages_bytes_and_cycles() -> None:
 @pytest.mark.parametrize(
     ("nic", "message"),
     [
-        (Nic(profile="janus-100g", functions=(NicFunction(name="storage-initiator", tier="pipeline"),)),
-         "nic.functions.0.tier: storage-initiator cannot run on the pipeline: NVMe-oF is a stateful"),
-        (Nic(profile="software-vswitch", functions=(NicFunction(name="overlay", tier="nic-cores"),)),
-         "nic.functions.0.tier: profile software-vswitch has no embedded cores"),
-        (Nic(profile="bmv2-like", functions=(NicFunction(name="conntrack", tier="pipeline"),)),
-         "conntrack cannot run on the pipeline"),
+        (
+            Nic(profile="janus-100g", functions=(NicFunction(name="storage-initiator", tier="pipeline"),)),
+            "nic.functions.0.tier: storage-initiator cannot run on the pipeline: NVMe-oF is a stateful",
+        ),
+        (
+            Nic(profile="software-vswitch", functions=(NicFunction(name="overlay", tier="nic-cores"),)),
+            "nic.functions.0.tier: profile software-vswitch has no embedded cores",
+        ),
+        (
+            Nic(profile="bmv2-like", functions=(NicFunction(name="conntrack", tier="pipeline"),)),
+            "conntrack cannot run on the pipeline",
+        ),
     ],
 )
 def test_impossible_placements_are_refused(nic: Nic, message: str) -> None:
@@ -73,7 +79,9 @@ def test_scenario_refuses_unknown_tier_and_hosts_outside() -> None:
 
 def test_offload_accounting_by_hand() -> None:
     # one host sending 1500 B packets at 10 Gbps, everything in host software vs overlay on the pipeline
-    traffic = HostTraffic(np.array([1e9]), np.array([0.0]), np.array([10.0]), np.array([0.0]), np.array([10e9]))
+    traffic = HostTraffic(
+        np.array([1e9]), np.array([0.0]), np.array([10.0]), np.array([0.0]), np.array([10e9])
+    )
     pps = 10e9 / (1500 * 8)
     offloaded = Nic(profile="janus-100g", functions=(NicFunction(name="overlay"),), new_flows_per_s=1000)
     report = account(plan_nics(offloaded, 1), traffic, ("host0",))
@@ -101,8 +109,14 @@ def test_slow_path_share_is_one_minus_r_over_rate(rate: float, insertions: float
 
 def test_storm_dips_then_recovers() -> None:
     result = storm(
-        fast_bps=100e9, slow_bps=20e9, base_flows_per_s=10_000, storm_flows_per_s=190_000,
-        insertions_per_s=100_000, start_s=0.05, duration_s=0.1, lifetime_s=0.01,
+        fast_bps=100e9,
+        slow_bps=20e9,
+        base_flows_per_s=10_000,
+        storm_flows_per_s=190_000,
+        insertions_per_s=100_000,
+        start_s=0.05,
+        duration_s=0.1,
+        lifetime_s=0.01,
     )
     assert result.baseline_bps == pytest.approx(100e9)
     assert result.steady_slow_share == pytest.approx(0.5)

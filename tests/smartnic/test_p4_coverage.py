@@ -7,10 +7,10 @@ import numpy as np
 import pytest
 from scapy.all import IP, TCP, UDP, VXLAN, Dot1Q, Ether, IPv6, Raw
 from scapy.contrib.roce import BTH
+from tests.smartnic.p4_helpers import PROGRAMS, shipped
 
 from cloudtwin.smartnic.p4 import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.program import MatchKind
-from tests.smartnic.p4_helpers import PROGRAMS, shipped
 
 PACKETS = 1500
 
@@ -93,7 +93,9 @@ def test_generated_packets_cover_every_state_entry_and_action(name: str) -> None
     datapath = shipped(name)
     generator = Generator(value_pools(datapath), seed=sum(map(ord, name)))
     frames = [generator.frame() for _ in range(PACKETS)]
-    ports = np.array([generator.value(32) % 8 if generator.rng.random() < 0.5 else generator.value(32) for _ in frames])
+    ports = np.array(
+        [generator.value(32) % 8 if generator.rng.random() < 0.5 else generator.value(32) for _ in frames]
+    )
     for direction in (0, 1):
         times = np.cumsum(generator.rng.integers(1, 200_000, size=len(frames))).astype(np.uint64)
         datapath.process(PacketBatch.from_packets(frames, direction, ports % (1 << 32), times))

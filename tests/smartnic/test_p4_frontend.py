@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from tests.smartnic.p4_helpers import EXAMPLES, PROGRAMS
 
 from cloudtwin.errors import NicError, P4Error
 from cloudtwin.smartnic.p4 import Datapath, PacketBatch, parse_entries, parse_program, read_pcap, write_pcap
-from tests.smartnic.p4_helpers import EXAMPLES, PROGRAMS
 
 GATEWAY = (EXAMPLES / "vxlan_gateway.p4").read_text()
 
@@ -32,16 +32,26 @@ def _error(text: str) -> str:
     [
         (("size = 4096;", "size = 4096; register<bit<8>>(1) r;"), None, "unexpected"),
         (("transition parse_inner;", "transition parse_nowhere;"), None, "unknown state 'parse_nowhere'"),
-        (("hdr.vxlan.flags = 0x08;", "hdr.vxlan.bogus = 0x08;"), None, "'hdr.vxlan.bogus' cannot be assigned"),
+        (
+            ("hdr.vxlan.flags = 0x08;", "hdr.vxlan.bogus = 0x08;"),
+            None,
+            "'hdr.vxlan.bogus' cannot be assigned",
+        ),
         (("istd.input_port: exact;", "istd.input_port: range;"), None, "match kind 'range'"),
         (("actions = { set_vni; drop; }", "actions = { set_vni; launch; }"), None, "unknown action 'launch'"),
-        (("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = hdr.vxlan.flags[9:2];"), None, "slice [9:2] is outside bit<8>"),
+        (
+            ("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = hdr.vxlan.flags[9:2];"),
+            None,
+            "slice [9:2] is outside bit<8>",
+        ),
         (("typedef bit<48> mac_t;", "typedef bit<0> mac_t;"), None, "bit<0>"),
         (("hdr.vxlan.setValid();", "hdr.vxlan.frobnicate();"), None, "outside the supported subset"),
         (("    state parse_vlan {", "    state parse_vlan { switch (x) { }"), None, "unexpected"),
     ],
 )
-def test_outside_the_subset_names_file_line_column(edit: tuple[str, str], line: int | None, what: str) -> None:
+def test_outside_the_subset_names_file_line_column(
+    edit: tuple[str, str], line: int | None, what: str
+) -> None:
     old, new = edit
     assert old in GATEWAY
     message = _error(GATEWAY.replace(old, new, 1))
@@ -72,12 +82,28 @@ def _datapath() -> Datapath:
     ("document", "what"),
     [
         ({"tables": {"nope": []}}, "tables.nope: the program has no table 'nope'"),
-        ({"tables": {"vf_vni": [{"match": {"istd.input_port": 1}, "action": "fly"}]}}, "tables.vf_vni.0.action"),
-        ({"tables": {"vf_vni": [{"match": {"istd.input_port": 1 << 40}, "action": "drop"}]}}, "does not fit in bit<32>"),
+        (
+            {"tables": {"vf_vni": [{"match": {"istd.input_port": 1}, "action": "fly"}]}},
+            "tables.vf_vni.0.action",
+        ),
+        (
+            {"tables": {"vf_vni": [{"match": {"istd.input_port": 1 << 40}, "action": "drop"}]}},
+            "does not fit in bit<32>",
+        ),
         ({"tables": {"vf_vni": [{"match": {"hdr.x": 1}, "action": "drop"}]}}, "has no key 'hdr.x'"),
         ({"tables": {"vf_vni": [{"match": {}, "action": "drop"}]}}, "exact key 'istd.input_port' is missing"),
-        ({"tables": {"vf_vni": [{"match": {"istd.input_port": 1}, "action": "set_vni", "params": {"vni": 1}}]}}, "parameter 'local_ip'"),
-        ({"tables": {"vtep": [{"match": {"meta.vni": 1, "hdr.ethernet.dst": "zz:00"}, "action": "drop"}]}}, "not a number, MAC or IP"),
+        (
+            {
+                "tables": {
+                    "vf_vni": [{"match": {"istd.input_port": 1}, "action": "set_vni", "params": {"vni": 1}}]
+                }
+            },
+            "parameter 'local_ip'",
+        ),
+        (
+            {"tables": {"vtep": [{"match": {"meta.vni": 1, "hdr.ethernet.dst": "zz:00"}, "action": "drop"}]}},
+            "not a number, MAC or IP",
+        ),
         ({"nonsense": 1}, "entries: a mapping"),
     ],
 )

@@ -8,13 +8,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, VXLAN, Dot1Q, Ether, IPv6, Raw
 from scapy.contrib.roce import BTH
-
-from cloudtwin.smartnic.p4 import PacketBatch
 from tests.smartnic.p4_helpers import shipped
 
-MAC = st.integers(0, (1 << 48) - 1).map(lambda v: ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8)))
+from cloudtwin.smartnic.p4 import PacketBatch
+
+MAC = st.integers(0, (1 << 48) - 1).map(
+    lambda v: ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
+)
 IP4 = st.integers(0, (1 << 32) - 1).map(lambda v: ".".join(str((v >> s) & 0xFF) for s in (24, 16, 8, 0)))
-IP6 = st.integers(0, (1 << 128) - 1).map(lambda v: ":".join(f"{(v >> s) & 0xFFFF:x}" for s in range(112, -16, -16)))
+IP6 = st.integers(0, (1 << 128) - 1).map(
+    lambda v: ":".join(f"{(v >> s) & 0xFFFF:x}" for s in range(112, -16, -16))
+)
 PORT = st.integers(0, 65535)
 
 
@@ -37,7 +41,15 @@ def packets(draw: st.DrawFn) -> bytes:
         frame = frame / UDP(sport=draw(PORT), dport=4789) / VXLAN(vni=draw(st.integers(0, (1 << 24) - 1)))
         frame = frame / Ether(src=draw(MAC), dst=draw(MAC)) / IP()
     else:
-        frame = frame / UDP(sport=draw(PORT), dport=4791) / BTH(opcode=draw(st.integers(0, 255)), dqpn=draw(st.integers(0, (1 << 24) - 1)), psn=draw(st.integers(0, (1 << 24) - 1)))
+        frame = (
+            frame
+            / UDP(sport=draw(PORT), dport=4791)
+            / BTH(
+                opcode=draw(st.integers(0, 255)),
+                dqpn=draw(st.integers(0, (1 << 24) - 1)),
+                psn=draw(st.integers(0, (1 << 24) - 1)),
+            )
+        )
     return bytes(frame / Raw(draw(st.binary(max_size=64))))
 
 
@@ -77,7 +89,9 @@ def test_bad_ip_version_is_rejected_not_raised() -> None:
 
 
 def inner_frame(src: str = "0a:00:00:00:10:01", dst: str = "0a:00:00:00:10:02", size: int = 100) -> bytes:
-    return bytes(Ether(src=src, dst=dst) / IP(src="192.168.1.1", dst="192.168.1.2") / UDP() / Raw(bytes(size)))
+    return bytes(
+        Ether(src=src, dst=dst) / IP(src="192.168.1.1", dst="192.168.1.2") / UDP() / Raw(bytes(size))
+    )
 
 
 def test_gateway_encapsulates_a_tenant_frame_as_scapy_expects() -> None:
@@ -104,10 +118,15 @@ def test_gateway_decapsulates_to_the_owning_function_only() -> None:
 
 
 def test_one_packet_and_a_batch_agree() -> None:
-    frames = [inner_frame(size=s, dst=d) for s in (10, 200, 900) for d in ("0a:00:00:00:10:02", "0a:00:00:00:20:02")]
+    frames = [
+        inner_frame(size=s, dst=d) for s in (10, 200, 900) for d in ("0a:00:00:00:10:02", "0a:00:00:00:20:02")
+    ]
     ports = np.array([1, 2] * 3)
     batch = shipped("vxlan_gateway").process(PacketBatch.from_packets(frames, 1, ports))
-    single = [shipped("vxlan_gateway").process(PacketBatch.from_packets([f], 1, p)).packet(0) for f, p in zip(frames, ports, strict=True)]
+    single = [
+        shipped("vxlan_gateway").process(PacketBatch.from_packets([f], 1, p)).packet(0)
+        for f, p in zip(frames, ports, strict=True)
+    ]
     assert batch.packets() == single
 
 

@@ -6,7 +6,6 @@ import json
 import re
 
 import pytest
-
 from tests.cli.cli_helpers import REPO, cloudtwin
 
 DOC = (REPO / "docs" / "smartnic.md").read_text()
@@ -14,7 +13,12 @@ PIPELINE_ONLY = "nic.functions=[{name: overlay}, {name: security-groups}, {name:
 ROWS = {
     "`software-vswitch` (all on host)": ["--set", "nic.profile=software-vswitch"],
     "`janus-100g` (conntrack on NIC cores)": ["--set", "nic.profile=janus-100g"],
-    "`janus-100g`, chain without conntrack, all in the pipeline": ["--set", "nic.profile=janus-100g", "--set", PIPELINE_ONLY],
+    "`janus-100g`, chain without conntrack, all in the pipeline": [
+        "--set",
+        "nic.profile=janus-100g",
+        "--set",
+        PIPELINE_ONLY,
+    ],
 }
 
 
@@ -42,8 +46,11 @@ def test_vela_training_column_matches_fresh_output(label: str) -> None:
 
 def test_storm_sentence_matches_fresh_output() -> None:
     storm = json.loads(cloudtwin("nic", "offload", "examples/smartnic.yaml", "--json").stdout)["storm"]
-    found = re.search(r"puts (\d+)% of new flows on the slow path, throughput dips from ([\d.]+) to ([\d.]+) Gbps, "
-                      r"and it\s+recovers ([\d.]+) ms after the storm", DOC)
+    found = re.search(
+        r"puts (\d+)% of new flows on the slow path, throughput dips from ([\d.]+) to ([\d.]+) Gbps, "
+        r"and it\s+recovers ([\d.]+) ms after the storm",
+        DOC,
+    )
     assert found is not None
     share, before, low, recovery = found.groups()
     assert share == f"{storm['steady_slow_path_share']:.0%}".rstrip("%")

@@ -66,16 +66,30 @@ def _write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
+_PROGRAM = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False)
+_ENTRIES = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML).")
+_PCAP = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False)
+_OUT = typer.Option(None, "--out", "-o", help="Write the packets that leave the pipeline here.")
+_FROM = typer.Option("network", "--from", help="Where the capture enters the NIC: network or host.")
+_PORT = typer.Option(
+    None, "--port", min=0, help="Input port: 0 is the network, 1.. a host function (default: 0 / 1)."
+)
+_NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
+_TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")
+_BOOT_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False)
+_DB = typer.Option(
+    None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
+)
+
+
 @app.command("run")
 def run(
-    program: Path = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False),
-    entries: Path | None = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML)."),
-    pcap: Path = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write the packets that leave the pipeline here."),
-    from_: str = typer.Option("network", "--from", help="Where the capture enters the NIC: network or host."),
-    port: int | None = typer.Option(
-        None, "--port", min=0, help="Input port: 0 is the network, 1.. a host function (default: 0 / 1)."
-    ),
+    program: Path = _PROGRAM,
+    entries: Path | None = _ENTRIES,
+    pcap: Path = _PCAP,
+    out: Path | None = _OUT,
+    from_: str = _FROM,
+    port: int | None = _PORT,
     as_json: bool = _JSON,
 ) -> None:
     """Run a P4 program with its table entries over a capture; write what leaves it.
@@ -117,9 +131,9 @@ def run(
 
 @app.command("offload")
 def offload(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False),
+    scenario: Path = _NIC_SCENARIO,
     overrides: list[str] | None = _SET,
-    top: int = typer.Option(8, "--top", min=0, help="How many hosts the table lists."),
+    top: int = _TOP,
     as_json: bool = _JSON,
 ) -> None:
     """Host cores, NIC-core utilisation, pipeline packets/s, slow-path share and added latency
@@ -168,11 +182,9 @@ def offload(
 
 @app.command("boot")
 def boot(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False),
+    scenario: Path = _BOOT_SCENARIO,
     overrides: list[str] | None = _SET,
-    db: Path | None = typer.Option(
-        None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
-    ),
+    db: Path | None = _DB,
     as_json: bool = _JSON,
 ) -> None:
     """Measured boot of every host's NIC: firmware, NIC OS and pipeline, signed with Ed25519.
@@ -194,10 +206,16 @@ def boot(
             record_attestation(store, loaded, reports)
     failed = [r for r in reports if not r.attested]
     if as_json:
-        emit_json({
-            "hosts": {r.host: r.to_json() for r in reports},
-            "totals": {"hosts": len(reports), "attested": len(reports) - len(failed), "quarantined": len(failed)},
-        })
+        emit_json(
+            {
+                "hosts": {r.host: r.to_json() for r in reports},
+                "totals": {
+                    "hosts": len(reports),
+                    "attested": len(reports) - len(failed),
+                    "quarantined": len(failed),
+                },
+            }
+        )
         return
     table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
     for name in ("host", "result", "booted", "measurement"):

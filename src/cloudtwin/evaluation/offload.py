@@ -61,9 +61,12 @@ def _host_traffic(scenario: Scenario, topology: Topology) -> tuple[HostTraffic, 
         src, dst = host_of_node[flows.src], host_of_node[flows.dst]
         size = flows.size_bytes.astype(float)
         traffic = HostTraffic(
-            np.bincount(src, size, hosts), np.bincount(dst, size, hosts),
-            np.bincount(src, minlength=hosts).astype(float), np.bincount(dst, minlength=hosts).astype(float),
-            line, topology.nics_per_host,
+            np.bincount(src, size, hosts),
+            np.bincount(dst, size, hosts),
+            np.bincount(src, minlength=hosts).astype(float),
+            np.bincount(dst, minlength=hosts).astype(float),
+            line,
+            topology.nics_per_host,
         )
         return traffic, f"{len(flows)} flows of the {workload.kind} workload"
     busy, no_new_flows = np.ones(hosts), np.zeros(hosts)  # rings keep their QPs: no new flows
@@ -99,8 +102,14 @@ def _storm(scenario: Scenario, topology: Topology, plan) -> StormResult | None: 
     else:
         insertions = nic.profile.host.cores * X86_HZ / SLOW_PATH_CYCLES_PER_FLOW
     return storm(
-        fast, slow, plan.new_flows_per_s, spec.new_flows_per_s, insertions,
-        spec.start, spec.duration, spec.flow_lifetime,
+        fast,
+        slow,
+        plan.new_flows_per_s,
+        spec.new_flows_per_s,
+        insertions,
+        spec.start,
+        spec.duration,
+        spec.flow_lifetime,
     )
 
 

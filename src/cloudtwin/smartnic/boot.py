@@ -95,14 +95,20 @@ def boot_chain(host: str, stages: list[SignedStage], public_key: Ed25519PublicKe
     booted: list[str] = []
     for expected, stage in zip(STAGES, stages, strict=True):
         if stage.name != expected:
-            return BootReport(host, tuple(booted), measurement.hex(), expected, f"stage {stage.name} out of order")
+            return BootReport(
+                host, tuple(booted), measurement.hex(), expected, f"stage {stage.name} out of order"
+            )
         if stage.signature is None:
             return BootReport(host, tuple(booted), measurement.hex(), stage.name, "unsigned")
         try:
             public_key.verify(stage.signature, _message(stage.name, stage.digest))
         except InvalidSignature:
             return BootReport(
-                host, tuple(booted), measurement.hex(), stage.name, "signature does not match the image (tampered)"
+                host,
+                tuple(booted),
+                measurement.hex(),
+                stage.name,
+                "signature does not match the image (tampered)",
             )
         measurement = hashlib.sha256(measurement + stage.digest).digest()
         booted.append(stage.name)

@@ -164,7 +164,8 @@ class ControlPlane:
         if len(entry.match) != len(state.table.keys):
             raise NicError(f"{where}: {name} has {len(state.table.keys)} keys, the entry {len(entry.match)}")
         at = next(
-            (j for j, e in enumerate(entries) if e.match == entry.match and e.priority == entry.priority), None
+            (j for j, e in enumerate(entries) if e.match == entry.match and e.priority == entry.priority),
+            None,
         )
         if update.kind == UpdateKind.INSERT:
             if at is not None:

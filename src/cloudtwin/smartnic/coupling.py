@@ -3,8 +3,9 @@ fabric offers becomes a link of that capacity on the path of every flow through 
 
 Software tiers (the host's datapath cores, the NIC's embedded cores) and the pipeline
 each become one virtual link per host (host cores) or per NIC (embedded cores and
-pipeline), shared by the flows the host sends and receives. With `basic` NICs, or tiers at least as fast as the NIC's own line rate, nothing is added and
-every result stays bit-identical.
+pipeline), shared by the flows the host sends and receives. With `basic` NICs, or
+tiers at least as fast as the NIC's own line rate, nothing is added and every result
+stays bit-identical.
 """
 
 from __future__ import annotations
@@ -114,7 +115,9 @@ def _append(paths: Paths, flows: np.ndarray, link_ids: np.ndarray) -> Paths:
     indptr = np.concatenate(([0], np.cumsum(counts + added))).astype(np.int64)
     out = np.empty(int(indptr[-1]), dtype=np.int64)
     weights = np.ones(int(indptr[-1]))
-    old_pos = indptr[paths.flow_of_entry] + (np.arange(paths.link_ids.size) - paths.indptr[paths.flow_of_entry])
+    old_pos = indptr[paths.flow_of_entry] + (
+        np.arange(paths.link_ids.size) - paths.indptr[paths.flow_of_entry]
+    )
     out[old_pos] = paths.link_ids
     weights[old_pos] = paths.entry_weights
     order = np.argsort(flows, kind="stable")

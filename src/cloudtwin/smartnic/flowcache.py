@@ -103,7 +103,12 @@ def storm(
     baseline = float(throughput[before].mean()) if before.any() else float(throughput[0])
     recovery = _recovery(times, throughput, baseline, start_s + duration_s)
     return StormResult(
-        times, throughput, shares, baseline, baseline - float(throughput.min()), recovery,
+        times,
+        throughput,
+        shares,
+        baseline,
+        baseline - float(throughput.min()),
+        recovery,
         slow_path_share(base_flows_per_s + storm_flows_per_s, insertions_per_s),
     )
 

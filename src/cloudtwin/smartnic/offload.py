@@ -110,8 +110,14 @@ def account(
     return OffloadReport(
         host_names,
         tuple(plan.nics[i].profile.name for i in plan.nic_of_host),
-        fields["rate"], fields["cores"], fields["base"], fields["util"], fields["pps"],
-        fields["slow"], fields["lat"], quarantined,
+        fields["rate"],
+        fields["cores"],
+        fields["base"],
+        fields["util"],
+        fields["pps"],
+        fields["slow"],
+        fields["lat"],
+        quarantined,
     )
 
 
@@ -132,7 +138,11 @@ def _account_group(
     volume = traffic.tx_bytes[mine] + traffic.rx_bytes[mine]
     busy_s = np.where(rate > 0, volume * 8 / np.maximum(rate, 1e-9), 0.0)
     new_flows = plan.new_flows_per_s or 0.0
-    flow_rate = np.full(rate.size, new_flows) if new_flows else np.where(busy_s > 0, flows / np.maximum(busy_s, 1e-12), 0.0)
+    flow_rate = (
+        np.full(rate.size, new_flows)
+        if new_flows
+        else np.where(busy_s > 0, flows / np.maximum(busy_s, 1e-12), 0.0)
+    )
     insert_rate = _insertions_per_s(nic)
     slow = np.array([slow_path_share(r, insert_rate) for r in flow_rate])
     setup_cycles = SLOW_PATH_CYCLES_PER_FLOW + nic.load("host").setup_cycles_per_flow

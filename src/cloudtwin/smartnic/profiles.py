@@ -84,17 +84,29 @@ FUNCTIONS: dict[str, FunctionCost] = {
     # VXLAN and conntrack (2,500 cycles at 2.5 GHz for the whole chain), split by the
     # relative work of each stage (lookup + encap, ACL, connection table, token bucket).
     "overlay": FunctionCost(
-        1000, 0.25, 0, True, "",
+        1000,
+        0.25,
+        0,
+        True,
+        "",
         "VXLAN encap/decap + switching; 0.25 cycles/B: a copy at ~10 GB/s per core (memcpy bandwidth)",
     ),
     "security-groups": FunctionCost(400, 0.0, 0, True, "", "stateless ACL lookup per packet"),
     "conntrack": FunctionCost(
-        700, 0.0, 20_000, False, "it keeps per-connection TCP state across packets",
+        700,
+        0.0,
+        20_000,
+        False,
+        "it keeps per-connection TCP state across packets",
         "connection table update per packet; 20k cycles (8 us) to create an entry",
     ),
     "rate-limiter": FunctionCost(200, 0.0, 0, True, "", "token bucket per packet (a meter on a pipeline)"),
     "storage-initiator": FunctionCost(
-        1500, 0.5, 0, False, "NVMe-oF is a stateful block-storage protocol (queues, retransmission)",
+        1500,
+        0.5,
+        0,
+        False,
+        "NVMe-oF is a stateful block-storage protocol (queues, retransmission)",
         "NVMe/TCP initiator: PDU framing per packet and a CRC32C data digest per byte",
     ),
     "attestation": FunctionCost(0, 0.0, 0, True, "", "runs at boot only (measured boot), no per-packet cost"),
@@ -133,7 +145,9 @@ class NicProfile:
                 raise NicError(f"{where}.tier: profile {self.name} has no P4 pipeline for {function}")
             cost = FUNCTIONS[function]
             if not cost.pipeline_ok:
-                raise NicError(f"{where}.tier: {function} cannot run on the pipeline: {cost.why_not_pipeline}")
+                raise NicError(
+                    f"{where}.tier: {function} cannot run on the pipeline: {cost.why_not_pipeline}"
+                )
         return tier
 
 

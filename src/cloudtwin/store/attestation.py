@@ -32,4 +32,5 @@ def read_attestation_failures(store: Store) -> list[tuple[str, str, str, str]]:
     """(host, nic, stage, reason) of every recorded failure (none when the table is absent)."""
     if store.schema_version("attestation") is None:
         return []
-    return [tuple(r) for r in store.query("SELECT host, nic, stage, reason FROM ops_attestation ORDER BY ts, nic")[1]]
+    rows = store.query("SELECT host, nic, stage, reason FROM ops_attestation ORDER BY ts, nic")[1]
+    return [tuple(r) for r in rows]

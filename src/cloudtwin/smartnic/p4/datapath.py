@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from lark import Token, Tree
@@ -110,7 +111,7 @@ class _TableState:
     entries: list[TableEntry] = field(default_factory=list)
     default: tuple[str, tuple[int, ...]] = ("NoAction", ())
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    _lookup: Callable[[list[Value]], np.ndarray] | None = None
+    _lookup: Callable[[list[np.ndarray]], np.ndarray] | None = None
     _cache: dict[object, np.ndarray] = field(default_factory=dict)
 
     def invalidate(self) -> None:
@@ -331,20 +332,30 @@ class _Compiler:
         left, right = (self.expr(c) for c in node.children)
         if kind in ("land", "lor"):
             op = np.logical_and if kind == "land" else np.logical_or
-            return _Expr(lambda ctx, mask: op(_as_bool(left.fn(ctx, mask), ctx), _as_bool(right.fn(ctx, mask), ctx)), 1, True)
+            return _Expr(
+                lambda ctx, mask: op(_as_bool(left.fn(ctx, mask), ctx), _as_bool(right.fn(ctx, mask), ctx)),
+                1,
+                True,
+            )
         if kind == "concat":
             if left.width is None or right.width is None:
                 raise self.fail(node, "++ needs operands of known width (cast the literal)")
-            width, shift = left.width + right.width, right.width
-            return _Expr(lambda ctx, mask: _concat(left.fn(ctx, mask), right.fn(ctx, mask), shift, width), width)
+            total, shift = left.width + right.width, right.width
+            return _Expr(
+                lambda ctx, mask: _concat(left.fn(ctx, mask), right.fn(ctx, mask), shift, total), total
+            )
         width = left.width if left.width is not None else right.width
         if left.width is not None and right.width is not None and kind not in ("shl", "shr"):
             width = max(left.width, right.width)
         compute = _BINARY[kind]
         if kind in _COMPARE:
-            return _Expr(lambda ctx, mask: _compare(compute, left.fn(ctx, mask), right.fn(ctx, mask), width), 1, True)
+            return _Expr(
+                lambda ctx, mask: _compare(compute, left.fn(ctx, mask), right.fn(ctx, mask), width), 1, True
+            )
         w = width or 64
-        return _Expr(lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w), width)
+        return _Expr(
+            lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w), width
+        )
 
     def call_expr(self, call: Tree) -> _Expr:
         if call.data == "call_member":
@@ -403,7 +414,9 @@ class _Compiler:
 
         def apply(ctx: _Ctx, mask: np.ndarray) -> np.ndarray:
             values = [k.fn(ctx, mask) for k in keys]
-            index = self.dp.lookup(state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)])
+            index = self.dp.lookup(
+                state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)]
+            )
             hit = (index >= 0) & mask
             if hit.any():
                 np.add.at(state.hits, index[hit], 1)
@@ -474,8 +487,10 @@ class _Compiler:
         if kind == "empty_stmt":
             return lambda ctx, mask: None
         if kind == "exit_stmt":
+
             def exit_(ctx: _Ctx, mask: np.ndarray) -> None:
                 ctx.exited |= mask
+
             return exit_
         if kind == "assign":
             return self.assign(node)
@@ -531,7 +546,11 @@ class _Compiler:
     def call_stmt(self, call: Tree) -> StmtFn:
         if call.data == "call_member":
             expr = self.call_expr(call)
-            return lambda ctx, mask: expr.fn(ctx, mask) and None
+
+            def evaluate(ctx: _Ctx, mask: np.ndarray) -> None:
+                expr.fn(ctx, mask)
+
+            return evaluate
         path, *args = call.children
         args = [a for a in args if a is not None]
         names = self.path(path)
@@ -548,7 +567,11 @@ class _Compiler:
             return set_valid
         if method == "apply":
             apply = self.table_apply(target, call)
-            return lambda ctx, mask: apply(ctx, mask) and None
+
+            def apply_table(ctx: _Ctx, mask: np.ndarray) -> None:
+                apply(ctx, mask)
+
+            return apply_table
         if method == "extract" and target == ["pkt"]:
             return self.extract(args, call)
         if method == "count" and len(target) == 1:
@@ -563,8 +586,10 @@ class _Compiler:
 
             return send
         if names == ["drop_packet"] and not args:
+
             def drop(ctx: _Ctx, mask: np.ndarray) -> None:
                 ctx.drop = ctx.drop | mask
+
             return drop
         if len(names) == 1 and self.control is not None:
             return self.direct_action(names[0], args, call)
@@ -578,7 +603,11 @@ class _Compiler:
             raise self.fail(node, f"action {name} takes {len(action.params)} arguments, got {len(args)}")
         exprs = [self.expr(a) for a in args]
         run = self.action_runner(name, node)
-        return lambda ctx, mask: run(ctx, mask, [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in zip(exprs, action.params, strict=True)])
+        return lambda ctx, mask: run(
+            ctx,
+            mask,
+            [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in zip(exprs, action.params, strict=True)],
+        )
 
     def count(self, name: str, args: list[Tree], node: Tree) -> StmtFn:
         assert self.control is not None
@@ -602,7 +631,6 @@ class _Compiler:
         header = self.header(args[0].children[0])
         htype = self.program.header_instances[header]
         size = htype.size_bytes
-        columns = np.arange(size)
         plan = [(f"{header}.{name}", offset, width) for name, (offset, width) in htype.offsets().items()]
         narrow = all(width <= 64 for _, width in htype.fields)
 
@@ -655,7 +683,9 @@ def _extract_masked(
             continue
         old = ctx.values.get(key)
         if old is None:
-            ctx.values[key] = np.where(ok, value, value.dtype.type(0)) if value.dtype != object else np.where(ok, value, 0)
+            ctx.values[key] = (
+                np.where(ok, value, value.dtype.type(0)) if value.dtype != object else np.where(ok, value, 0)
+            )
         else:
             ctx.values[key] = np.where(ok, value, old)
     ctx.valid[header] = ctx.header_valid(header) | ok
@@ -760,10 +790,10 @@ def _put_bits(out: np.ndarray, value: np.ndarray, offset: int, width: int) -> No
             kept = np.uint8((int(keep) >> int(shift)) & 0xFF)
             out[:, first + j] = (out[:, first + j] & kept) | byte
         return
-    keep = ~(_mask_of(width) << tail) & _mask_of(8 * span)
+    keep_bits = ~(_mask_of(width) << tail) & _mask_of(8 * span)
     for i in range(out.shape[0]):
         old = int.from_bytes(out[i, first : last + 1].tobytes(), "big")
-        merged = (old & keep) | ((int(value[i]) & _mask_of(width)) << tail)
+        merged = (old & keep_bits) | ((int(value[i]) & _mask_of(width)) << tail)
         out[i, first : last + 1] = np.frombuffer(merged.to_bytes(span, "big"), dtype=np.uint8)
 
 
@@ -796,7 +826,7 @@ def _sub(left: Value, right: Value, width: int) -> Value:
     return _arith("sub", left, right, width)
 
 
-def _operands(left: Value, right: Value, width: int) -> tuple[Value, Value]:
+def _operands(left: Value, right: Value, width: int) -> tuple[Any, Any]:
     wide = width > 64 or any(isinstance(v, np.ndarray) and v.dtype == object for v in (left, right))
     if wide:
         left = left.astype(object) if isinstance(left, np.ndarray) else int(left)
@@ -806,17 +836,17 @@ def _operands(left: Value, right: Value, width: int) -> tuple[Value, Value]:
         left = left.astype(np.uint64)
     if isinstance(right, np.ndarray) and right.dtype == bool:
         right = right.astype(np.uint64)
-    if isinstance(left, int):
-        left = np.uint64(left & _mask_of(64))
-    if isinstance(right, int):
-        right = np.uint64(right & _mask_of(64))
-    return left, right
+    a: Any = np.uint64(left & _mask_of(64)) if isinstance(left, int) else left
+    b: Any = np.uint64(right & _mask_of(64)) if isinstance(right, int) else right
+    return a, b
 
 
 def _arith(kind: str, left: Value, right: Value, width: int) -> Value:
     if isinstance(left, int) and isinstance(right, int):
-        return _BINARY[kind](left, right) & _mask_of(width) if kind not in ("shl", "shr") else (
-            (left << right if kind == "shl" else left >> right) & _mask_of(width)
+        return (
+            _BINARY[kind](left, right) & _mask_of(width)
+            if kind not in ("shl", "shr")
+            else ((left << right if kind == "shl" else left >> right) & _mask_of(width))
         )
     a, b = _operands(left, right, width)
     if kind in ("shl", "shr"):
@@ -833,7 +863,7 @@ def _arith(kind: str, left: Value, right: Value, width: int) -> Value:
 def _compare(op: Callable[[Value, Value], Value], left: Value, right: Value, width: int | None) -> Value:
     a, b = _operands(left, right, width or 64)
     result = op(a, b)
-    return result.astype(bool) if isinstance(result, np.ndarray) else np.bool_(result)
+    return result.astype(bool) if isinstance(result, np.ndarray) else np.asarray(bool(result))
 
 
 def _concat(left: Value, right: Value, shift: int, width: int) -> Value:
@@ -842,7 +872,8 @@ def _concat(left: Value, right: Value, shift: int, width: int) -> Value:
         b = right.astype(object) if isinstance(right, np.ndarray) else int(right)
         return (a << shift) | b
     a, b = _operands(left, right, width)
-    return (a << np.uint64(shift)) | b
+    out: np.ndarray = (a << np.uint64(shift)) | b
+    return out
 
 
 _BINARY: dict[str, Callable[[Value, Value], Value]] = {
@@ -966,9 +997,10 @@ class Datapath:
     def lookup(self, state: _TableState, keys: list[np.ndarray]) -> np.ndarray:
         if not state.entries:
             return np.full(keys[0].size if keys else 0, -1, dtype=np.int64)
-        if state._lookup is None:
-            state._lookup = _build_lookup(state)
-        return state._lookup(keys)
+        lookup = state._lookup
+        if lookup is None:
+            lookup = state._lookup = _build_lookup(state)
+        return lookup(keys)
 
     def rows_for(
         self, state: _TableState, chosen: np.ndarray, action: str, mask: np.ndarray
@@ -976,7 +1008,11 @@ class Datapath:
         """Rows that run `action` (hits of entries with it, misses when it is the default)."""
         entry_actions = _entry_action_codes(state)
         code = state.table.actions.index(action) if action in state.table.actions else -2
-        hit_rows = (chosen >= 0) & (entry_actions[np.maximum(chosen, 0)] == code) if entry_actions.size else np.zeros_like(mask)
+        hit_rows = (
+            (chosen >= 0) & (entry_actions[np.maximum(chosen, 0)] == code)
+            if entry_actions.size
+            else np.zeros_like(mask)
+        )
         rows = hit_rows.copy()
         if state.default[0] == action:
             rows |= mask & (chosen < 0)
@@ -1060,7 +1096,6 @@ class Datapath:
                     np.copyto(out[:, int(start) : int(start) + size], raw, where=where)
             offset += np.where(emitted, size, 0)
         return out, length
-
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
         """The wire bytes of `header` for `rows`, from its field columns."""
@@ -1162,7 +1197,7 @@ def _transition(
         return name
 
     if node.data == "goto":
-        name = target(node.children[0])
+        name = target(node.children[0])  # type: ignore[arg-type]
         return lambda ctx, mask: [(name, mask)]
     keys = [compiler.expr(e) for e in node.children[0].children]
     cases = []
@@ -1171,7 +1206,7 @@ def _transition(
         items = keyset.children if keyset.data == "keyset_tuple" else [keyset]
         if len(items) != len(keys) and not (len(items) == 1 and items[0].data == "ks_default"):
             raise compiler.fail(case, f"keyset has {len(items)} values for {len(keys)} select keys")
-        matchers = []
+        matchers: list[tuple[int, int | None] | None] = []
         for item in items:
             if item.data == "ks_default":
                 matchers.append(None)
@@ -1179,7 +1214,7 @@ def _transition(
                 matchers.append((compiler.constant(item.children[0]), compiler.constant(item.children[1])))
             else:
                 matchers.append((compiler.constant(item.children[0]), None))
-        cases.append((matchers, target(state)))
+        cases.append((matchers, target(state)))  # type: ignore[arg-type]
 
     def run(ctx: _Ctx, mask: np.ndarray) -> list[tuple[str, np.ndarray]]:
         values = [_column(k.fn(ctx, mask), ctx.n, k.width) for k in keys]
@@ -1213,7 +1248,7 @@ def _build_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarray
     if MatchKind.LPM in kinds:
         return _lpm_lookup(state)
     columns = [[e.match[j] for e in entries] for j in range(len(kinds))]
-    return _exact_lookup(columns, state.widths, np.arange(len(entries)))
+    return _exact_lookup(columns, state.widths, np.arange(len(entries)))  # type: ignore[arg-type]
 
 
 def _array(values: list[int], width: int) -> np.ndarray:
@@ -1262,7 +1297,7 @@ def _lpm_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarray]:
         columns = []
         for j in range(len(kinds)):
             column = [state.entries[i].match[j] for i in ids]
-            columns.append([c[0] & prefix_mask for c in column] if j == lpm else column)  # type: ignore[index]
+            columns.append([c[0] & prefix_mask for c in column] if j == lpm else column)
         plans.append((prefix_mask, _exact_lookup(columns, state.widths, ids)))
 
     def lookup(keys: list[np.ndarray]) -> np.ndarray:

@@ -86,6 +86,7 @@ def _match(value: object, kind: MatchKind, width: int, where: str) -> int | tupl
     if kind == MatchKind.EXACT:
         return parse_value(value, width, where)
     if kind == MatchKind.LPM:
+        address: object
         if isinstance(value, str) and "/" in value:
             address, _, prefix_text = value.partition("/")
             prefix = int(prefix_text) if prefix_text.isdigit() else -1
@@ -120,7 +121,7 @@ def _entry(datapath: Datapath, table_name: str, i: int, raw: object) -> TableEnt
     for name in match:
         if name not in names:
             raise NicError(f"{where}.match: {table_name} has no key {name!r} (keys: {', '.join(names)})")
-    values = []
+    values: list[int | tuple[int, int]] = []
     for key, width in zip(table.keys, state.widths, strict=True):
         if key.name not in match:
             if key.kind == MatchKind.EXACT:
@@ -130,7 +131,9 @@ def _entry(datapath: Datapath, table_name: str, i: int, raw: object) -> TableEnt
         values.append(_match(match[key.name], key.kind, width, f"{where}.match.{key.name}"))
     action = raw.get("action")
     if action not in table.actions:
-        raise NicError(f"{where}.action: {action!r} is not an action of {table_name} ({', '.join(table.actions)})")
+        raise NicError(
+            f"{where}.action: {action!r} is not an action of {table_name} ({', '.join(table.actions)})"
+        )
     params = _params(datapath, str(action), raw.get("params") or {}, f"{where}.params")
     priority = raw.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool) or priority < 0:
@@ -166,8 +169,10 @@ def _meter(datapath: Datapath, name: str, i: int, raw: object) -> MeterSetting:
             rates = [float(raw[k]) for k in ("cir", "cburst", "pir", "pburst")]
         else:
             rates = [
-                parse_rate(raw["cir"]) / 8, float(parse_size(raw["cburst"])),
-                parse_rate(raw["pir"]) / 8, float(parse_size(raw["pburst"])),
+                parse_rate(raw["cir"]) / 8,
+                float(parse_size(raw["cburst"])),
+                parse_rate(raw["pir"]) / 8,
+                float(parse_size(raw["pburst"])),
             ]
     except (ValueError, TypeError, ScenarioError) as err:
         raise NicError(f"{where}: {err}") from err
@@ -176,7 +181,9 @@ def _meter(datapath: Datapath, name: str, i: int, raw: object) -> MeterSetting:
     return MeterSetting(name, index, *rates)
 
 
-def parse_entries(datapath: Datapath, document: Any) -> tuple[dict[str, list[TableEntry]], list[MeterSetting]]:
+def parse_entries(
+    datapath: Datapath, document: Any
+) -> tuple[dict[str, list[TableEntry]], list[MeterSetting]]:
     """Entries per table and meter settings from a loaded entries document, all checked."""
     if document is None:
         document = {}
@@ -194,7 +201,7 @@ def parse_entries(datapath: Datapath, document: Any) -> tuple[dict[str, list[Tab
         if len(entries) > size:
             raise NicError(f"tables.{name}: {len(entries)} entries exceed the table's size {size}")
         tables[short] = entries
-    meters = []
+    meters: list[MeterSetting] = []
     for name, rows in (document.get("meters") or {}).items():
         if name not in datapath.meters:
             raise NicError(f"meters.{name}: the program has no meter {name!r}")

@@ -92,6 +92,7 @@ class _Checker:
         self.controls: list[tuple[Control, Tree]] = []
         self.global_actions: dict[str, Action] = {}
         self.main: Tree | None = None
+        self._parser_nodes: list[Tree] = []
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         line, column = _position(node)
@@ -236,8 +237,12 @@ class _Checker:
                 for elem in prop.children:
                     kind = str(elem.children[1])
                     if kind not in MatchKind.__members__.values():
-                        raise self.fail(elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary")
-                    keys.append(TableKey(self.source_text(elem.children[0]), elem.children[0], MatchKind(kind), 0))
+                        raise self.fail(
+                            elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary"
+                        )
+                    keys.append(
+                        TableKey(self.source_text(elem.children[0]), elem.children[0], MatchKind(kind), 0)
+                    )
             elif prop.data == "table_actions":
                 actions = [str(ref.children[0]) for ref in prop.children]
             elif prop.data == "table_default":
@@ -250,12 +255,15 @@ class _Checker:
         for action in actions:
             if action not in control.actions and action not in self.global_actions and action != "NoAction":
                 raise self.fail(node, f"table {name}: unknown action {action!r}")
-        default_name, default_args = "NoAction", ()
+        default_name: str = "NoAction"
+        default_args: tuple[Tree, ...] = ()
         if default is not None:
             default_name = str(default.children[0])
             default_args = tuple(a for a in default.children[1:] if a is not None)
             if default_name not in actions and default_name != "NoAction":
-                raise self.fail(default, f"table {name}: default action {default_name!r} is not in its actions")
+                raise self.fail(
+                    default, f"table {name}: default action {default_name!r} is not in its actions"
+                )
         return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size)
 
     def struct_fields(self, struct: str, prefix: str, node: Tree) -> dict[str, int]:
@@ -302,8 +310,16 @@ class _Checker:
         for block in (control, deparser):
             block.roles = self.roles(controls[block.name][1], hdr_type)
         program = Program(
-            self.source, self.text, self.headers, instances, metadata, self.constants,
-            parser, control, deparser, self.global_actions,
+            self.source,
+            self.text,
+            self.headers,
+            instances,
+            metadata,
+            self.constants,
+            parser,
+            control,
+            deparser,
+            self.global_actions,
         )
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
@@ -376,7 +392,9 @@ def parse_program(text: str, source: str = "<p4>") -> Program:
     try:
         tree = _lark().parse(text)
     except lark.UnexpectedCharacters as err:
-        raise P4Error(f"{source}:{err.line}:{err.column}: unexpected character {text[err.pos_in_stream]!r}") from err
+        raise P4Error(
+            f"{source}:{err.line}:{err.column}: unexpected character {text[err.pos_in_stream or 0]!r}"
+        ) from err
     except lark.UnexpectedToken as err:
         token = err.token
         what = "end of file" if token.type == "$END" else f"{token.value!r}"
@@ -387,7 +405,7 @@ def parse_program(text: str, source: str = "<p4>") -> Program:
     except lark.UnexpectedEOF as err:
         raise P4Error(f"{source}: unexpected end of file") from err
     checker = _Checker(source, text)
-    checker._parser_nodes = [n for n in tree.children if n.data == "parser_decl"]  # type: ignore[attr-defined]
+    checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)
     from cloudtwin.smartnic.p4.datapath import compile_program
 
