@@ -13,11 +13,11 @@ from tests.cli.cli_helpers import cloudtwin
 from tests.conftest import scenario_from
 
 from cloudtwin.evaluation import run_scenario
+from cloudtwin.flows import Paths
 from cloudtwin.scenario.nic import Nic
 from cloudtwin.smartnic.coupling import couple_nics, flow_hosts
 from cloudtwin.smartnic.placement import plan_nics
 from cloudtwin.topology import build_topology
-from cloudtwin.topology.paths import Paths
 
 SMALL = ("fabric.leaves=4", "fabric.spines=2", "fabric.hosts_per_leaf=2", "workload.size=4MiB")
 PIPELINE_ONLY = "nic.functions=[{name: overlay}, {name: security-groups}, {name: rate-limiter}]"

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudtwin.flows import Paths
 from cloudtwin.smartnic.capacity import tier_capacity_bps, tier_latency_s
 from cloudtwin.smartnic.placement import NicPlan
-from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import NodeKind, Topology
 
 __all__ = ["NicCoupling", "couple_nics", "flow_hosts"]
