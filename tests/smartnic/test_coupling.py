@@ -108,3 +108,29 @@ def test_appended_paths_keep_every_original_hop_in_order(raw: list[list[int]]) -
 
 def test_basic_plan_adds_nothing() -> None:
     assert not plan_nics(Nic(), 8).modelled
+
+
+def test_a_pipeline_swap_stalls_the_hosts_flows_for_the_profiles_stall() -> None:
+    pairs = (*SMALL, "workload.pattern=pairs", "workload.size=64MiB")
+    base = run_scenario(scenario_from(*pairs, "nic.profile=janus-100g", PIPELINE_ONLY))
+    swapped = run_scenario(
+        scenario_from(
+            *pairs, "nic.profile=janus-100g", PIPELINE_ONLY, "nic.pipeline_swaps=[{hosts: 0, at: 1ms}]"
+        )
+    )
+    touched = (swapped.flows.src == swapped.topology.host_nics[0, 0]) | (
+        swapped.flows.dst == swapped.topology.host_nics[0, 0]
+    )
+    assert touched.any()
+    delay = swapped.result.finish_s - base.result.finish_s
+    np.testing.assert_allclose(delay[touched], 0.05, rtol=1e-9)  # janus-100g: 50 ms
+    np.testing.assert_array_equal(delay[~touched], 0.0)
+
+
+def test_a_swap_needs_a_pipeline() -> None:
+    from cloudtwin.errors import NicError
+
+    with pytest.raises(NicError, match=r"nic.pipeline_swaps.0.hosts: host 1's NIC \(software-vswitch\)"):
+        plan_nics(
+            scenario_from(*SMALL, "nic.profile=software-vswitch", "nic.pipeline_swaps=[{hosts: 1}]").nic, 16
+        )

@@ -288,6 +288,7 @@ class Scenario(_Model):
     def _check_nic(self) -> None:
         groups = [(f"nic.groups.{i}.hosts", g.hosts) for i, g in enumerate(self.nic.groups)]
         groups += [(f"nic.boot_faults.{i}.hosts", f.hosts) for i, f in enumerate(self.nic.boot_faults)]
+        groups += [(f"nic.pipeline_swaps.{i}.hosts", s.hosts) for i, s in enumerate(self.nic.pipeline_swaps)]
         for where, hosts in groups:
             for host in hosts:
                 if not 0 <= host < self.host_count:

@@ -14,6 +14,7 @@ __all__ = [
     "Nic",
     "NicFunction",
     "NicGroup",
+    "PipelineSwap",
     "ProfileName",
     "Storm",
     "Tier",
@@ -75,6 +76,13 @@ class Storm(_Model):
     flow_lifetime: Duration = 0.01
 
 
+class PipelineSwap(_Model):
+    """The provider loads a new pipeline program into some hosts' NICs at `at`."""
+
+    hosts: HostSet
+    at: Duration = 0.0
+
+
 class Nic(_Model):
     """Every host's NIC: `basic` (no datapath cost, the default) or a smartNIC profile."""
 
@@ -86,3 +94,4 @@ class Nic(_Model):
     groups: tuple[NicGroup, ...] = ()
     boot_faults: tuple[BootFault, ...] = ()
     storm: Storm | None = None
+    pipeline_swaps: tuple[PipelineSwap, ...] = ()

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudtwin.engine.simulator import Change
 from cloudtwin.flows import Paths
 from cloudtwin.smartnic.capacity import tier_capacity_bps, tier_latency_s
 from cloudtwin.smartnic.placement import NicPlan
 from cloudtwin.topology.topology import NodeKind, Topology
 
-__all__ = ["NicCoupling", "couple_nics", "flow_hosts"]
+__all__ = ["NicCoupling", "couple_nics", "flow_hosts", "swap_changes"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,3 +127,19 @@ def _append(paths: Paths, flows: np.ndarray, link_ids: np.ndarray) -> Paths:
     new_pos = indptr[flows] + counts[flows] + rank
     out[new_pos] = link_ids
     return Paths(indptr, out, None if paths.weights is None else weights)
+
+
+def swap_changes(topology: Topology, capacity_bps: np.ndarray, plan: NicPlan) -> list[Change]:
+    """A pipeline swap as engine changes: the host's NIC links carry nothing for the
+    profile's stall, then their capacity comes back."""
+    changes = []
+    at_nic = topology.node_kind[topology.link_src] == NodeKind.NIC
+    to_nic = topology.node_kind[topology.link_dst] == NodeKind.NIC
+    for host, at_s, stall_s in plan.swaps:
+        nics = topology.host_nics[host]
+        links = np.flatnonzero(
+            (at_nic & np.isin(topology.link_src, nics)) | (to_nic & np.isin(topology.link_dst, nics))
+        )
+        changes.append(Change(at_s, links, np.zeros(links.size)))
+        changes.append(Change(at_s + stall_s, links, capacity_bps[links]))
+    return changes

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudtwin.errors import NicError
 from cloudtwin.scenario.nic import Nic, NicFunction
 from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, FUNCTIONS, PROFILES, NicProfile
 
@@ -57,6 +58,7 @@ class NicPlan:
     packet_bytes: np.ndarray
     packet_share: np.ndarray
     new_flows_per_s: float
+    swaps: tuple[tuple[int, float, float], ...] = ()  # (host, at_s, stall_s)
 
     @property
     def mean_packet_bytes(self) -> float:
@@ -65,7 +67,7 @@ class NicPlan:
     @property
     def modelled(self) -> bool:
         """False when every host has a `basic` NIC (no datapath cost anywhere)."""
-        return any(n.profile.modelled for n in self.nics)
+        return any(n.profile.modelled for n in self.nics) or bool(self.swaps)
 
 
 def _chain(profile: NicProfile, functions: tuple[NicFunction, ...] | None, where: str) -> dict[str, str]:
@@ -92,10 +94,18 @@ def plan_nics(nic: Nic, host_count: int) -> NicPlan:
         sizes = np.array([s for s, _ in nic.packet_mix], dtype=float)
         share = np.array([w for _, w in nic.packet_mix], dtype=float)
         if (share < 0).any() or share.sum() <= 0:
-            from cloudtwin.errors import NicError
-
             raise NicError("nic.packet_mix: shares must be non-negative and not all zero")
         share = share / share.sum()
     else:
         sizes, share = np.array([float(nic.packet_size)]), np.array([1.0])
-    return NicPlan(tuple(nics), nic_of_host, sizes, share, nic.new_flows_per_s)
+    swaps = []
+    for i, swap in enumerate(nic.pipeline_swaps):
+        for host in swap.hosts:
+            pipeline = nics[nic_of_host[host]].profile.pipeline
+            if pipeline is None:
+                raise NicError(
+                    f"nic.pipeline_swaps.{i}.hosts: host {host}'s NIC "
+                    f"({nics[nic_of_host[host]].profile.name}) has no pipeline to swap"
+                )
+            swaps.append((host, swap.at, pipeline.swap_stall_s))
+    return NicPlan(tuple(nics), nic_of_host, sizes, share, nic.new_flows_per_s, tuple(swaps))

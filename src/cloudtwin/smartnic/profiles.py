@@ -60,6 +60,7 @@ class PipelineTier:
     table_entries: int
     insertions_per_s: float
     source: str
+    swap_stall_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -192,8 +193,10 @@ PROFILES: dict[str, NicProfile] = {
                 "100 Gbps line rate (Janus: a 100G smartNIC); one packet per clock at 250 MHz "
                 "(ASSUMPTION: FPGA pipeline clock) covers 148.8 Mpps of 64 B frames; "
                 "64k exact entries in on-chip memory and 100k insertions/s over PCIe "
-                "(ASSUMPTIONS, order of hardware flow tables of 100G NICs)"
+                "(ASSUMPTIONS, order of hardware flow tables of 100G NICs); a pipeline swap "
+                "stalls the NIC 50 ms (ASSUMPTION: partial reconfiguration of the P4 region)"
             ),
+            swap_stall_s=0.05,
         ),
         {
             "overlay": "pipeline",
@@ -216,8 +219,10 @@ PROFILES: dict[str, NicProfile] = {
             insertions_per_s=5_000,
             source=(
                 "bmv2, the P4 reference software switch, forwards about 80 kpps (its own "
-                "performance page); insertion rate ASSUMPTION: thousands of P4Runtime writes/s"
+                "performance page); insertion rate ASSUMPTION: thousands of P4Runtime writes/s; "
+                "a pipeline swap stalls 1 s (ASSUMPTION: the switch process reloads its program)"
             ),
+            swap_stall_s=1.0,
         ),
         {"overlay": "pipeline", "security-groups": "pipeline", "rate-limiter": "pipeline"},
     ),

@@ -11,7 +11,7 @@ from cloudtwin.engine.simulator import Change, Progress, SimResult, simulate
 from cloudtwin.flows import Paths
 from cloudtwin.routing.strategy import Strategy, load_strategy
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.smartnic.coupling import couple_nics
+from cloudtwin.smartnic.coupling import couple_nics, swap_changes
 from cloudtwin.smartnic.placement import NicPlan, plan_nics
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
@@ -56,6 +56,7 @@ def simulate_jobs(
     capacity, latency = bench.capacity_bps, bench.latency_s(topology, paths)
     engine_changes = [bench.engine_change(c) for c in changes]
     if nic is not None and nic.modelled:
+        engine_changes += swap_changes(topology, capacity, nic)
         coupled = couple_nics(topology, capacity, paths, nic)
         if coupled.changed:  # NIC tiers slower than the fabric: virtual links on the flows' paths
             engine_changes = [_with_nic_tiers(c, topology, capacity, nic) for c in engine_changes]
