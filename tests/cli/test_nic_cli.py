@@ -124,3 +124,15 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str, message: st
     assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert __import__("re").match(message, done.stderr.strip()), done.stderr
     assert not out.exists()  # nothing half-written
+
+
+def test_a_run_through_a_quarantined_host_is_refused_in_one_line() -> None:
+    done = cloudtwin("run", "examples/smartnic.yaml", "--set", "workload.size=1MiB")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "cloudtwin: error: nic.boot_faults: host5's NIC failed measured boot (nic-os: signature does not "
+        "match the image (tampered)); its port is quarantined and its flows get no bandwidth, so they can "
+        "never finish"
+    )
+    clean = cloudtwin("run", "examples/smartnic.yaml", "--set", "workload.size=1MiB", "--set", "nic.boot_faults=[]")
+    assert clean.returncode == 0, clean.stderr

@@ -8,15 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
-from cloudtwin.smartnic.boot import (
-    STAGES,
-    BootReport,
-    SignedStage,
-    boot_chain,
-    provider_key,
-    sign_stage,
-    stage_images,
-)
+from cloudtwin.smartnic.boot import BootReport, boot_hosts
 from cloudtwin.smartnic.capacity import tier_capacity_bps
 from cloudtwin.smartnic.flowcache import StormResult, storm
 from cloudtwin.smartnic.offload import HostTraffic, OffloadReport, account
@@ -116,26 +108,4 @@ def _storm(scenario: Scenario, topology: Topology, plan) -> StormResult | None: 
 def boot_nics(scenario: Scenario, host_count: int | None = None) -> list[BootReport]:
     """Every host's NIC booted through the signed chain; `nic.boot_faults` alter stages."""
     hosts = scenario.host_count if host_count is None else host_count
-    key = provider_key(scenario.seed)
-    public = key.public_key()
-    faults: dict[int, tuple[str, str]] = {}
-    for fault in scenario.nic.boot_faults:
-        for host in fault.hosts:
-            faults[host] = (fault.stage, fault.kind)
-    images = stage_images(scenario.nic.profile)
-    signed = [sign_stage(key, name, images[name]) for name in STAGES]
-    reports = []
-    for host in range(hosts):
-        stages = signed
-        if host in faults:
-            stages = [_altered(s, *faults[host]) if s.name == faults[host][0] else s for s in signed]
-        reports.append(boot_chain(f"host{host}", stages, public))
-    return reports
-
-
-def _altered(stage: SignedStage, _: str, kind: str) -> SignedStage:
-    if kind == "unsigned":
-        return SignedStage(stage.name, stage.image, None)
-    tampered = bytearray(stage.image)
-    tampered[len(tampered) // 2] ^= 0x01
-    return SignedStage(stage.name, bytes(tampered), stage.signature)
+    return boot_hosts(scenario.nic, hosts, scenario.seed)

@@ -15,9 +15,12 @@ from dataclasses import dataclass
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from cloudtwin.scenario.nic import Nic
+
 __all__ = [
     "STAGES",
     "BootReport",
+    "boot_hosts",
     "SignedStage",
     "boot_chain",
     "provider_key",
@@ -113,3 +116,29 @@ def boot_chain(host: str, stages: list[SignedStage], public_key: Ed25519PublicKe
         measurement = hashlib.sha256(measurement + stage.digest).digest()
         booted.append(stage.name)
     return BootReport(host, tuple(booted), measurement.hex(), None, None)
+
+
+def boot_hosts(nic: Nic, host_count: int, seed: int) -> list[BootReport]:
+    """Every host's NIC booted through the provider-signed chain; `nic.boot_faults` alter
+    the images (tampered) or drop the signatures (unsigned) of some hosts' stages."""
+    key = provider_key(seed)
+    public = key.public_key()
+    faults = {host: (fault.stage, fault.kind) for fault in nic.boot_faults for host in fault.hosts}
+    images = stage_images(nic.profile)
+    signed = [sign_stage(key, name, images[name]) for name in STAGES]
+    reports = []
+    for host in range(host_count):
+        stages = signed
+        if host in faults:
+            stage, kind = faults[host]
+            stages = [_altered(s, kind) if s.name == stage else s for s in signed]
+        reports.append(boot_chain(f"host{host}", stages, public))
+    return reports
+
+
+def _altered(stage: SignedStage, kind: str) -> SignedStage:
+    if kind == "unsigned":
+        return SignedStage(stage.name, stage.image, None)
+    tampered = bytearray(stage.image)
+    tampered[len(tampered) // 2] ^= 0x01
+    return SignedStage(stage.name, bytes(tampered), stage.signature)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.engine.simulator import Change
+from cloudtwin.errors import NicError
 from cloudtwin.flows import Paths
 from cloudtwin.smartnic.capacity import tier_capacity_bps, tier_latency_s
 from cloudtwin.smartnic.placement import NicPlan
@@ -68,6 +69,7 @@ def couple_nics(
     plan: NicPlan,
 ) -> NicCoupling:
     """Capacities and paths with one virtual link per constraining tier (see the module doc)."""
+    _check_quarantine(topology, paths, plan)
     links = _tier_links(topology, plan)
     no_latency = np.zeros(paths.flow_count)
     if not links:
@@ -143,3 +145,17 @@ def swap_changes(topology: Topology, capacity_bps: np.ndarray, plan: NicPlan) ->
         changes.append(Change(at_s, links, np.zeros(links.size)))
         changes.append(Change(at_s + stall_s, links, capacity_bps[links]))
     return changes
+
+
+def _check_quarantine(topology: Topology, paths: Paths, plan: NicPlan) -> None:
+    """NicError when a flow starts or ends at a quarantined host: its port moves nothing,
+    so the flow could never finish."""
+    if not plan.quarantined:
+        return
+    src_host, _, dst_host, _ = flow_hosts(topology, paths)
+    for host, why in plan.quarantined:
+        if ((src_host == host) | (dst_host == host)).any():
+            raise NicError(
+                f"nic.boot_faults: host{host}'s NIC failed measured boot ({why}); its port is "
+                "quarantined and its flows get no bandwidth, so they can never finish"
+            )

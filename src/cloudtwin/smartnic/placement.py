@@ -59,6 +59,7 @@ class NicPlan:
     packet_share: np.ndarray
     new_flows_per_s: float
     swaps: tuple[tuple[int, float, float], ...] = ()  # (host, at_s, stall_s)
+    quarantined: tuple[tuple[int, str], ...] = ()  # (host, why) for NICs that failed measured boot
 
     @property
     def mean_packet_bytes(self) -> float:
@@ -67,7 +68,7 @@ class NicPlan:
     @property
     def modelled(self) -> bool:
         """False when every host has a `basic` NIC (no datapath cost anywhere)."""
-        return any(n.profile.modelled for n in self.nics) or bool(self.swaps)
+        return any(n.profile.modelled for n in self.nics) or bool(self.swaps or self.quarantined)
 
 
 def _chain(profile: NicProfile, functions: tuple[NicFunction, ...] | None, where: str) -> dict[str, str]:

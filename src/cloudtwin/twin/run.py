@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -11,6 +11,7 @@ from cloudtwin.engine.simulator import Change, Progress, SimResult, simulate
 from cloudtwin.flows import Paths
 from cloudtwin.routing.strategy import Strategy, load_strategy
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.smartnic.boot import boot_hosts
 from cloudtwin.smartnic.coupling import couple_nics, swap_changes
 from cloudtwin.smartnic.placement import NicPlan, plan_nics
 from cloudtwin.topology.builders import build_topology
@@ -88,6 +89,10 @@ def _with_nic_tiers(change: Change, topology: Topology, capacity_bps: np.ndarray
 def nic_plan(scenario: Scenario, topology: Topology) -> NicPlan | None:
     """The scenario's NICs, or None when every host has a `basic` one (no datapath cost)."""
     plan = plan_nics(scenario.nic, topology.host_count)
+    if scenario.nic.boot_faults:
+        failed = [r for r in boot_hosts(scenario.nic, topology.host_count, scenario.seed) if not r.attested]
+        why = tuple((int(r.host.removeprefix("host")), f"{r.failed_stage}: {r.reason}") for r in failed)
+        plan = replace(plan, quarantined=why)
     return plan if plan.modelled else None
 
 
