@@ -134,5 +134,7 @@ def test_a_run_through_a_quarantined_host_is_refused_in_one_line() -> None:
         "match the image (tampered)); its port is quarantined and its flows get no bandwidth, so they can "
         "never finish"
     )
-    clean = cloudtwin("run", "examples/smartnic.yaml", "--set", "workload.size=1MiB", "--set", "nic.boot_faults=[]")
+    clean = cloudtwin(
+        "run", "examples/smartnic.yaml", "--set", "workload.size=1MiB", "--set", "nic.boot_faults=[]"
+    )
     assert clean.returncode == 0, clean.stderr
