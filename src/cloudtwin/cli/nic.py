@@ -136,8 +136,10 @@ def offload(
     top: int = _TOP,
     as_json: bool = _JSON,
 ) -> None:
-    """Host cores, NIC-core utilisation, pipeline packets/s, slow-path share and added latency
-    per host, and the host cores offload hands back.
+    """Host cores offload hands back; per host: cores, NIC-core use, pipeline pps, slow path.
+
+    Also the added latency per host, and a connection storm's dip and recovery when the
+    scenario describes one (`nic.storm`).
 
     Example:  cloudtwin nic offload examples/smartnic.yaml
     """
