@@ -19,6 +19,7 @@ from pydantic import (
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.scenario.nic import Nic
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -302,6 +303,7 @@ class Scenario(_Model):
     workloads: tuple[Job, ...] = ()
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
+    nic: Nic = Field(default_factory=Nic)
 
     @property
     def host_count(self) -> int:
@@ -324,7 +326,17 @@ class Scenario(_Model):
         self._check_tenants()
         self._check_jobs()
         self._check_ranks()
+        self._check_nic()
         return self
+
+    def _check_nic(self) -> None:
+        groups = [(f"nic.groups.{i}.hosts", g.hosts) for i, g in enumerate(self.nic.groups)]
+        groups += [(f"nic.boot_faults.{i}.hosts", f.hosts) for i, f in enumerate(self.nic.boot_faults)]
+        groups += [(f"nic.pipeline_swaps.{i}.hosts", s.hosts) for i, s in enumerate(self.nic.pipeline_swaps)]
+        for where, hosts in groups:
+            for host in hosts:
+                if not 0 <= host < self.host_count:
+                    raise ValueError(f"{where}: host {host} is outside the fabric (0-{self.host_count - 1})")
 
     def _check_ranks(self) -> None:
         workload = self.workload
