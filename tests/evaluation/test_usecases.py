@@ -105,4 +105,5 @@ def test_the_default_strategies_are_the_clis_and_the_registrys() -> None:
     from cloudtwin.routing import strategy_names
 
     assert tuple(BUILTIN_STRATEGIES.split(",")) == usecases.BUILTIN_STRATEGIES
-    assert sorted(usecases.BUILTIN_STRATEGIES) == sorted(strategy_names())
+    every = [*usecases.BUILTIN_STRATEGIES, *usecases.BASELINE_STRATEGIES]
+    assert sorted(every) == sorted(strategy_names())

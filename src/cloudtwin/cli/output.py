@@ -36,7 +36,8 @@ __all__ = [
 ]
 
 BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
-"""The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
+"""The strategies compared by default, in the order tables show them (ECMP first: ratios are to it);
+`dmodk`, a single-path baseline, is named explicitly when wanted."""
 
 stdout = Console(soft_wrap=False)
 

@@ -25,6 +25,7 @@ from cloudtwin.scenario.model import CollectiveOp, Scenario
 from cloudtwin.store.database import Store
 
 __all__ = [
+    "BASELINE_STRATEGIES",
     "BUILTIN_STRATEGIES",
     "COLLECTIVE_OPS",
     "Comparison",
@@ -50,7 +51,11 @@ __all__ = [
 ]
 
 BUILTIN_STRATEGIES: tuple[str, ...] = ("ecmp", "ecmp-qp", "adaptive", "spray", "pinning")
-"""The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
+"""The strategies compared by default, in the order tables show them (ECMP first: ratios are to it)."""
+
+BASELINE_STRATEGIES: tuple[str, ...] = ("dmodk",)
+"""Built-ins left out of the default comparison: deterministic single-path baselines (D-mod-k,
+the routing SimGrid and HPC fabrics use) that a flow list names when it wants them."""
 
 COLLECTIVE_OPS: tuple[str, ...] = get_args(CollectiveOp)
 
