@@ -9,6 +9,7 @@ __all__ = [
     "RoutingError",
     "ScenarioError",
     "StoreError",
+    "SweepError",
     "TopologyError",
     "WorkloadError",
 ]
@@ -44,3 +45,7 @@ class LogFormatError(CloudtwinError):
 
 class StoreError(CloudtwinError):
     """The results/operations store cannot be opened or queried."""
+
+
+class SweepError(CloudtwinError):
+    """A parameter sweep is malformed (a varied key or value) or cannot reach its executor."""

@@ -1,0 +1,257 @@
+"""`cloudtwin sweep`: one command over the product (or zip) of varied scenario keys."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import Enum
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
+from cloudtwin.errors import StoreError, SweepError
+from cloudtwin.store.database import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from cloudtwin.sweep import Executor, Plan, Summary, SweepRun
+
+__all__ = ["sweep"]
+
+
+class CommandName(str, Enum):
+    """The commands a sweep can run at each point."""
+
+    run = "run"
+    compare = "compare"
+    nccl_tests = "nccl-tests"
+    train = "train"
+    evaluate = "evaluate"
+
+
+class ExecutorName(str, Enum):
+    """Where the points run."""
+
+    local = "local"
+    ray = "ray"
+    serial = "serial"
+
+
+_VARY = typer.Option(
+    ...,
+    "--vary",
+    "-v",
+    help=(
+        "KEY=VALUES to vary (repeatable): comma-separated values read as --set reads them, "
+        "or integer ranges A..B (A..B:STEP), e.g. seed=1..10, fabric.spines=4,8."
+    ),
+    show_default=False,
+)
+_ZIP = typer.Option(
+    False,
+    "--zip",
+    help=(
+        "Pair the i-th values of the varied keys instead of taking every combination "
+        "(a varied seed still multiplies: each pair runs under every seed)."
+    ),
+)
+
+
+def _workers_default() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+@contextmanager
+def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A bar with an ETA on a terminal; otherwise a line on stderr at most once a second."""
+    if sys.stderr.isatty() and not quiet:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(label, total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    last = [0.0]
+
+    def line(done: int, total: int) -> None:
+        now = time.monotonic()
+        if total and (done == total or now - last[0] >= 1.0):
+            last[0] = now
+            print(f"{label}: {done}/{total} points", file=sys.stderr, flush=True)
+
+    yield line
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    raise KeyboardInterrupt  # unwinds the driver: finished results are written first
+
+
+def _executor(name: ExecutorName, address: str | None, workers: int | None) -> Executor:
+    from cloudtwin.sweep import PoolExecutor, SerialExecutor
+
+    if workers is not None and workers < 1:
+        raise SweepError(f"workers: at least 1, got {workers}")
+    if name is ExecutorName.ray or address is not None:
+        from cloudtwin.sweep.ray_executor import RayExecutor, check_address
+
+        check_address(address or "auto")
+        return RayExecutor(address or "auto", workers)
+    if name is ExecutorName.serial:
+        return SerialExecutor()
+    return PoolExecutor(workers or _workers_default())
+
+
+def _number(value: float) -> str:
+    """Four significant digits, without an exponent for the sizes results come in."""
+    if math.isnan(value):
+        return "-"
+    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _table(summary: Summary, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for key in summary.keys:
+        table.add_column(key)
+    for column in ("seeds", f"{summary.metric} mean", "95% interval", "failed"):
+        table.add_column(column, justify="right")
+    for g in summary.groups:
+        interval = f"{_number(g.low)} to {_number(g.high)}" if g.n > 1 else "-"
+        mean = _number(g.mean)
+        table.add_row(*(g.values[k] for k in summary.keys), str(g.n), mean, interval, str(g.failed))
+    return table
+
+
+def _series_keys(plan: Plan, x: str) -> list[str]:
+    from cloudtwin.sweep import SEED
+
+    tied = {v.key for v in plan.paired} if plan.zipped else {x}
+    return [k for k in plan.keys if k != SEED and k not in tied]
+
+
+def _write_plot(path: Path, summary: Summary, plan: Plan, x: str, title: str) -> None:
+    from cloudtwin.sweep.plot import plot_summary
+
+    figure = plot_summary(summary, x, _series_keys(plan, x), title)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=120, bbox_inches="tight")
+    except (OSError, ValueError) as err:
+        raise StoreError(f"plot {path}: cannot write the plot: {err}") from err
+
+
+def _report(run: SweepRun, db: Path) -> str:
+    failed = f", {run.failed} failed" if run.failed else ""
+    crashed = f", {run.crashed} crashed" if run.crashed else ""
+    return (
+        f"{run.points} points: {run.skipped} already stored, {run.executed} run{failed}{crashed} "
+        f"in {run.seconds:.1f} s; results in {db}."
+    )
+
+
+def sweep(
+    scenario: Path = typer.Argument(..., help="Scenario YAML file.", show_default=False),
+    varies: list[str] = _VARY,
+    zipped: bool = _ZIP,
+    command: CommandName = typer.Option(CommandName.run, "--command", "-c", help="What runs at each point."),
+    strategies: str = typer.Option(
+        None,
+        "--strategies",
+        help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
+    ),
+    overrides: list[str] = typer.Option(None, "--set", "-s", help="Override a key at every point."),
+    executor: ExecutorName = typer.Option(
+        ExecutorName.local, "--executor", "-e", help="local process pool, a Ray cluster, or serial."
+    ),
+    address: str = typer.Option(
+        None, "--address", help="Ray cluster: auto (the one on this machine) or HOST:PORT; implies ray."
+    ),
+    workers: int = typer.Option(None, "--workers", "-w", help="Points at a time (default: the CPUs)."),
+    db: Path = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB)."),
+    metric: str = typer.Option(
+        None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
+    ),
+    x: str = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed)."),
+    plot: Path = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else."),
+) -> None:
+    """Run a command at every point of a parameter sweep and summarise a metric over seeds.
+
+    Points are the product of the --vary values (or their zip). Each finished point is
+    written to the store as it finishes; a point is keyed on the scenario's content, its
+    overrides, the command and the cloudtwin version, so a re-run (after an interruption,
+    or with more values) runs only the points that are not stored yet.
+
+    The summary groups points by the varied keys other than seed: the metric's mean and
+    95% confidence interval over the seeds.
+
+    Example:  cloudtwin sweep examples/leaf-spine-perftest.yaml --vary seed=1..5
+    --vary routing.strategy=ecmp,pinning --db sweeps.duckdb
+    """
+    from cloudtwin import __version__
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.sweeps import load_points
+    from cloudtwin.sweep import SEED, Plan, Task, check_plan, parse_vary, run_points, summarize
+
+    names = tuple(s.strip() for s in (strategies or "").split(",") if s.strip())
+    task = Task(read_scenario_text(scenario), str(scenario), command.value, tuple(overrides or ()), names)
+    plan = Plan(tuple(parse_vary(v) for v in varies), zipped)
+    others = [k for k in plan.keys if k != SEED]
+    axis = x or (others[0] if others else plan.keys[0])
+    if axis not in plan.keys:
+        raise SweepError(f"x: {axis} is not a varied key (varied: {', '.join(plan.keys)})")
+    check_plan(plan, task)
+    chosen = _executor(executor, address, workers)
+    name = task.scenario([]).name
+    points = plan.points(task.digest)
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        with Store(db) as store, _progress(f"{name}: sweep", as_json) as progress:
+            run = run_points(points, task, store, chosen, name, progress)
+            records = load_points(store, [p.key for p in points])
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    summary = summarize(plan, points, records, metric or task.default_metric())
+    title = f"{name}: {command.value} over {', '.join(plan.keys)}"
+    if plot is not None:
+        _write_plot(plot, summary, plan, axis, title)
+    if as_json:
+        emit_json(
+            {
+                "scenario": name,
+                "command": command.value,
+                "version": __version__,
+                "keys": plan.keys,
+                "zip": plan.zipped,
+                "run": run.to_json(),
+                "summary": summary.to_json(),
+            }
+        )
+    else:
+        stdout.print(_table(summary, title))
+        stdout.print(_report(run, db), highlight=False)
+    if run.failed or run.crashed:
+        typer.echo(f"cloudtwin: sweep: {run.failed + run.crashed} points failed; first: {run.first_error}", err=True)
+        raise typer.Exit(1)
