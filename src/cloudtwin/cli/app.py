@@ -8,8 +8,8 @@ import typer
 
 from cloudtwin import __version__
 from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
-from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.cli import run as run_commands
+from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(

@@ -9,7 +9,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["sweep"]
 
 
-class CommandName(str, Enum):
+class CommandName(StrEnum):
     """The commands a sweep can run at each point."""
 
     run = "run"
@@ -46,7 +46,7 @@ class CommandName(str, Enum):
     evaluate = "evaluate"
 
 
-class ExecutorName(str, Enum):
+class ExecutorName(StrEnum):
     """Where the points run."""
 
     local = "local"
@@ -72,6 +72,32 @@ _ZIP = typer.Option(
         "(a varied seed still multiplies: each pair runs under every seed)."
     ),
 )
+
+_SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+_COMMAND = typer.Option(CommandName.run, "--command", "-c", help="What runs at each point.")
+_STRATEGIES = typer.Option(
+    None,
+    "--strategies",
+    help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
+)
+_SET = typer.Option(None, "--set", "-s", help="Override a key at every point (repeatable).")
+_EXECUTOR = typer.Option(
+    ExecutorName.local,
+    "--executor",
+    "-e",
+    help="local process pool, a Ray cluster, or serial (in this process).",
+)
+_ADDRESS = typer.Option(
+    None, "--address", help="Ray cluster: auto (the one on this machine) or HOST:PORT; implies ray."
+)
+_WORKERS = typer.Option(None, "--workers", "-w", help="Points at a time (default: the CPUs).")
+_DB = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB).")
+_METRIC = typer.Option(
+    None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
+)
+_X = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed).")
+_PLOT = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).")
+_JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else.")
 
 
 def _workers_default() -> int:
@@ -172,30 +198,20 @@ def _report(run: SweepRun, db: Path) -> str:
 
 
 def sweep(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file.", show_default=False),
+    scenario: Path = _SCENARIO,
     varies: list[str] = _VARY,
     zipped: bool = _ZIP,
-    command: CommandName = typer.Option(CommandName.run, "--command", "-c", help="What runs at each point."),
-    strategies: str = typer.Option(
-        None,
-        "--strategies",
-        help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
-    ),
-    overrides: list[str] = typer.Option(None, "--set", "-s", help="Override a key at every point."),
-    executor: ExecutorName = typer.Option(
-        ExecutorName.local, "--executor", "-e", help="local process pool, a Ray cluster, or serial."
-    ),
-    address: str = typer.Option(
-        None, "--address", help="Ray cluster: auto (the one on this machine) or HOST:PORT; implies ray."
-    ),
-    workers: int = typer.Option(None, "--workers", "-w", help="Points at a time (default: the CPUs)."),
-    db: Path = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB)."),
-    metric: str = typer.Option(
-        None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
-    ),
-    x: str = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed)."),
-    plot: Path = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF)."),
-    as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else."),
+    command: CommandName = _COMMAND,
+    strategies: str = _STRATEGIES,
+    overrides: list[str] = _SET,
+    executor: ExecutorName = _EXECUTOR,
+    address: str = _ADDRESS,
+    workers: int = _WORKERS,
+    db: Path = _DB,
+    metric: str = _METRIC,
+    x: str = _X,
+    plot: Path = _PLOT,
+    as_json: bool = _JSON,
 ) -> None:
     """Run a command at every point of a parameter sweep and summarise a metric over seeds.
 
@@ -253,5 +269,6 @@ def sweep(
         stdout.print(_table(summary, title))
         stdout.print(_report(run, db), highlight=False)
     if run.failed or run.crashed:
-        typer.echo(f"cloudtwin: sweep: {run.failed + run.crashed} points failed; first: {run.first_error}", err=True)
+        failed = run.failed + run.crashed
+        typer.echo(f"cloudtwin: sweep: {failed} points failed; first: {run.first_error}", err=True)
         raise typer.Exit(1)

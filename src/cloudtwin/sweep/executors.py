@@ -111,6 +111,9 @@ class SerialExecutor:
 
 _WORKER_TASK: list[Task] = []
 
+#: Modules the fork server imports once, so that each worker starts with them.
+_PRELOAD = ["cloudtwin.evaluation.run"]
+
 
 def _install(task: Task) -> None:
     _WORKER_TASK[:] = [task]
@@ -132,6 +135,8 @@ class PoolExecutor:
     def _open(self) -> futures.ProcessPoolExecutor:
         assert self._task is not None, "start() first"
         context = multiprocessing.get_context("forkserver")
+        # workers fork from a server that has already imported what every point needs
+        context.set_forkserver_preload([__name__, *_PRELOAD])
         return futures.ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_install, initargs=(self._task,)
         )

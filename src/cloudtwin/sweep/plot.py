@@ -31,7 +31,7 @@ def plot_summary(summary: Summary, x: str, series_keys: list[str], title: str) -
     axis = figure.add_subplot()
     labels = list(dict.fromkeys(g.values[x] for g in summary.groups))
     numeric = all(_number(v) is not None for v in labels)
-    position = {v: (_number(v) if numeric else i) for i, v in enumerate(labels)}
+    position = {v: (float(v) if numeric else float(i)) for i, v in enumerate(labels)}
     lines: dict[tuple[str, ...], list[tuple[float, float, float, float]]] = {}
     for g in summary.groups:
         series = tuple(g.values[k] for k in series_keys)

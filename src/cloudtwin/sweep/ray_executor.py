@@ -38,7 +38,8 @@ def _import_ray() -> Any:
     try:
         import ray
     except ImportError as err:
-        raise SweepError("executor ray: the ray package is not installed (pip install 'cloudtwin[ray]')") from err
+        message = "executor ray: the ray package is not installed (pip install 'cloudtwin[ray]')"
+        raise SweepError(message) from err
     return ray
 
 

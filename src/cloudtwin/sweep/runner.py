@@ -173,9 +173,8 @@ def _record(point: Point, outcome: Outcome, writer: _Writer, run: SweepRun) -> N
     if outcome.status == "error":
         run.failed += 1
         run.first_error = run.first_error or f"{' '.join(point.overrides)}: {outcome.error}"
-    writer.add(
-        PointRecord(point.key, point.overrides, outcome.status, outcome.result, outcome.error, outcome.seconds)
-    )
+    status, result, error = outcome.status, outcome.result, outcome.error
+    writer.add(PointRecord(point.key, point.overrides, status, result, error, outcome.seconds))
 
 
 def _requeue(batch: list[Point], retry: deque[Point], attempts: dict[str, int], run: SweepRun) -> None:

@@ -44,7 +44,7 @@ def numeric_keys(document: Any, prefix: str = "") -> list[str]:
     else:
         keep = isinstance(document, int | float) and not isinstance(document, bool)
         return [prefix] if keep else []
-    return [key for name, value in items for key in numeric_keys(value, f"{prefix}.{name}" if prefix else name)]
+    return [key for name, value in items for key in numeric_keys(value, f"{prefix}.{name}".lstrip("."))]
 
 
 def interval95(values: Sequence[float]) -> tuple[float, float, float]:
@@ -107,7 +107,9 @@ def _value_of(override: str) -> tuple[str, str]:
     return key, value
 
 
-def summarize(plan: Plan, points: Sequence[Point], records: Mapping[str, PointRecord], metric: str) -> Summary:
+def summarize(
+    plan: Plan, points: Sequence[Point], records: Mapping[str, PointRecord], metric: str
+) -> Summary:
     """Group the stored points by their non-seed values and summarise `metric` over seeds."""
     keys = [k for k in plan.keys if k != SEED]
     grouped: dict[tuple[str, ...], list[float]] = {}

@@ -51,8 +51,9 @@ def _run(task: Task, scenario: Scenario) -> Document:
 def _compare(task: Task, scenario: Scenario) -> Document:
     from cloudtwin.evaluation.run import run_scenario
 
-    results = {name: run_scenario(scenario, name).summary.to_json() for name in _strategy_list(task, scenario)}
-    ratios = _ratios({name: float(r["aggregate_gbps"]) for name, r in results.items()})
+    names = _strategy_list(task, scenario)
+    results = {name: run_scenario(scenario, name).summary.to_json() for name in names}
+    ratios = _ratios({name: float(r["aggregate_gbps"]) for name, r in results.items()})  # type: ignore[arg-type]
     return {"scenario": scenario.name, "results": results, "ratios": ratios}
 
 
