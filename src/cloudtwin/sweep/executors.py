@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
+import threading
 import time
 from collections.abc import Sequence
 from concurrent import futures
@@ -115,8 +117,25 @@ _WORKER_TASK: list[Task] = []
 _PRELOAD = ["cloudtwin.evaluation.run"]
 
 
-def _install(task: Task) -> None:
+#: How often a worker checks that its driver is still there.
+_WATCH_S = 0.5
+
+
+def _watch(driver_pid: int) -> None:
+    """End this worker once its driver is gone (a killed driver cannot stop its workers)."""
+    while True:
+        time.sleep(_WATCH_S)
+        try:
+            os.kill(driver_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # the pid now belongs to another user's process
+            os._exit(1)
+
+
+def _install(task: Task, driver_pid: int) -> None:
     _WORKER_TASK[:] = [task]
+    threading.Thread(target=_watch, args=(driver_pid,), name="driver-watch", daemon=True).start()
 
 
 def _run_installed(batch: Batch) -> list[Outcome]:
@@ -138,7 +157,7 @@ class PoolExecutor:
         # workers fork from a server that has already imported what every point needs
         context.set_forkserver_preload([__name__, *_PRELOAD])
         return futures.ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_install, initargs=(self._task,)
+            self.workers, mp_context=context, initializer=_install, initargs=(self._task, os.getpid())
         )
 
     def start(self, task: Task) -> None:
