@@ -150,6 +150,7 @@ class PoolExecutor:
         self._task: Task | None = None
         self._pool: futures.ProcessPoolExecutor | None = None
         self._pending: dict[futures.Future[list[Outcome]], int] = {}
+        self._lost: list[Finished] = []
 
     def _open(self) -> futures.ProcessPoolExecutor:
         assert self._task is not None, "start() first"
@@ -167,13 +168,26 @@ class PoolExecutor:
     def submit(self, handle: int, batch: Batch) -> None:
         if self._pool is None:
             self._pool = self._open()
-        self._pending[self._pool.submit(_run_installed, batch)] = handle
+        try:
+            future = self._pool.submit(_run_installed, batch)
+        except BrokenProcessPool:  # a worker died since the last look: start a new pool
+            self._lose_pending()
+            self._pool = self._open()
+            future = self._pool.submit(_run_installed, batch)
+        self._pending[future] = handle
+
+    def _lose_pending(self) -> None:
+        """Every batch still on a dead pool is lost with it."""
+        self._lost.extend((handle, None) for handle in self._pending.values())
+        self._pending.clear()
+        self._shutdown()
 
     def finished(self, timeout_s: float) -> list[Finished]:
+        results, self._lost = self._lost, []
         if not self._pending:
-            return []
-        done, _ = futures.wait(self._pending, timeout=timeout_s, return_when=futures.FIRST_COMPLETED)
-        results: list[Finished] = []
+            return results
+        wait_s = 0 if results else timeout_s
+        done, _ = futures.wait(self._pending, timeout=wait_s, return_when=futures.FIRST_COMPLETED)
         broken = False
         for future in done:
             handle = self._pending.pop(future)
@@ -182,10 +196,10 @@ class PoolExecutor:
             except BrokenProcessPool:
                 broken = True
                 results.append((handle, None))
-        if broken:  # every batch still on the dead pool is lost with it; start a new one
-            results.extend((handle, None) for handle in self._pending.values())
-            self._pending.clear()
-            self._shutdown()
+        if broken:
+            self._lose_pending()
+            results.extend(self._lost)
+            self._lost = []
         return results
 
     def worker_pids(self) -> list[int]:

@@ -16,6 +16,7 @@ from typing import Any, Literal, get_args
 
 from cloudtwin import __version__
 from cloudtwin.errors import SweepError, WorkloadError
+from cloudtwin.evaluation import usecases
 from cloudtwin.scenario.loader import apply_overrides, parse_yaml, scenario_from_data
 from cloudtwin.scenario.model import Scenario
 
@@ -31,66 +32,40 @@ def _strategy_list(task: Task, scenario: Scenario) -> list[str]:
     if task.strategies:
         return list(task.strategies)
     if task.command in ("compare", "evaluate"):
-        from cloudtwin.routing.strategy import strategy_names
-
-        return strategy_names()
+        return list(usecases.BUILTIN_STRATEGIES)
     return [scenario.routing.strategy]
 
 
-def _ratios(values: dict[str, float]) -> dict[str, float]:
-    base = next(iter(values.values()))
-    return {name: (v / base if base > 0 else float("nan")) for name, v in values.items()}
-
-
 def _run(task: Task, scenario: Scenario) -> Document:
-    from cloudtwin.evaluation.run import run_scenario
-
-    return run_scenario(scenario).summary.to_json()
+    return usecases.run(scenario).to_json()
 
 
 def _compare(task: Task, scenario: Scenario) -> Document:
-    from cloudtwin.evaluation.run import run_scenario
-
-    names = _strategy_list(task, scenario)
-    results = {name: run_scenario(scenario, name).summary.to_json() for name in names}
-    ratios = _ratios({name: float(r["aggregate_gbps"]) for name, r in results.items()})  # type: ignore[arg-type]
-    return {"scenario": scenario.name, "results": results, "ratios": ratios}
+    return usecases.compare(scenario, _strategy_list(task, scenario)).to_json()
 
 
 def _nccl_tests(task: Task, scenario: Scenario) -> Document:
-    from cloudtwin.evaluation.collective import collective_workload, simulate_collective
-    from cloudtwin.routing.strategy import load_strategy
-    from cloudtwin.topology.builders import build_topology
+    """nccl-tests at the scenario's own size, with busbw as a ratio to the first strategy."""
+    from cloudtwin.evaluation.collective import collective_workload
 
-    workload = collective_workload(scenario)
-    topology = build_topology(scenario)
-    results = {
-        name: simulate_collective(scenario, topology, load_strategy(name)).measurement.to_json()
-        for name in _strategy_list(task, scenario)
-    }
-    ratios = _ratios({name: float(r["busbw_GBps"]) for name, r in results.items()})
-    first = next(iter(results.values()))
-    return {
-        "scenario": scenario.name,
-        "op": workload.op,
-        "busbw_GBps": first["busbw_GBps"],
-        "results": results,
-        "ratios": ratios,
-    }
+    size = collective_workload(scenario).size
+    document = usecases.nccl_tests(scenario, [size], _strategy_list(task, scenario)).to_json()
+    results: dict[str, list[dict[str, float]]] = document["results"]  # type: ignore[assignment]
+    busbw = {name: float(rows[0]["busbw_GBps"]) for name, rows in results.items()}
+    base = next(iter(busbw.values()))
+    ratios = {name: (v / base if base > 0 else float("nan")) for name, v in busbw.items()}
+    return {**document, "busbw_GBps": base, "ratios": ratios}
 
 
 def _train(task: Task, scenario: Scenario) -> Document:
-    from cloudtwin.evaluation.training import predict_training
-
     strategy = task.strategies[0] if task.strategies else None
-    return predict_training(scenario, None, strategy)[0].to_json()
+    document = usecases.train(scenario, None, strategy).to_json()
+    assert isinstance(document, dict)
+    return document
 
 
 def _evaluate(task: Task, scenario: Scenario) -> Document:
-    from cloudtwin.evaluation.evaluate import evaluate
-    from cloudtwin.evaluation.report import results_document
-
-    return results_document(evaluate(scenario, _strategy_list(task, scenario)))
+    return usecases.evaluate(scenario, _strategy_list(task, scenario)).document
 
 
 def _check(task: Task, scenario: Scenario) -> None:
