@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -9,11 +10,13 @@ import signal
 import socket
 import subprocess
 import time
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 import pytest
 from tests.cli.cli_helpers import CLOUDTWIN, REPO, cloudtwin
 
+from cloudtwin.cli.app import main
 from cloudtwin.store.database import Store
 
 SMALL = """name: small
@@ -27,6 +30,15 @@ def small(tmp_path: Path) -> Path:
     path = tmp_path / "small.yaml"
     path.write_text(SMALL)
     return path
+
+
+def in_process(*args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of `cloudtwin ARGS` run in this process (what the
+    console script calls), to keep the many short cases fast."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
 
 
 def count_points(db: Path) -> int:
@@ -43,7 +55,7 @@ def free_port() -> int:
 def test_summary_is_the_mean_and_t_interval_of_the_runs(small: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     done = cloudtwin("sweep", str(small), "--vary", "seed=1..3", "--vary", "routing.strategy=ecmp,pinning",
-                     "--db", str(db), "--json", "--plot", str(tmp_path / "plot.png"))
+                     "--db", str(db), "--json", "--plot", str(tmp_path / "plot.png"), "--workers", "2")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["run"]["executed"] == 6 and document["summary"]["keys"] == ["routing.strategy"]
@@ -52,8 +64,8 @@ def test_summary_is_the_mean_and_t_interval_of_the_runs(small: Path, tmp_path: P
         values = []
         for seed in (1, 2, 3):
             sets = ["--set", f"seed={seed}", "--set", f"routing.strategy={strategy}"]
-            run = cloudtwin("run", str(small), *sets, "--json")
-            values.append(json.loads(run.stdout)["aggregate_gbps"])
+            code, out, _ = in_process("run", str(small), *sets, "--json")
+            values.append(json.loads(out)["aggregate_gbps"])
         mean = sum(values) / 3
         sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
         half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2 degrees of freedom)
@@ -68,10 +80,10 @@ def test_summary_is_the_mean_and_t_interval_of_the_runs(small: Path, tmp_path: P
 def test_table_output_names_groups_and_the_store(small: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     varies = ["--vary", "seed=1,2", "--vary", "fabric.spines=1,2"]
-    done = cloudtwin("sweep", str(small), *varies, "--db", str(db))
-    assert done.returncode == 0, done.stderr
-    assert "fabric.spines" in done.stdout and "aggregate_gbps mean" in done.stdout
-    assert "4 points: 0 already stored, 4 run" in done.stdout
+    code, out, err = in_process("sweep", str(small), *varies, "--db", str(db), "--executor", "serial")
+    assert code == 0, err
+    assert "fabric.spines" in out and "aggregate_gbps mean" in out
+    assert "4 points: 0 already stored, 4 run" in out
 
 
 @pytest.mark.parametrize(
@@ -92,10 +104,10 @@ def test_bad_input_is_one_line_exit_2_before_any_point(
     small: Path, tmp_path: Path, args: list[str], message: str
 ) -> None:
     db = tmp_path / "s.duckdb"
-    done = cloudtwin("sweep", str(small), *args, "--db", str(db))
-    assert done.returncode == 2, done.stderr
-    assert message in done.stderr
-    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    code, _, err = in_process("sweep", str(small), *args, "--db", str(db))
+    assert code == 2, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not db.exists()
 
 
@@ -112,9 +124,11 @@ def test_an_unreachable_ray_address_is_refused_at_once(small: Path, tmp_path: Pa
 
 def test_an_unknown_metric_names_some_that_exist_and_keeps_the_results(small: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    done = cloudtwin("sweep", str(small), "--vary", "seed=1,2", "--metric", "nope", "--db", str(db))
-    assert done.returncode == 2
-    assert "metric nope: no such number in the results" in done.stderr and "aggregate_gbps" in done.stderr
+    code, _, err = in_process(
+        "sweep", str(small), "--vary", "seed=1,2", "--metric", "nope", "--db", str(db), "--executor", "serial"
+    )
+    assert code == 2
+    assert "metric nope: no such number in the results" in err and "aggregate_gbps" in err
     assert count_points(db) == 2
 
 
