@@ -156,7 +156,7 @@ class PoolExecutor:
         assert self._task is not None, "start() first"
         context = multiprocessing.get_context("forkserver")
         # workers fork from a server that has already imported what every point needs
-        context.set_forkserver_preload([__name__, *_PRELOAD])
+        context.set_forkserver_preload(["__main__", __name__, *_PRELOAD])
         return futures.ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_install, initargs=(self._task, os.getpid())
         )

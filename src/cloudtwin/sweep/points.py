@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 from cloudtwin.errors import SweepError
 from cloudtwin.sweep.values import Vary
@@ -26,8 +26,7 @@ SEED = "seed"
 MAX_POINTS = 2_000_000
 
 
-@dataclass(frozen=True)
-class Point:
+class Point(NamedTuple):
     """One point: its place in the sweep, its overrides and its key."""
 
     index: int
@@ -35,14 +34,24 @@ class Point:
     key: str
 
 
+def _hasher(task_digest: str) -> Any:
+    return hashlib.sha256(f"{len(task_digest)}:{task_digest}".encode())
+
+
+def _key(base: Any, overrides: Sequence[str]) -> str:
+    h = base.copy()
+    h.update("".join(f"{len(o)}:{o}" for o in overrides).encode())
+    return str(h.hexdigest()[:32])
+
+
 def point_key(task_digest: str, overrides: Sequence[str]) -> str:
-    """The digest that identifies a point's result.
+    """The digest that identifies a point's result (each part length-prefixed, so that no
+    two different lists of overrides give the same text).
 
     >>> point_key("t", ["seed=1"]) == point_key("t", ["seed=1"]) != point_key("t", ["seed=2"])
     True
     """
-    text = json.dumps([task_digest, list(overrides)], separators=(",", ":"))
-    return hashlib.sha256(text.encode()).hexdigest()[:32]
+    return _key(_hasher(task_digest), overrides)
 
 
 @dataclass(frozen=True)
@@ -103,16 +112,17 @@ class Plan:
 
     def overrides(self) -> Iterator[tuple[str, ...]]:
         """Each point's overrides, in sweep order."""
-        varies = self.varies
+        texts = [[f"{v.key}={value}" for value in v.values] for v in self.varies]
+        if not self.zipped:
+            yield from itertools.product(*texts)
+            return
         for indices in self.value_indices():
-            yield tuple(v.overrides(i) for v, i in zip(varies, indices, strict=True))
+            yield tuple(t[i] for t, i in zip(texts, indices, strict=True))
 
     def points(self, task_digest: str) -> list[Point]:
         """Every point with its key."""
-        return [
-            Point(i, overrides, point_key(task_digest, overrides))
-            for i, overrides in enumerate(self.overrides())
-        ]
+        base = _hasher(task_digest)
+        return [Point(i, overrides, _key(base, overrides)) for i, overrides in enumerate(self.overrides())]
 
     def probes(self) -> list[tuple[str, ...]]:
         """Points to validate before anything runs: together they give every varied key
