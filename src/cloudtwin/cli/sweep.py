@@ -161,12 +161,13 @@ def _table(summary: Summary, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for key in summary.keys:
         table.add_column(key)
-    for column in ("seeds", f"{summary.metric} mean", "95% interval", "failed"):
+    for column in ("seeds", f"{summary.metric} mean", "95% interval", "min", "max", "failed"):
         table.add_column(column, justify="right")
     for g in summary.groups:
         interval = f"{_number(g.low)} to {_number(g.high)}" if g.n > 1 else "-"
         mean = _number(g.mean)
-        table.add_row(*(g.values[k] for k in summary.keys), str(g.n), mean, interval, str(g.failed))
+        cells = (str(g.n), mean, interval, _number(g.least), _number(g.most), str(g.failed))
+        table.add_row(*(g.values[k] for k in summary.keys), *cells)
     return table
 
 

@@ -29,7 +29,7 @@ MAX_POINTS = 2_000_000
 class Point(NamedTuple):
     """One point: its place in the sweep, its overrides and its key."""
 
-    index: int
+    position: int
     overrides: tuple[str, ...]
     key: str
 

@@ -75,16 +75,20 @@ class Group:
     mean: float
     low: float
     high: float
+    least: float
+    most: float
     failed: int
 
     def to_json(self) -> dict[str, object]:
-        """`{"values", "n", "mean", "ci95_low", "ci95_high", "failed"}`."""
+        """`{"values", "n", "mean", "ci95_low", "ci95_high", "min", "max", "failed"}`."""
         return {
             "values": self.values,
             "n": self.n,
             "mean": self.mean,
             "ci95_low": self.low,
             "ci95_high": self.high,
+            "min": self.least,
+            "max": self.most,
             "failed": self.failed,
         }
 
@@ -135,5 +139,7 @@ def summarize(
     groups = []
     for group, found in grouped.items():
         mean, low, high = interval95(found) if found else (math.nan, math.nan, math.nan)
-        groups.append(Group(dict(zip(keys, group, strict=True)), len(found), mean, low, high, failed[group]))
+        least, most = (min(found), max(found)) if found else (math.nan, math.nan)
+        values = dict(zip(keys, group, strict=True))
+        groups.append(Group(values, len(found), mean, low, high, least, most, failed[group]))
     return Summary(metric, keys, groups)
