@@ -248,6 +248,10 @@ def sweep(
         with Store(db) as store, _progress(f"{name}: sweep", as_json) as progress:
             run = run_points(points, task, store, chosen, name, progress)
             records = load_points(store, [p.key for p in points])
+    except KeyboardInterrupt:
+        typer.echo(f"cloudtwin: sweep: interrupted; the finished points are in {db}, "
+                   "the same command runs the rest", err=True)
+        raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     summary = summarize(plan, points, records, metric or task.default_metric())
