@@ -20,8 +20,8 @@ SIZES = """--vary fabric.leaves=4,8,16 --vary tenants.0.hosts=0-7,0-15,0-31 \
 PERFTEST = "--set 'workload={kind: perftest, pattern: permutation, size: 1GiB, qps: 1}'"
 ROCE = (f"cloudtwin sweep examples/routing-strategies.yaml --command compare --strategies ecmp,pinning "
         f"{PERFTEST} {SIZES} --db sweeps.duckdb --json")
-ALLREDUCE = (f"cloudtwin sweep examples/routing-strategies.yaml --command nccl-tests --strategies ecmp,pinning "
-             f"{SIZES} --db sweeps.duckdb --json")
+ALLREDUCE = (f"cloudtwin sweep examples/routing-strategies.yaml --command nccl-tests "
+             f"--strategies ecmp,pinning {SIZES} --db sweeps.duckdb --json")
 RAY_ADDRESS = "127.0.0.1:6379"
 
 pytestmark = pytest.mark.slow
