@@ -181,3 +181,30 @@ def _group_alive(pgid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_stores_what_finished_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    env = {**os.environ, "COLUMNS": "200"}
+    driver = subprocess.Popen(sweep_40(db), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert driver.stderr is not None
+        done = 0
+        for line in driver.stderr:
+            if "/40 points" in line:
+                done = int(line.rsplit(": ", 1)[1].split("/")[0])
+                if done >= 5:
+                    break
+        assert 5 <= done < 40
+        driver.send_signal(signal.SIGTERM)
+        rest = driver.stderr.read()
+        assert driver.wait(timeout=60) == 130
+    finally:
+        if _group_alive(driver.pid):
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    assert "interrupted; the finished points are in" in rest and "Traceback" not in rest
+    assert not _group_alive(driver.pid)
+    assert count_points(db) >= done
