@@ -19,6 +19,7 @@ Usage:  python benchmarks/sweep.py [--points 200] [--point-seconds 1.0] [--skip-
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Sequence
@@ -121,12 +122,15 @@ def main() -> None:
     parser.add_argument("--stream", type=int, default=100_000, help="points in the streaming sweep")
     parser.add_argument("--skip-speedup", action="store_true", help="only overhead and streaming")
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+          "(other work on the machine slows the 2-worker case most)")
     with tempfile.TemporaryDirectory(prefix="cloudtwin-sweep-bench-") as tmp:
         folder = Path(tmp)
         overhead(args.trivial, folder)  # first: the pool's start-up is measured cold
         if not args.skip_speedup:
             speedup(args.points, args.point_seconds, folder)
         streaming(args.stream, folder)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -20,10 +20,20 @@ __all__ = ["CONNECT_TIMEOUT_S", "RayExecutor", "check_address"]
 CONNECT_TIMEOUT_S = 3.0
 
 
-def check_address(address: str) -> None:
-    """SweepError unless something listens at HOST:PORT (`auto` is left to Ray)."""
+def check_address(address: str) -> str:
+    """The HOST:PORT of a cluster's head, once something answers there; SweepError if not.
+
+    `auto` is the cluster last started on this machine (as Ray records it); a record
+    left by a cluster that has stopped is refused here rather than waited on.
+    """
     if address == "auto":
-        return
+        resolved = _auto_address()
+        if resolved is None:
+            raise SweepError("address auto: no Ray cluster was started on this machine (ray start --head)")
+        try:
+            return check_address(resolved)
+        except SweepError as err:
+            raise SweepError(f"address auto ({resolved}): no Ray cluster answers there") from err
     host, sep, port = address.rpartition(":")
     if not sep or not host or not port.isdigit():
         raise SweepError(f"address {address!r}: expected auto or HOST:PORT, e.g. 127.0.0.1:6379")
@@ -32,6 +42,18 @@ def check_address(address: str) -> None:
             pass
     except OSError as err:
         raise SweepError(f"address {address}: no Ray cluster answers there ({err.strerror or err})") from err
+    return address
+
+
+def _auto_address() -> str | None:
+    _import_ray()  # a SweepError saying how to install it, if it is missing
+    from ray._private import services  # where Ray itself resolves `auto`
+
+    try:
+        resolved = services.canonicalize_bootstrap_address("auto")
+    except (ConnectionError, ValueError, OSError):
+        return None
+    return str(resolved) if resolved else None
 
 
 def _import_ray() -> Any:
@@ -56,11 +78,11 @@ class RayExecutor:
         self._pending: dict[Any, int] = {}
 
     def start(self, task: Task) -> None:
-        check_address(self.address)
+        address = check_address(self.address)
         ray = _import_ray()
         try:
             ray.init(
-                address=self.address,
+                address=address,
                 log_to_driver=False,
                 logging_level="ERROR",
                 configure_logging=False,
