@@ -2,26 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, read_scenario, stage_progress, stdout, write_json
 from cloudtwin.errors import ScenarioError
-from cloudtwin.evaluation import usecases
+from cloudtwin.scenario.model import CollectiveOp
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.collective import CollectiveMeasurement
 
 __all__ = ["nccl_tests"]
 
-OPS = usecases.COLLECTIVE_OPS
+OPS: tuple[str, ...] = get_args(CollectiveOp)
 
 
 def _table(
-    title: str, rows: list[CollectiveMeasurement], base: list[CollectiveMeasurement] | None, first: str
+    title: str,
+    rows: Sequence[CollectiveMeasurement],
+    base: Sequence[CollectiveMeasurement] | None,
+    first: str,
 ) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("size (B)", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
@@ -75,6 +79,8 @@ def nccl_tests(
 
     Example:  cloudtwin nccl-tests examples/routing-strategies.yaml -b 1M -e 1G -f 4 --strategies ecmp,pinning
     """
+    from cloudtwin.evaluation import usecases
+
     sets = list(overrides or [])
     if op is not None:
         if op not in OPS:
@@ -99,4 +105,4 @@ def nccl_tests(
             f"{len(head[0].job_time_s)} job(s)"
         )
         base = head if key != keys[0] else None
-        stdout.print(_table(title, list(sweep.results[key]), base, keys[0]))
+        stdout.print(_table(title, sweep.results[key], base, keys[0]))
