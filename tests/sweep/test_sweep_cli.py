@@ -82,7 +82,7 @@ def test_table_output_names_groups_and_the_store(small: Path, tmp_path: Path) ->
     varies = ["--vary", "seed=1,2", "--vary", "fabric.spines=1,2"]
     code, out, err = in_process("sweep", str(small), *varies, "--db", str(db), "--executor", "serial")
     assert code == 0, err
-    assert "fabric.spines" in out and "aggregate_gbps mean" in out
+    assert "fabric.spines" in out and "aggregate_gbps (run) over seed, fabric.spines" in out
     assert "4 points: 0 already stored, 4 run" in out
 
 

@@ -154,17 +154,17 @@ def _number(value: float) -> str:
     """Four significant digits, without an exponent for the sizes results come in."""
     if math.isnan(value):
         return "-"
-    return f"{value:,.1f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
 
 
 def _table(summary: Summary, title: str) -> Table:
     table = Table(title=title, title_justify="left")
     for key in summary.keys:
-        table.add_column(key)
-    for column in ("seeds", f"{summary.metric} mean", "95% interval", "min", "max", "failed"):
+        table.add_column(key, no_wrap=True)
+    for column in ("seeds", "mean", "95% interval", "min", "max", "failed"):
         table.add_column(column, justify="right")
     for g in summary.groups:
-        interval = f"{_number(g.low)} to {_number(g.high)}" if g.n > 1 else "-"
+        interval = f"{_number(g.low)}-{_number(g.high)}" if g.n > 1 else "-"
         mean = _number(g.mean)
         cells = (str(g.n), mean, interval, _number(g.least), _number(g.most), str(g.failed))
         table.add_row(*(g.values[k] for k in summary.keys), *cells)
@@ -255,7 +255,7 @@ def sweep(
     finally:
         signal.signal(signal.SIGTERM, previous)
     summary = summarize(plan, points, records, metric or task.default_metric())
-    title = f"{name}: {command.value} over {', '.join(plan.keys)}"
+    title = f"{name}: {summary.metric} ({command.value}) over {', '.join(plan.keys)}"
     if plot is not None:
         _write_plot(plot, summary, plan, axis, title)
     if as_json:
@@ -272,7 +272,7 @@ def sweep(
         )
     else:
         stdout.print(_table(summary, title))
-        stdout.print(_report(run, db), highlight=False)
+        stdout.print(_report(run, db), highlight=False, soft_wrap=True)
     if run.failed or run.crashed:
         failed = run.failed + run.crashed
         typer.echo(f"cloudtwin: sweep: {failed} points failed; first: {run.first_error}", err=True)
