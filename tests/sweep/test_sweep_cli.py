@@ -205,7 +205,7 @@ def test_a_terminated_sweep_stores_what_finished_and_says_so(tmp_path: Path) -> 
         if _group_alive(driver.pid):
             os.killpg(driver.pid, signal.SIGKILL)
         driver.wait(timeout=30)
-    assert "interrupted; the finished points are in" in rest and "Traceback" not in rest
+    assert "sweep: interrupted after" in rest and "Traceback" not in rest
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline and _group_alive(driver.pid):
         time.sleep(0.2)

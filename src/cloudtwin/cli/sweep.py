@@ -6,12 +6,12 @@ import math
 import os
 import signal
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING
 
 import typer
@@ -131,10 +131,6 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     yield line
 
 
-def _interrupt(signum: int, frame: FrameType | None) -> None:
-    raise KeyboardInterrupt  # unwinds the driver: finished results are written first
-
-
 def _executor(name: ExecutorName, address: str | None, workers: int | None) -> Executor:
     from cloudtwin.sweep import PoolExecutor, SerialExecutor
 
@@ -243,17 +239,19 @@ def sweep(
     chosen = _executor(executor, address, workers)
     name = task.scenario([]).name
     points = plan.points(task.digest)
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    stop = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:  # a signal stops the sweep between batches: what finished is written first
         with Store(db) as store, _progress(f"{name}: sweep", as_json) as progress:
-            run = run_points(points, task, store, chosen, name, progress)
-            records = load_points(store, [p.key for p in points])
-    except KeyboardInterrupt:
-        typer.echo(f"cloudtwin: sweep: interrupted; the finished points are in {db}, "
-                   "the same command runs the rest", err=True)
-        raise typer.Exit(130) from None
+            run = run_points(points, task, store, chosen, name, progress, should_stop=stop.is_set)
+            records = load_points(store, [p.key for p in points]) if not run.interrupted else {}
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if run.interrupted:
+        typer.echo(f"cloudtwin: sweep: interrupted after {run.executed} points; they are in {db}, "
+                   "the same command runs the rest", err=True)
+        raise typer.Exit(130)
     summary = summarize(plan, points, records, metric or task.default_metric())
     title = f"{name}: {summary.metric} ({command.value}) over {', '.join(plan.keys)}"
     if plot is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Sequence
@@ -134,6 +135,7 @@ def _watch(driver_pid: int) -> None:
 
 
 def _install(task: Task, driver_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
     _WORKER_TASK[:] = [task]
     threading.Thread(target=_watch, args=(driver_pid,), name="driver-watch", daemon=True).start()
 

@@ -48,9 +48,11 @@ class SweepRun:
     seconds: float = 0.0
     first_result_s: float | None = None
     batches: int = 0
+    interrupted: bool = False
 
     def to_json(self) -> dict[str, object]:
-        """`{"points", "skipped", "executed", "failed", "crashed", "first_error", "seconds", "batches"}`."""
+        """`{"points", "skipped", "executed", "failed", "crashed", "first_error", "seconds", "batches",
+        "interrupted"}`."""
         return {
             "points": self.points,
             "skipped": self.skipped,
@@ -60,6 +62,7 @@ class SweepRun:
             "first_error": self.first_error,
             "seconds": self.seconds,
             "batches": self.batches,
+            "interrupted": self.interrupted,
         }
 
 
@@ -113,8 +116,13 @@ def run_points(
     progress: Progress | None = None,
     target_batch_s: float = 0.1,
     flush_s: float = 0.1,
+    should_stop: Callable[[], bool] | None = None,
 ) -> SweepRun:
-    """Run the points not yet in the store on `executor`, storing each result as it comes."""
+    """Run the points not yet in the store on `executor`, storing each result as it comes.
+
+    `should_stop` is asked between batches; when it says yes, the finished results are
+    written, the workers stopped, and the run returns with `interrupted` set.
+    """
     started = time.monotonic()
     ensure_sweeps_schema(store)
     stored = finished_keys(store, task.digest)
@@ -134,6 +142,9 @@ def run_points(
         batcher = _Batcher(target_batch_s, executor.workers)
         window = 2 * executor.workers
         while queue or retry or pending:
+            if should_stop is not None and should_stop():
+                run.interrupted = True
+                break
             while (queue or retry) and len(pending) < window:
                 if retry:
                     batch = [retry.popleft()]
