@@ -6,6 +6,8 @@ __all__ = [
     "CloudtwinError",
     "EngineError",
     "LogFormatError",
+    "NicError",
+    "P4Error",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -45,6 +47,15 @@ class LogFormatError(CloudtwinError):
 
 class StoreError(CloudtwinError):
     """The results/operations store cannot be opened or queried."""
+
+
+class NicError(CloudtwinError):
+    """A NIC profile, function placement, table entry, control request or boot image is invalid."""
+
+
+class P4Error(NicError):
+    """A P4 program is outside the supported subset or inconsistent; the message starts with
+    `file:line:column`."""
 
 
 class SweepError(CloudtwinError):
