@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,nic]'
+	$(BIN)/python -m pip install -q -e '.[dev,nic,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/sweep.py
 
 clean:
 	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -11,6 +11,7 @@ __all__ = [
     "RoutingError",
     "ScenarioError",
     "StoreError",
+    "SweepError",
     "TopologyError",
     "WorkloadError",
 ]
@@ -55,3 +56,7 @@ class NicError(CloudtwinError):
 class P4Error(NicError):
     """A P4 program is outside the supported subset or inconsistent; the message starts with
     `file:line:column`."""
+
+
+class SweepError(CloudtwinError):
+    """A parameter sweep is malformed (a varied key or value) or cannot reach its executor."""

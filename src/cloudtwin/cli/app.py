@@ -9,6 +9,7 @@ import typer
 from cloudtwin import __version__
 from cloudtwin.cli import diagnose, evaluate, logs, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
+from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(
@@ -18,7 +19,7 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose), and model smartNIC offload (nic).\n\n"
+        "(logs, diagnose), model smartNIC offload (nic), and sweep any scenario keys (sweep).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -54,6 +55,7 @@ app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
 app.add_typer(nic.app, name="nic")
+app.command("sweep")(sweep_command.sweep)
 
 
 def main(argv: list[str] | None = None) -> int:

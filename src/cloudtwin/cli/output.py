@@ -29,6 +29,7 @@ __all__ = [
     "emit_json",
     "progress_bar",
     "read_scenario",
+    "read_scenario_text",
     "stage_progress",
     "stdout",
     "write_json",
@@ -44,13 +45,17 @@ stdout = Console(soft_wrap=False)
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
     """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
+    return load_scenario(read_scenario_text(path), str(path), overrides or ())
+
+
+def read_scenario_text(path: Path) -> str:
+    """The text of a scenario file; ScenarioError when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
         raise ScenarioError(f"{path}: no such scenario file") from err
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
-    return load_scenario(text, str(path), overrides or ())
 
 
 def emit_json(document: object) -> None:

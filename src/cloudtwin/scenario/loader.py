@@ -16,7 +16,7 @@ from pydantic import ValidationError
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import Scenario
 
-__all__ = ["apply_overrides", "load_scenario", "parse_yaml"]
+__all__ = ["apply_overrides", "load_scenario", "parse_yaml", "scenario_from_data"]
 
 _DISCRIMINATED = ("fabric", "workload")
 _DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
@@ -97,6 +97,14 @@ def _index(part: str, items: list[Any], key: str) -> int:
 def load_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
     """Validate YAML `text` (with overrides) into a Scenario, or raise one-line ScenarioError."""
     data, node = parse_yaml(text, source)
+    return scenario_from_data(data, node, source, overrides)
+
+
+def scenario_from_data(
+    data: dict[str, Any], node: yaml.Node | None, source: str = "<scenario>", overrides: Iterable[str] = ()
+) -> Scenario:
+    """Validate parsed YAML (see `parse_yaml`) with overrides: what `load_scenario` does after
+    parsing, for callers that validate many override sets against one parsed file."""
     data = apply_overrides(data, overrides)
     for section, kind in _DEFAULT_KIND.items():
         if isinstance(data.get(section), dict):
