@@ -11,6 +11,7 @@ from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
+from cloudtwin.evaluation import usecases
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.training import TrainingResult
@@ -26,7 +27,7 @@ STRATEGY = typer.Option(None, "--strategy", help="Routing strategy (default: the
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
-    """`64,128,256` -> [64, 128, 256]; WorkloadError naming --gpus on anything else.
+    """`64,128,256` -> [64, 128, 256]; WorkloadError naming the gpus field on anything else.
 
     >>> parse_gpus("64, 128")
     [64, 128]
@@ -36,9 +37,9 @@ def parse_gpus(text: str | None) -> list[int] | None:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as err:
-        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts") from err
+        raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts") from err
     if not sizes or min(sizes) < 1:
-        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts")
+        raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts")
     return sizes
 
 
@@ -111,21 +112,20 @@ def train(
 
     Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
     """
-    from cloudtwin.evaluation.training import predict_training
-
+    sizes = parse_gpus(gpus)
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
-        results = predict_training(loaded, parse_gpus(gpus), strategy, progress)
-    documents = [r.to_json() for r in results]
-    document: object = documents if gpus else documents[0]
+        prediction = usecases.train(loaded, sizes, strategy, progress)
+    document = prediction.to_json()
+    results = list(prediction.results)
     if out is not None:
         write_json(out, document)
     if plot is not None:
-        write_plot(plot, f"{loaded.name}: {strategy or loaded.routing.strategy}", results)
+        write_plot(plot, f"{loaded.name}: {prediction.strategy}", results)
     if as_json:
         emit_json(document)
         return
-    stdout.print(_table(f"{loaded.name}: training ({strategy or loaded.routing.strategy})", results))
+    stdout.print(_table(f"{loaded.name}: training ({prediction.strategy})", results))
 
 
 def hpl(
@@ -142,10 +142,8 @@ def hpl(
 
     Example:  cloudtwin hpl examples/vela-hpl.yaml --set routing.strategy=pinning
     """
-    from cloudtwin.evaluation.hpl import predict_hpl
-
     loaded = read_scenario(scenario, overrides)
-    result = predict_hpl(loaded, strategy)
+    result = usecases.hpl(loaded, strategy)
     document = result.to_json()
     if out is not None:
         write_json(out, document)

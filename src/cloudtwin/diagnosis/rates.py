@@ -16,7 +16,6 @@ import numpy as np
 
 from cloudtwin.diagnosis.twin import TwinRun
 from cloudtwin.engine.maxmin import max_min_rates
-from cloudtwin.faults.plan import subset_paths
 from cloudtwin.topology.paths import Paths
 
 __all__ = ["DEFAULT_SAMPLE_S", "MAX_SAMPLES", "FlowSamples", "sample_rates"]
@@ -75,7 +74,7 @@ def sample_rates(run: TwinRun, interval_s: float = DEFAULT_SAMPLE_S) -> FlowSamp
         active = np.flatnonzero(live)
         if active.size == 0:
             continue
-        sub = subset_paths(all_paths[epoch[i]], active)
+        sub = all_paths[epoch[i]].take(active)
         rate = max_min_rates(
             sub.indptr, sub.link_ids, capacities[epoch[i]], run.rate_cap_bps[active], sub.weights
         )

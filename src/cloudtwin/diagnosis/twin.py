@@ -11,7 +11,7 @@ from cloudtwin.errors import EngineError, ScenarioError
 from cloudtwin.evaluation.jobs import Workbench, build_workbench
 from cloudtwin.evaluation.run import route_flows
 from cloudtwin.faults.events import FabricState, expand_faults
-from cloudtwin.faults.plan import RepairPlan, plan_repairs, subset_flows
+from cloudtwin.faults.plan import RepairPlan, plan_repairs
 from cloudtwin.faults.reaction import ReactionKind, reaction_of
 from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.model import Scenario
@@ -67,7 +67,7 @@ def simulate_twin(scenario: Scenario, strategy: str | None = None) -> TwinRun:
     routed = route_flows(scenario, topology, connections, chosen)
 
     def route(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(connections, index), chosen)
+        return route_flows(scenario, view, connections.take(index), chosen)
 
     kind = reaction_of(chosen)
     states = expand_faults(scenario.faults, topology, scenario.seed)

@@ -30,7 +30,7 @@ from cloudtwin.evaluation.resiliency import (
 )
 from cloudtwin.evaluation.run import route_flows
 from cloudtwin.faults.events import FabricState, expand_faults
-from cloudtwin.faults.plan import RepairPlan, plan_repairs, subset_flows
+from cloudtwin.faults.plan import RepairPlan, plan_repairs
 from cloudtwin.faults.reaction import reaction_of
 from cloudtwin.routing.strategy import Strategy, load_strategy
 from cloudtwin.scenario.faults import Fault
@@ -292,12 +292,12 @@ def _outcome(
     flows = bench.connections
 
     def route(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(flows, index), strategy)
+        return route_flows(scenario, view, flows.take(index), strategy)
 
     ecmp = load_strategy("ecmp")
 
     def data_plane(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(flows, index), ecmp)
+        return route_flows(scenario, view, flows.take(index), ecmp)
 
     kind = reaction_of(strategy)
     plan = plan_repairs(topology, flows, paths, route, kind, scenario.reaction, states, data_plane)

@@ -17,7 +17,6 @@ import numpy as np
 
 from cloudtwin.engine.simulator import Change, Dependencies
 from cloudtwin.errors import WorkloadError
-from cloudtwin.faults.plan import subset_paths
 from cloudtwin.flows import Flows
 from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
 from cloudtwin.topology.paths import Paths
@@ -108,7 +107,7 @@ class Workbench:
         if self.one_to_one:
             return connection_paths
         parts = [connection_paths] + ([self.segments] if self.segments is not None else [])
-        return subset_paths(Paths.concat(parts), self.route)
+        return Paths.concat(parts).take(self.route)
 
     def engine_change(self, change: Change) -> Change:
         """A planned change (on connections) as the engine's change (on flows)."""
@@ -119,7 +118,7 @@ class Workbench:
         flows = np.flatnonzero(np.isin(self.route, moved))
         position = order[np.searchsorted(moved[order], self.route[flows])]
         return Change(
-            change.time_s, change.link_ids, change.capacity_bps, flows, subset_paths(change.paths, position)
+            change.time_s, change.link_ids, change.capacity_bps, flows, change.paths.take(position)
         )
 
 

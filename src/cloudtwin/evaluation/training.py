@@ -251,7 +251,7 @@ def predict_training(
     w = _workload(scenario)
     topology = build_topology(scenario)
     spec = cluster_spec(scenario, topology.nic_rate_bps)
-    key = "--gpus" if gpus else "workload.gpus"
+    key = "gpus" if gpus else "workload.gpus"
     sizes = gpus or [w.gpus or spec.gpus]
     runs = []
     for done, n in enumerate(sizes):
