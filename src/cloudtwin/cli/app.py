@@ -9,6 +9,7 @@ import typer
 from cloudtwin import __version__
 from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
 from cloudtwin.cli import run as run_commands
+from cloudtwin.cli import serve as serve_command
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(
@@ -53,6 +54,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.command("serve")(serve_command.serve)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -44,7 +44,7 @@ def list_examples(directory: Path | None) -> list[Example]:
         except (OSError, ScenarioError):
             continue
         workload = data.get("workload") or {}
-        kind = workload.get("kind", "perftest") if isinstance(workload, dict) else "jobs"
+        kind = workload.get("kind", "perftest") if isinstance(workload, dict) else "perftest"
         found.append(Example(path.stem, path, "jobs" if "jobs" in data else str(kind)))
     return found
 
