@@ -45,7 +45,7 @@ def list_examples(directory: Path | None) -> list[Example]:
             continue
         workload = data.get("workload") or {}
         kind = workload.get("kind", "perftest") if isinstance(workload, dict) else "perftest"
-        found.append(Example(path.stem, path, "jobs" if "jobs" in data else str(kind)))
+        found.append(Example(path.stem, path, "workloads" if "workloads" in data else str(kind)))
     return found
 
 

@@ -67,7 +67,7 @@ def runs_page(
     """The dashboard: the runs table (sort, filter, pages) and the form that starts a job."""
     page = page_runs(store, RunFilter(scenario or None, strategy or None), sort, order == "desc", limit, offset)
     examples = [e for e in list_examples(request.app.state.settings.examples_dir)
-                if e.workload in ("perftest", "collective", "jobs")]
+                if e.workload in ("perftest", "collective", "workloads")]
     query = {"scenario": scenario or "", "strategy": strategy or "", "sort": sort, "order": order,
              "limit": limit, "offset": offset}
     return _page(request, "index.html", page=page, query=query, examples=examples, strategies=BUILTIN)
