@@ -1,0 +1,89 @@
+"""The dashboard in a real browser: Debian's Chromium driven by Playwright (no browser
+download): open it, start a comparison from a shipped example, wait, check table and plot."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.service.server import running_server
+
+playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra) is not installed")
+
+CHROMIUM = Path(os.environ.get("CLOUDTWIN_CHROMIUM", "/usr/bin/chromium"))
+ARGS = [
+    "--no-sandbox", "--headless=new", "--disable-gpu", "--disable-dev-shm-usage",
+    "--disable-background-networking", "--disable-extensions", "--disable-sync",
+    "--no-first-run", "--metrics-recording-only", "--mute-audio",
+]
+#: Where the screenshot of the finished comparison is saved (kept for a person to look at).
+SCREENSHOT = Path(os.environ.get("CLOUDTWIN_SCREENSHOT_DIR", "")) if os.environ.get(
+    "CLOUDTWIN_SCREENSHOT_DIR") else None
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not CHROMIUM.exists(), reason=f"{CHROMIUM} is missing (apt-get install chromium)"),
+]
+
+
+@pytest.fixture
+def browser_page():  # type: ignore[no-untyped-def]
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        try:
+            page = browser.new_page(viewport={"width": 1280, "height": 1000})
+            yield page
+        finally:
+            browser.close()
+
+
+def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/")
+        assert page.locator("#runs-table tbody tr").count() == 3
+        page.select_option("#example", "leaf-spine-perftest")
+        page.uncheck("input[value=adaptive]")
+        page.fill("#token", server.token)
+        page.click("#start-button")
+        page.wait_for_selector("#job-progress")
+        page.wait_for_function(
+            "document.getElementById('job-state').textContent === 'done'", timeout=180_000
+        )
+        header = page.locator("#job-table tr").first.locator("td").all_inner_texts()
+        assert header == ["metric", "ecmp", "pinning"]
+        ratio = page.locator("#job-table tr").last.locator("td").all_inner_texts()
+        assert ratio[0] == "aggregate vs ecmp" and ratio[1] == "1.00x"
+        page.wait_for_selector("#job-plot .main-svg")
+        assert page.locator("#job-plot .trace.bars .point").count() == 2
+        shot = (SCREENSHOT or tmp_path) / "dashboard.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 10_000
+
+
+def test_a_run_page_draws_its_plots_and_sorting_the_table_works(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/")
+        page.click("#runs-table th >> text=seed")
+        seeds = page.locator("#runs-table tbody tr td:nth-child(5)").all_inner_texts()
+        assert seeds in (["4", "3", "3"], ["3", "3", "4"])
+        page.goto(server.url + "/runs/1")
+        for name in ("timeline", "fct", "aggregate"):
+            page.wait_for_selector(f"#plot-{name} .main-svg")
+        assert page.locator("#tradeoff tbody tr").count() == 2
+        page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+
+
+def test_a_refused_start_says_why(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/")
+        page.fill("#token", "not-the-token")
+        page.click("#start-button")
+        page.wait_for_selector("#job-error:not([hidden])")
+        assert "token" in page.locator("#job-error").inner_text()
+        assert page.locator("#job-state").inner_text() == "refused"
