@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import cloudtwin
@@ -33,10 +34,11 @@ def default_examples_dir() -> Path | None:
     return None
 
 
-def list_examples(directory: Path | None) -> list[Example]:
-    """The examples in `directory`, by name."""
+@lru_cache(maxsize=8)
+def list_examples(directory: Path | None) -> tuple[Example, ...]:
+    """The examples in `directory`, by name (read once: they ship with cloudtwin)."""
     if directory is None:
-        return []
+        return ()
     found = []
     for path in sorted(directory.glob("*.yaml")):
         try:
@@ -46,7 +48,7 @@ def list_examples(directory: Path | None) -> list[Example]:
         workload = data.get("workload") or {}
         kind = workload.get("kind", "perftest") if isinstance(workload, dict) else "perftest"
         found.append(Example(path.stem, path, "workloads" if "workloads" in data else str(kind)))
-    return found
+    return tuple(found)
 
 
 def read_example(directory: Path | None, name: str) -> tuple[str, str]:
