@@ -151,3 +151,21 @@ def test_pages_render_from_the_store(client: TestClient) -> None:
     assert client.get("/runs/77").status_code == 404
     script = client.get("/vendor/plotly.min.js")
     assert script.status_code == 200 and b"plotly.js" in script.content[:200]
+
+
+def test_an_nccl_tests_job_equals_the_cli(client: TestClient) -> None:
+    request = {"kind": "nccl-tests", "example": "routing-strategies", "strategies": ["ecmp", "pinning"],
+               "minbytes": "1M", "maxbytes": "16M", "stepfactor": 4}
+    job = wait_job(client, client.post("/api/jobs", json=request, headers=auth()).json()["job_id"])
+    assert job["state"] == "done", job["error"]
+    cli = cloudtwin("nccl-tests", "examples/routing-strategies.yaml", "-b", "1M", "-e", "16M", "-f", "4",
+                    "--strategies", "ecmp,pinning", "--json")
+    assert cli.returncode == 0, cli.stderr
+    assert job["result"] == json.loads(cli.stdout)
+    assert [r["size_bytes"] for r in job["result"]["results"]["pinning"]] == [1 << 20, 4 << 20, 16 << 20]
+
+
+def test_an_nccl_tests_job_needs_a_collective(client: TestClient) -> None:
+    answer = client.post("/api/jobs", json={"kind": "nccl-tests", "scenario_yaml": SMALL.read_text()},
+                         headers=auth())
+    assert answer.status_code == 400 and answer.json()["error"]["field"] == "workload.kind"

@@ -35,8 +35,10 @@ class JobRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["compare", "evaluate"] = Field(
-        "compare", description="compare: `cloudtwin compare`; evaluate: `cloudtwin evaluate` (stored)"
+    kind: Literal["compare", "evaluate", "nccl-tests"] = Field(
+        "compare",
+        description="compare: `cloudtwin compare`; evaluate: `cloudtwin evaluate` (stored as a run); "
+        "nccl-tests: `cloudtwin nccl-tests` (a collective swept over message sizes)",
     )
     example: str | None = Field(None, max_length=200, description="A shipped example's name")
     scenario_yaml: str | None = Field(
@@ -49,6 +51,9 @@ class JobRequest(BaseModel):
     overrides: list[Annotated[str, Field(max_length=500)]] = Field(
         default_factory=list, max_length=50, description="`key=value` overrides, as --set"
     )
+    minbytes: str = Field("1M", max_length=20, description="nccl-tests: smallest size (K/M/G: powers of 1024)")
+    maxbytes: str = Field("1G", max_length=20, description="nccl-tests: largest size")
+    stepfactor: int = Field(2, ge=2, le=1024, description="nccl-tests: size factor between steps")
 
     @model_validator(mode="after")
     def _one_source(self) -> JobRequest:
@@ -67,6 +72,8 @@ def examples(config: Settings) -> dict[str, Any]:
 def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -> dict[str, Any]:
     """Queue a job (needs the token); its progress and result are at /api/jobs/{job_id}."""
     scenario = _scenario(body, config)
+    if body.kind == "nccl-tests":
+        return _submit_nccl(body, scenario, queue)
     strategies = usecases.parse_strategies(body.strategies, unique=body.kind == "evaluate")
     if body.kind == "compare":
         work = _compare_work(scenario, strategies)
@@ -109,6 +116,19 @@ def _scenario(body: JobRequest, config: ServiceSettings) -> Scenario:
     else:
         text, source = body.scenario_yaml or "", "scenario_yaml"
     return load_scenario(text, source, overrides)
+
+
+def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> dict[str, Any]:
+    from cloudtwin.evaluation.collective import collective_workload
+
+    collective_workload(scenario)  # refuses a scenario without a collective before queueing
+    sizes = usecases.nccl_sizes(body.minbytes, body.maxbytes, body.stepfactor)
+    strategies = usecases.parse_strategies(body.strategies, (scenario.routing.strategy,))
+
+    def work(progress: Progress) -> dict[str, Any]:
+        return finite(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())
+
+    return queue.submit("nccl-tests", scenario.name, strategies, work).to_json()
 
 
 def _compare_work(scenario: Scenario, strategies: list[str]) -> Any:

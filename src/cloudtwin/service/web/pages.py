@@ -79,9 +79,10 @@ def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
     document = run_document(store, run_id)
     data = run_plots(store, run_id)
     aggregate = {n: s["performance"]["aggregate_gbps"] for n, s in document["strategies"].items()}
+    order = list(document["strategies"])  # the database groups in no particular order
     figures = {
-        "timeline": plots.timeline_figure(data["timelines"]),
-        "fct": plots.fct_figure(data["fct"]),
+        "timeline": plots.timeline_figure({n: data["timelines"][n] for n in order if n in data["timelines"]}),
+        "fct": plots.fct_figure({n: data["fct"][n] for n in order if n in data["fct"]}),
         "aggregate": plots.bar_figure("Aggregate throughput", aggregate, "Gbps"),
     }
     return _page(request, "run.html", run=document, table=tradeoff(document), figures=figures)

@@ -6,6 +6,17 @@ from typing import Any
 
 __all__ = ["bar_figure", "fabric_figure", "fct_figure", "timeline_figure", "log_timeline_figure"]
 
+#: One colour per strategy on every plot (others take the next free colour).
+_COLOURS = {"ecmp": "#1f77b4", "ecmp-qp": "#9467bd", "adaptive": "#2ca02c", "spray": "#8c564b",
+            "pinning": "#ff7f0e"}
+_SPARE = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#d62728")
+
+
+def colour(name: str) -> str:
+    """The colour of a strategy."""
+    return _COLOURS.get(name) or _SPARE[sum(map(ord, name)) % len(_SPARE)]
+
+
 _LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 340, "legend": {"orientation": "h"}}
 
 
@@ -20,9 +31,10 @@ def timeline_figure(timelines: dict[str, dict[str, list[float]]]) -> dict[str, A
     for name, t in timelines.items():
         ms = [1e3 * x for x in t["t_s"]]
         data.append({"type": "scatter", "mode": "lines", "name": name, "x": ms, "y": t["faulted_gbps"],
-                     "line": {"shape": "hv"}, "legendgroup": name})
+                     "line": {"shape": "hv", "color": colour(name)}, "legendgroup": name})
         data.append({"type": "scatter", "mode": "lines", "name": f"{name} (no faults)", "x": ms,
-                     "y": t["baseline_gbps"], "line": {"shape": "hv", "dash": "dot", "width": 1},
+                     "y": t["baseline_gbps"],
+                     "line": {"shape": "hv", "dash": "dot", "width": 1, "color": colour(name)},
                      "legendgroup": name, "showlegend": False})
     return {"data": data, "layout": _layout("Throughput over time", "time (ms)", "aggregate Gbps")}
 
@@ -31,7 +43,7 @@ def fct_figure(fct: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
     """The distribution (CDF) of flow completion times per strategy."""
     data = [
         {"type": "scatter", "mode": "lines", "name": name, "x": [1e3 * v for v in q["fct_s"]],
-         "y": q["quantile"]}
+         "y": q["quantile"], "line": {"color": colour(name)}}
         for name, q in fct.items()
     ]
     return {"data": data, "layout": _layout("Flow completion time (CDF)", "FCT (ms)", "fraction of flows")}
@@ -41,7 +53,8 @@ def bar_figure(title: str, values: dict[str, float | None], unit: str) -> dict[s
     """One bar per strategy."""
     names = list(values)
     return {
-        "data": [{"type": "bar", "x": names, "y": [values[n] for n in names], "marker": {"color": "#3b6ea8"}}],
+        "data": [{"type": "bar", "x": names, "y": [values[n] for n in names],
+                  "marker": {"color": [colour(n) for n in names]}}],
         "layout": _layout(title, "strategy", unit),
     }
 
@@ -59,7 +72,8 @@ def busbw_figure(results: dict[str, list[dict[str, Any]]]) -> dict[str, Any]:
     """Bus bandwidth against message size per strategy (an nccl-tests sweep)."""
     data = [
         {"type": "scatter", "mode": "lines+markers", "name": name,
-         "x": [r["size_bytes"] for r in rows], "y": [r["busbw_gbps"] for r in rows]}
+         "x": [r["size_bytes"] for r in rows], "y": [r["busbw_GBps"] for r in rows],
+         "line": {"color": colour(name)}}
         for name, rows in results.items()
     ]
     layout = _layout("Bus bandwidth against message size", "message size (bytes)", "busbw (GB/s)")

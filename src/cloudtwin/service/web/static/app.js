@@ -44,9 +44,34 @@ function showComparison(result) {
   table.appendChild(ratio);
   document.getElementById("job-result").replaceChildren(table);
   Plotly.newPlot("job-plot", [{ type: "bar", x: names, y: names.map((n) => result.results[n].aggregate_gbps),
-    marker: { color: "#3b6ea8" } }], { title: { text: result.scenario + ": aggregate throughput" },
+    marker: { color: names.map((n) => COLOURS[n] || "#17becf") } }], { title: { text: result.scenario + ": aggregate throughput" },
     yaxis: { title: { text: "Gbps" } }, height: 340, margin: { l: 60, r: 20, t: 40, b: 50 } },
     { displaylogo: false });
+}
+
+const COLOURS = { ecmp: "#1f77b4", "ecmp-qp": "#9467bd", adaptive: "#2ca02c", spray: "#8c564b", pinning: "#ff7f0e" };
+
+function showSweep(result) {
+  const names = Object.keys(result.results);
+  const table = document.createElement("table");
+  table.id = "job-table";
+  const head = document.createElement("tr");
+  head.appendChild(cell("size (bytes)"));
+  names.forEach((n) => head.appendChild(cell(n + " busbw (GB/s)")));
+  table.appendChild(head);
+  result.results[names[0]].forEach((row, i) => {
+    const tr = document.createElement("tr");
+    tr.appendChild(cell(String(row.size_bytes)));
+    names.forEach((n) => tr.appendChild(cell(result.results[n][i].busbw_GBps.toFixed(2))));
+    table.appendChild(tr);
+  });
+  document.getElementById("job-result").replaceChildren(table);
+  const traces = names.map((n) => ({ type: "scatter", mode: "lines+markers", name: n,
+    x: result.results[n].map((r) => r.size_bytes), y: result.results[n].map((r) => r.busbw_GBps),
+    line: { color: COLOURS[n] } }));
+  Plotly.newPlot("job-plot", traces, { title: { text: result.scenario + ": " + result.op + " busbw against message size" },
+    xaxis: { type: "log", title: { text: "message size (bytes)" } }, yaxis: { title: { text: "busbw (GB/s)" } },
+    height: 340, margin: { l: 60, r: 20, t: 40, b: 50 } }, { displaylogo: false });
 }
 
 function showEvaluation(result) {
@@ -67,7 +92,7 @@ async function follow(jobId) {
     document.getElementById("job-progress").value = job.progress;
     document.getElementById("job-stage").textContent = job.stage || "";
     if (job.state === "done") {
-      (job.kind === "compare" ? showComparison : showEvaluation)(job.result);
+      ({ compare: showComparison, "nccl-tests": showSweep, evaluate: showEvaluation })[job.kind](job.result);
       return;
     }
     if (job.state === "failed" || job.state === "cancelled") {
@@ -91,6 +116,7 @@ async function startJob(event) {
     strategies: [...form.querySelectorAll("input[name=strategies]:checked")].map((i) => i.value),
   };
   if (form.seed.value !== "") body.seed = Number(form.seed.value);
+  if (body.kind === "nccl-tests") Object.assign(body, { minbytes: "1M", maxbytes: "1G", stepfactor: 4 });
   const box = document.getElementById("job");
   const error = document.getElementById("job-error");
   box.hidden = false;
