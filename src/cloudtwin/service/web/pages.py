@@ -108,13 +108,14 @@ def logs_page(
     request: Request,
     store: StoreDep,
     text: Annotated[str | None, Query(max_length=500)] = None,
-    window_s: Annotated[float, Query(gt=0.001, le=7 * 86400)] = 60.0,
+    window_s: Annotated[float | None, Query(gt=0.001, le=7 * 86400)] = None,
 ) -> HTMLResponse:
     """Log search and the timeline of lines with their anomalies."""
     from cloudtwin.service.api.logs import search, timeline
 
     try:
-        found = search(store, text or None, None, None, None, 200)["lines"]
+        window_s = window_s or _default_window_s(store)
+        found = search(store, text or None, None, None, None, PAGE_LINES)["lines"]
         line_timeline = timeline(store, window_s, None, None)
         problem = None
     except CloudtwinError as err:
@@ -123,6 +124,23 @@ def logs_page(
     return _page(request, "logs.html", lines=found, text=text or "", window_s=window_s,
                  figure=figure, problem=problem,
                  anomalies=line_timeline["anomalies"] if line_timeline else [])
+
+
+#: The timeline of the logs page shows about this many windows unless asked otherwise.
+TIMELINE_WINDOWS = 80
+#: Lines the logs page lists (the API gives more).
+PAGE_LINES = 50
+
+
+def _default_window_s(store: Store) -> float:
+    """A window that cuts the stored lines' time span into about TIMELINE_WINDOWS windows."""
+    if store.schema_version("ops") is None:
+        return 60.0
+    first, last = store.query("SELECT min(ts), max(ts) FROM ops_lines")[1][0]
+    if first is None or last == first:
+        return 60.0
+    span = (last - first).total_seconds()
+    return float(f"{max(span / TIMELINE_WINDOWS, 0.002):.2g}")
 
 
 @router.get("/diagnosis", response_class=HTMLResponse)

@@ -92,7 +92,7 @@ def log_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
          "text": [f"{a['kind']} {a['key']}: {a['count']} lines" for a in anomalies],
          "marker": {"color": "#c0392b", "size": 9}},
     ]
-    layout = _layout("Lines and anomalies over time", "window", "lines")
+    layout = _layout("Lines and anomalies over time", "window", "lines", margin={"l": 60, "r": 70, "t": 40, "b": 50})
     layout["yaxis2"] = {"title": {"text": "surprise (-log10 p)"}, "overlaying": "y", "side": "right"}
     return {"data": data, "layout": layout}
 
