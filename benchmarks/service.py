@@ -18,7 +18,6 @@ import argparse
 import random
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -86,7 +85,8 @@ def measure(url: str, paths: list[str]) -> list[float]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    raw = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--runs", type=int, default=10_000)
     parser.add_argument("--flows", type=int, default=10_000_000)
     parser.add_argument("--requests", type=int, default=200)

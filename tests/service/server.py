@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
-
 from tests.cli.cli_helpers import CLOUDTWIN, REPO
 
 

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
-
 from tests.cli.cli_helpers import cloudtwin
 from tests.service.conftest import SMALL, auth
 

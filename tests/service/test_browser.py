@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from tests.service.server import running_server
 
 playwright_api = pytest.importorskip("playwright.sync_api", reason="playwright (dev extra) is not installed")
@@ -64,7 +63,9 @@ def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path,
         assert shot.stat().st_size > 10_000
 
 
-def test_a_run_page_draws_its_plots_and_sorting_the_table_works(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
+def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore[no-untyped-def]
+    db: Path, tmp_path: Path, browser_page
+) -> None:
     page = browser_page
     with running_server(db, tmp_path) as server:
         page.goto(server.url + "/")

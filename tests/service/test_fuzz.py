@@ -10,9 +10,10 @@ from hypothesis import HealthCheck, given, settings
 
 schemathesis = pytest.importorskip("schemathesis", reason="schemathesis (dev extra) is not installed")
 
+from tests.service.conftest import TOKEN  # noqa: E402
+
 from cloudtwin.service import ServiceSettings, create_app  # noqa: E402
 from cloudtwin.service.examples import default_examples_dir  # noqa: E402
-from tests.service.conftest import TOKEN  # noqa: E402
 
 _STATE: dict[str, Path] = {}
 

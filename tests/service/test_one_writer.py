@@ -11,7 +11,6 @@ from collections import Counter
 from pathlib import Path
 
 import httpx
-
 from tests.cli.cli_helpers import REPO
 from tests.service.server import running_server
 

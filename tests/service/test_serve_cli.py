@@ -8,11 +8,11 @@ from pathlib import Path
 import httpx
 import pytest
 from fastapi.testclient import TestClient
-
-from cloudtwin.service import ServiceSettings, create_app, is_loopback, load_or_create_token
 from tests.cli.cli_helpers import cloudtwin
 from tests.service.conftest import TOKEN
 from tests.service.server import running_server
+
+from cloudtwin.service import ServiceSettings, create_app, is_loopback, load_or_create_token
 
 
 def test_the_token_is_made_once_with_mode_600_and_printed_once(db: Path, tmp_path: Path) -> None:
@@ -28,7 +28,8 @@ def test_the_token_is_made_once_with_mode_600_and_printed_once(db: Path, tmp_pat
     with running_server(db, second) as again:
         assert again.token == server.token
         assert server.token not in again.output.read_text()
-        answer = httpx.post(again.url + "/api/jobs/1/cancel", headers={"Authorization": f"Bearer {again.token}"})
+        bearer = {"Authorization": f"Bearer {again.token}"}
+        answer = httpx.post(again.url + "/api/jobs/1/cancel", headers=bearer)
         assert answer.status_code == 404  # past the token: no such job
 
 

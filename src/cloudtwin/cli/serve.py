@@ -11,7 +11,9 @@ from cloudtwin.store.database import DEFAULT_DB
 
 __all__ = ["serve"]
 
-_DB = typer.Option(DEFAULT_DB, "--db", help="The store (DuckDB) to serve; created by the first job that stores.")
+_DB = typer.Option(
+    DEFAULT_DB, "--db", help="The store (DuckDB) to serve; created by the first job that stores."
+)
 _HOST = typer.Option(
     "127.0.0.1", "--host", help="Address to listen on. Other than this machine's only with an existing token."
 )

@@ -103,7 +103,7 @@ class Job:
 class JobQueue:
     """Runs submitted jobs in order on one thread; `after` runs after each job (e.g. refresh)."""
 
-    def __init__(self, after: Callable[[], None] | None = None) -> None:
+    def __init__(self, after: Callable[[], object] | None = None) -> None:
         self._jobs: dict[int, Job] = {}
         self._ids = itertools.count(1)
         self._queue: queue.Queue[Job | None] = queue.Queue()

@@ -24,7 +24,8 @@ class RunFilter:
     seed: int | None = None
 
     def where(self) -> tuple[str, list[object]]:
-        clauses, params = ["TRUE"], []
+        clauses: list[str] = ["TRUE"]
+        params: list[object] = []
         if self.scenario:
             clauses.append("contains(lower(scenario), lower(?))")
             params.append(self.scenario)

@@ -51,7 +51,9 @@ class JobRequest(BaseModel):
     overrides: list[Annotated[str, Field(max_length=500)]] = Field(
         default_factory=list, max_length=50, description="`key=value` overrides, as --set"
     )
-    minbytes: str = Field("1M", max_length=20, description="nccl-tests: smallest size (K/M/G: powers of 1024)")
+    minbytes: str = Field(
+        "1M", max_length=20, description="nccl-tests: smallest size (K/M/G: powers of 1024)"
+    )
     maxbytes: str = Field("1G", max_length=20, description="nccl-tests: largest size")
     stepfactor: int = Field(2, ge=2, le=1024, description="nccl-tests: size factor between steps")
 

@@ -65,7 +65,8 @@ def runs_page(
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
 ) -> HTMLResponse:
     """The dashboard: the runs table (sort, filter, pages) and the form that starts a job."""
-    page = page_runs(store, RunFilter(scenario or None, strategy or None), sort, order == "desc", limit, offset)
+    where = RunFilter(scenario or None, strategy or None)
+    page = page_runs(store, where, sort, order == "desc", limit, offset)
     examples = [e for e in list_examples(request.app.state.settings.examples_dir)
                 if e.workload in ("perftest", "collective", "workloads")]
     query = {"scenario": scenario or "", "strategy": strategy or "", "sort": sort, "order": order,
@@ -89,7 +90,9 @@ def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
 
 
 @router.get("/compare", response_class=HTMLResponse)
-def compare_page(request: Request, store: StoreDep, runs: Annotated[str, Query(max_length=200)]) -> HTMLResponse:
+def compare_page(
+    request: Request, store: StoreDep, runs: Annotated[str, Query(max_length=200)]
+) -> HTMLResponse:
     """Several runs side by side."""
     compared = compare_runs(store, parse_run_ids(runs))["runs"]
     groups = {f"run {r['run_id']}": {n: s["aggregate_gbps"] for n, s in r["strategies"].items()}

@@ -17,7 +17,9 @@ def colour(name: str) -> str:
     return _COLOURS.get(name) or _SPARE[sum(map(ord, name)) % len(_SPARE)]
 
 
-_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 340, "legend": {"orientation": "h"}}
+_LAYOUT: dict[str, Any] = {
+    "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 340, "legend": {"orientation": "h"},
+}
 
 
 def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
@@ -27,7 +29,7 @@ def _layout(title: str, x: str, y: str, **extra: Any) -> dict[str, Any]:
 
 def timeline_figure(timelines: dict[str, dict[str, list[float]]]) -> dict[str, Any]:
     """Aggregate throughput over time per strategy, with faults (solid) and without (dotted)."""
-    data = []
+    data: list[dict[str, Any]] = []
     for name, t in timelines.items():
         ms = [1e3 * x for x in t["t_s"]]
         data.append({"type": "scatter", "mode": "lines", "name": name, "x": ms, "y": t["faulted_gbps"],
@@ -92,7 +94,8 @@ def log_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
          "text": [f"{a['kind']} {a['key']}: {a['count']} lines" for a in anomalies],
          "marker": {"color": "#c0392b", "size": 9}},
     ]
-    layout = _layout("Lines and anomalies over time", "window", "lines", margin={"l": 60, "r": 70, "t": 40, "b": 50})
+    margin = {"l": 60, "r": 70, "t": 40, "b": 50}
+    layout = _layout("Lines and anomalies over time", "window", "lines", margin=margin)
     layout["yaxis2"] = {"title": {"text": "surprise (-log10 p)"}, "overlaying": "y", "side": "right"}
     return {"data": data, "layout": layout}
 
