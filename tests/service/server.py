@@ -29,16 +29,20 @@ def free_port() -> int:
 
 
 @contextmanager
-def running_server(db: Path, folder: Path) -> Iterator[Server]:
-    """Start `cloudtwin serve --db DB` and wait until it answers; always stop it."""
-    port = free_port()
-    token_file = folder / "token"
+def running_server(
+    db: Path, folder: Path, args: list[str] | None = None, port: int | None = None,
+    cwd: Path = REPO, token_file: Path | None = None,
+) -> Iterator[Server]:
+    """Start `cloudtwin serve` (by default `--db DB --port P --token-file FOLDER/token`)
+    and wait until it answers; always stop it."""
+    port = port or free_port()
+    token_file = token_file or folder / "token"
     output = folder / "serve.log"
     env = {**os.environ, "COLUMNS": "200"}
+    words = args or ["--db", str(db), "--port", str(port), "--token-file", str(token_file)]
     with output.open("w") as log:
         process = subprocess.Popen(
-            [str(CLOUDTWIN), "serve", "--db", str(db), "--port", str(port), "--token-file", str(token_file)],
-            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT,
+            [str(CLOUDTWIN), "serve", *words], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     try:
         url = f"http://127.0.0.1:{port}"
