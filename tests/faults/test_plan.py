@@ -174,7 +174,7 @@ def test_a_dead_nic_stalls_its_flows_until_it_returns(make_scenario) -> None:
 
 def test_a_strategy_may_declare_its_reaction() -> None:
     from cloudtwin.errors import RoutingError
-    from cloudtwin.faults import reaction_of
+    from cloudtwin.routing import reaction_of
 
     class Declared:
         name = "mine"
@@ -208,7 +208,7 @@ def test_many_overlapping_repairs_on_a_fat_tree(make_scenario, strategy: str) ->
 
 
 def reaction_of_name(strategy: str):
-    from cloudtwin.faults import reaction_of
+    from cloudtwin.routing import reaction_of
 
     return reaction_of(load_strategy(strategy))
 

@@ -9,8 +9,8 @@ from tests.conftest import check_paths, scenario_from
 
 from cloudtwin.engine import simulate
 from cloudtwin.evaluation import build_flows, route_flows
-from cloudtwin.faults import expand_faults, plan_repairs, reaction_of
-from cloudtwin.routing import load_strategy
+from cloudtwin.faults import expand_faults, plan_repairs
+from cloudtwin.routing import load_strategy, reaction_of
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.topology import build_topology
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -21,7 +22,10 @@ OPS = usecases.COLLECTIVE_OPS
 
 
 def _table(
-    title: str, rows: list[CollectiveMeasurement], base: list[CollectiveMeasurement] | None, first: str
+    title: str,
+    rows: Sequence[CollectiveMeasurement],
+    base: Sequence[CollectiveMeasurement] | None,
+    first: str,
 ) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("size (B)", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
@@ -99,4 +103,4 @@ def nccl_tests(
             f"{len(head[0].job_time_s)} job(s)"
         )
         base = head if key != keys[0] else None
-        stdout.print(_table(title, list(sweep.results[key]), base, keys[0]))
+        stdout.print(_table(title, sweep.results[key], base, keys[0]))

@@ -12,6 +12,7 @@ from cloudtwin.diagnosis.rank import diagnose as rank
 from cloudtwin.diagnosis.tables import TwinMeta
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.database import Store
+from cloudtwin.twin import simulate_faulted
 
 __all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose"]
 
@@ -39,7 +40,5 @@ def diagnose(
 ) -> Diagnosis:
     """Rank suspects from `store`; with `scenario`, first simulate its faulted run (the one
     `evaluate` reports for the scenario's strategy) and emit its operations data there."""
-    from cloudtwin.diagnosis.twin import simulate_twin
-
-    emitted = emit_run(store, simulate_twin(scenario)) if scenario is not None else None
+    emitted = emit_run(store, simulate_faulted(scenario)) if scenario is not None else None
     return Diagnosis(tuple(rank(store, window)[:top]), emitted)

@@ -290,8 +290,8 @@ def record_evaluation(store: Store, result: EvaluationReport) -> EvaluationRepor
 
 
 def _flow_rows(evaluation: Evaluation) -> list[Any]:
-    from cloudtwin.evaluation.jobs import tenant_name
     from cloudtwin.store.runs import FlowRows
+    from cloudtwin.twin import tenant_name
 
     flows = evaluation.bench.connections
     jobs = [evaluation.bench.jobs[int(j)].name for j in flows.job]

@@ -2,18 +2,17 @@
 
 from cloudtwin.faults.events import FabricState, cable_links, expand_faults, resolve_target
 from cloudtwin.faults.plan import RepairPlan, RouteFn, plan_repairs
-from cloudtwin.faults.reaction import ReactionKind, phases_for, reaction_of, rule_links
+from cloudtwin.faults.reaction import Phase, phases_for, rule_links
 
 __all__ = [
     "FabricState",
-    "ReactionKind",
+    "Phase",
     "RepairPlan",
     "RouteFn",
     "cable_links",
     "expand_faults",
     "phases_for",
     "plan_repairs",
-    "reaction_of",
     "resolve_target",
     "rule_links",
 ]

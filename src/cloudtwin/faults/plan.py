@@ -22,10 +22,11 @@ import numpy as np
 
 from cloudtwin.engine.simulator import Change
 from cloudtwin.faults.events import FabricState
-from cloudtwin.faults.reaction import Phase, ReactionKind, phases_for, rule_links
-from cloudtwin.flows import Flows
+from cloudtwin.faults.reaction import Phase, phases_for, rule_links
+from cloudtwin.flows import Flows, Paths
+from cloudtwin.routing.facts import ReactionKind
 from cloudtwin.scenario.faults import Reaction
-from cloudtwin.topology.paths import Paths, routable, surviving_topology
+from cloudtwin.topology.paths import routable, surviving_topology
 from cloudtwin.topology.topology import Topology
 
 __all__ = [
