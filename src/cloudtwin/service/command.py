@@ -1,4 +1,8 @@
-"""`cloudtwin serve`: the HTTP API and the web pages over a store."""
+"""`cloudtwin serve`: the command that starts the HTTP API and the web pages over a store.
+
+It lives here, beside the service, and the CLI loads it by name (cli/ and service/ are
+peers that do not import each other). Nothing heavy is imported until it runs.
+"""
 
 from __future__ import annotations
 
@@ -36,9 +40,10 @@ def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path
     """
     import uvicorn
 
-    from cloudtwin.service import ServiceSettings, create_app, is_loopback, load_or_create_token
+    from cloudtwin.service.app import create_app
     from cloudtwin.service.examples import default_examples_dir
-    from cloudtwin.service.settings import token_path_for
+    from cloudtwin.service.settings import ServiceSettings, is_loopback, token_path_for
+    from cloudtwin.service.token import load_or_create_token
 
     path = token_file if token_file is not None else token_path_for(db)
     if not is_loopback(host) and not path.exists():
