@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,10 @@ def test_an_nccl_tests_job_needs_a_collective(client: TestClient) -> None:
     answer = client.post("/api/jobs", json={"kind": "nccl-tests", "scenario_yaml": SMALL.read_text()},
                          headers=auth())
     assert answer.status_code == 400 and answer.json()["error"]["field"] == "workload.kind"
+
+
+def test_pages_load_nothing_from_elsewhere(client: TestClient) -> None:
+    for path in ("/", "/runs/1", "/compare?runs=1,2", "/logs", "/diagnosis"):
+        page = client.get(path).text
+        assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), path
+    assert client.get("/docs").status_code == 404  # FastAPI's page would load a CDN

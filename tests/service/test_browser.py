@@ -40,6 +40,8 @@ def browser_page():  # type: ignore[no-untyped-def]
 
 def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
     page = browser_page
+    requested: list[str] = []
+    page.on("request", lambda request: requested.append(request.url))
     with running_server(db, tmp_path) as server:
         page.goto(server.url + "/")
         assert page.locator("#runs-table tbody tr").count() == 3
@@ -61,6 +63,7 @@ def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path,
         shot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shot), full_page=True)
         assert shot.stat().st_size > 10_000
+    assert requested and all(url.startswith(server.url + "/") for url in requested), requested
 
 
 def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore[no-untyped-def]

@@ -49,7 +49,11 @@ def create_app(settings: ServiceSettings, extra_routers: Sequence[APIRouter] = (
         if owned:
             shutil.rmtree(folder, ignore_errors=True)
 
-    app = FastAPI(title="cloudtwin", version=__version__, description=_DESCRIPTION, lifespan=lifespan)
+    # no /docs or /redoc: FastAPI's pages for them load their scripts from a CDN
+    app = FastAPI(
+        title="cloudtwin", version=__version__, description=_DESCRIPTION, lifespan=lifespan,
+        docs_url=None, redoc_url=None,
+    )
     app.state.settings, app.state.snapshots, app.state.jobs = settings, snapshots, jobs
     install_error_handlers(app)
     for router in (*ROUTERS, *extra_routers):

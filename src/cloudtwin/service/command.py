@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import CloudtwinError, StoreError
 from cloudtwin.store.database import DEFAULT_DB
 
 __all__ = ["serve"]
@@ -30,7 +30,7 @@ _TOKEN = typer.Option(
 def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path | None = _TOKEN) -> None:
     """Serve the runs, jobs, logs and diagnoses of a store: an HTTP API and web pages.
 
-    Open http://127.0.0.1:8000/ for the pages and /docs for the API. Reading is open to
+    Open http://127.0.0.1:8000/ for the pages; the API's schema is at /openapi.json. Reading is open to
     this machine; every change (starting a job, cancelling one) needs the bearer token,
     made at the first start, kept mode 0600 beside the store and printed that once.
     Pages read a copy of the store, so a CLI ingest or sweep writing it meanwhile never
@@ -38,9 +38,14 @@ def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path
 
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
-    import uvicorn
+    try:
+        import uvicorn
 
-    from cloudtwin.service.app import create_app
+        from cloudtwin.service.app import create_app
+    except ImportError as err:
+        raise CloudtwinError(
+            f"serve: needs the web extra ({err.name} is missing): pip install 'cloudtwin[web]'"
+        ) from err
     from cloudtwin.service.examples import default_examples_dir
     from cloudtwin.service.settings import ServiceSettings, is_loopback, token_path_for
     from cloudtwin.service.token import load_or_create_token
