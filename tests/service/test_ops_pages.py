@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.cli.cli_helpers import REPO, cloudtwin
-from tests.service.conftest import TOKEN
+from tests.cli.cli_helpers import CLOUDTWIN, REPO, cloudtwin
+from tests.service.conftest import TOKEN, auth
+from tests.service.test_api import wait_job
 
 from cloudtwin.diagnosis.usecase import diagnose
 from cloudtwin.scenario.loader import load_scenario
@@ -72,3 +74,30 @@ def test_the_logs_page_shows_lines_and_the_anomaly_timeline(ops: TestClient) -> 
     assert "Ethernet" in page
     bad = ops.get("/api/logs/anomalies?window_s=0")
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "window_s"
+
+
+HDFS = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
+
+
+@pytest.mark.skipif(not HDFS.exists(), reason="../shared/datasets/loghub-2k is not beside the repository")
+def test_ingesting_logs_needs_the_token_and_equals_the_cli(
+    db: Path, client: TestClient, tmp_path: Path
+) -> None:
+    text = HDFS.read_text()
+    body = {"format": "hdfs", "source": "hdfs-upload", "text": text}
+    before = db.read_bytes()
+    refused = client.post("/api/logs/ingest", json=body)
+    assert refused.status_code == 401 and db.read_bytes() == before
+    bad = client.post("/api/logs/ingest", json={**body, "format": "nonsense"}, headers=auth())
+    assert bad.status_code == 400 and "nonsense" in bad.json()["error"]["message"]
+    job = wait_job(client, client.post("/api/logs/ingest", json=body, headers=auth()).json()["job_id"])
+    assert job["state"] == "done", job["error"]
+    cli = subprocess.run(
+        [str(CLOUDTWIN), "logs", "ingest", "-", "--format", "hdfs", "--source", "hdfs-upload",
+         "--db", str(tmp_path / "cli.duckdb"), "--json"],
+        input=text, capture_output=True, text=True, timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    assert [job["result"]] == json.loads(cli.stdout)
+    assert job["result"]["lines"] == 2000
+    assert len(client.get("/api/logs/templates?limit=1000").json()["templates"]) == job["result"]["templates"]

@@ -2,20 +2,28 @@
 
 from __future__ import annotations
 
+import io
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
 
 from cloudtwin.ops.anomaly import DetectorConfig
-from cloudtwin.service.auth import require_read
-from cloudtwin.service.deps import read_store
+from cloudtwin.ops.presets import resolve_format
+from cloudtwin.service.auth import require_read, require_token
+from cloudtwin.service.deps import job_queue, read_store
+from cloudtwin.service.jobs import JobQueue, Progress
 from cloudtwin.store.database import QueryResult, Store
+from cloudtwin.store.ops_ingest import ingest_stream
 from cloudtwin.store.ops_query import find_anomalies, list_templates, search_lines, window_counts
 
 __all__ = ["router"]
 
-router = APIRouter(prefix="/api/logs", tags=["logs"], dependencies=[Depends(require_read)])
+router = APIRouter(prefix="/api/logs", tags=["logs"])
+read = [Depends(require_read)]
+#: The most log text one request may carry (larger files: `cloudtwin logs ingest`).
+MAX_INGEST_BYTES = 8 * 2**20
 
 StoreDep = Annotated[Store, Depends(read_store)]
 Since = Annotated[datetime | None, Query(description="Lines at or after (ISO 8601)")]
@@ -39,13 +47,13 @@ def _naive(value: datetime | None) -> datetime | None:
     return value.astimezone(UTC).replace(tzinfo=None)
 
 
-@router.get("/templates")
+@router.get("/templates", dependencies=read)
 def templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
     """Mined templates with their line counts, most frequent first."""
     return {"templates": _rows(list_templates(store, limit))}
 
 
-@router.get("/search")
+@router.get("/search", dependencies=read)
 def search(
     store: StoreDep,
     text: Annotated[str | None, Query(max_length=500, description="Message contains (any case)")] = None,
@@ -59,7 +67,7 @@ def search(
     return {"lines": _rows(found)}
 
 
-@router.get("/anomalies")
+@router.get("/anomalies", dependencies=read)
 def anomalies(
     store: StoreDep,
     window_s: WindowS = 3600.0,
@@ -77,7 +85,7 @@ def anomalies(
     return {"anomalies": [_anomaly(a) for a in found]}
 
 
-@router.get("/timeline")
+@router.get("/timeline", dependencies=read)
 def timeline(
     store: StoreDep,
     window_s: WindowS = 3600.0,
@@ -100,3 +108,37 @@ def _anomaly(a: Any) -> dict[str, Any]:
         "kind": a.kind, "window_start": a.window_start.isoformat(), "key": a.key,
         "count": int(a.count), "expected": float(a.expected), "score": float(a.score),
     }
+
+
+class IngestRequest(BaseModel):
+    """Log text to ingest under a source name, in a known format (`cloudtwin logs ingest`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = Field(..., max_length=200, description="A preset (hdfs, syslog, ...) or a format string")
+    source: str = Field(..., min_length=1, max_length=500, description="Source name; re-using it resumes")
+    text: str = Field(..., max_length=MAX_INGEST_BYTES, description="The log lines")
+
+
+@router.post("/ingest", status_code=202, dependencies=[Depends(require_token)])
+def ingest(body: IngestRequest, request: Request,
+           queue: Annotated[JobQueue, Depends(job_queue)]) -> dict[str, Any]:
+    """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints."""
+    preset = resolve_format(body.format)
+    data = body.text.encode("utf-8")
+    db, snapshots = request.app.state.settings.db, request.app.state.snapshots
+
+    def work(progress: Progress) -> dict[str, Any]:
+        done = 0
+
+        def hook(count: int) -> None:
+            nonlocal done
+            done += count
+            progress("ingest", done, len(data))
+
+        with Store(db) as store:  # held only while the lines are written
+            summary = ingest_stream(store, io.BytesIO(data), body.source, preset, progress=hook)
+        snapshots.refresh()
+        return dict(summary.__dict__)
+
+    return queue.submit("logs-ingest", body.source, ["ingest"], work).to_json()
