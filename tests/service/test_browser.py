@@ -80,6 +80,38 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
             page.wait_for_selector(f"#plot-{name} .main-svg")
         assert page.locator("#tradeoff tbody tr").count() == 2
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+        page.goto(server.url + "/")
+        page.check("input.pick[value='1']")
+        page.check("input.pick[value='3']")
+        page.click("#compare-button")
+        page.wait_for_selector("#plot-aggregate .main-svg")
+        assert page.url.endswith("/compare?runs=3,1")
+        assert page.locator("#compare-table tbody tr").count() == 5  # 3 + 2 strategies
+
+
+def test_the_diagnosis_is_drawn_on_the_fabric_and_logs_on_a_timeline(  # type: ignore[no-untyped-def]
+    tmp_path: Path, browser_page
+) -> None:
+    from tests.cli.cli_helpers import REPO
+
+    from cloudtwin.diagnosis.usecase import diagnose
+    from cloudtwin.scenario.loader import load_scenario
+    from cloudtwin.store.database import Store
+
+    example = REPO / "examples" / "diagnose.yaml"
+    db = tmp_path / "ops.duckdb"
+    with Store(db) as store:
+        diagnose(store, load_scenario(example.read_text(), example.name))
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/diagnosis")
+        page.wait_for_selector("#plot-fabric .main-svg")
+        assert page.locator("tr.suspect td").nth(1).inner_text() == "leaf1-spine2"
+        assert page.locator("#plot-fabric .legendtext", has_text="#1 leaf1-spine2").count() == 1
+        page.goto(server.url + "/logs?text=down")
+        page.wait_for_selector("#plot-logs .main-svg")
+        assert page.locator("#anomalies tbody tr").count() > 0
+        assert page.locator("#lines tbody tr").count() > 0
 
 
 def test_a_refused_start_says_why(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
