@@ -12,7 +12,6 @@ from rich.table import Table
 
 from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_text
 from cloudtwin.errors import StoreError
-from cloudtwin.evaluation import usecases
 from cloudtwin.store.database import DEFAULT_DB, Store
 
 __all__ = ["evaluate", "print_document"]
@@ -69,6 +68,8 @@ def evaluate(
 
     Example:  cloudtwin evaluate examples/resiliency.yaml --strategies ecmp,adaptive,pinning --out report
     """
+    from cloudtwin.evaluation import usecases
+
     names = usecases.parse_strategies(strategies, unique=True)
     loaded = read_scenario(scenario, overrides)
     folder = out if out is not None else Path(f"evaluation-{loaded.name}")

@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, get_args
 
 import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, read_scenario, stage_progress, stdout, write_json
 from cloudtwin.errors import ScenarioError
-from cloudtwin.evaluation import usecases
+from cloudtwin.scenario.model import CollectiveOp
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.collective import CollectiveMeasurement
 
 __all__ = ["nccl_tests"]
 
-OPS = usecases.COLLECTIVE_OPS
+OPS: tuple[str, ...] = get_args(CollectiveOp)
 
 
 def _table(
@@ -79,6 +79,8 @@ def nccl_tests(
 
     Example:  cloudtwin nccl-tests examples/routing-strategies.yaml -b 1M -e 1G -f 4 --strategies ecmp,pinning
     """
+    from cloudtwin.evaluation import usecases
+
     sets = list(overrides or [])
     if op is not None:
         if op not in OPS:

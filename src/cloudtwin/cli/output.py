@@ -21,7 +21,6 @@ from rich.progress import (
 )
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.evaluation import usecases
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
 
@@ -36,7 +35,7 @@ __all__ = [
     "write_text",
 ]
 
-BUILTIN_STRATEGIES = ",".join(usecases.BUILTIN_STRATEGIES)
+BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
 """The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
 
 stdout = Console(soft_wrap=False)
@@ -102,7 +101,7 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
 
 
 @contextmanager
-def stage_progress(label: str, enabled: bool = True) -> Iterator[usecases.StageProgress | None]:
+def stage_progress(label: str, enabled: bool = True) -> Iterator[Callable[[str, int, int], None] | None]:
     """A use case's (stage, done, total) progress as one bar per stage on a terminal's stderr."""
     if not enabled or not sys.stderr.isatty():
         yield None

@@ -17,7 +17,6 @@ from cloudtwin.cli.output import (
     stdout,
     write_json,
 )
-from cloudtwin.evaluation import usecases
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
@@ -83,6 +82,8 @@ def run(
 
     Example:  cloudtwin run examples/leaf-spine-perftest.yaml --set routing.strategy=pinning
     """
+    from cloudtwin.evaluation import usecases
+
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         result = usecases.run(loaded, strategy, progress)
@@ -114,6 +115,8 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
+    from cloudtwin.evaluation import usecases
+
     names = usecases.parse_strategies(strategies)
     loaded = read_scenario(scenario, overrides)
     with stage_progress(loaded.name, not as_json) as progress:

@@ -11,7 +11,6 @@ from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
-from cloudtwin.evaluation import usecases
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.training import TrainingResult
@@ -68,28 +67,13 @@ def _table(title: str, results: list[TrainingResult]) -> Table:
 
 
 def write_plot(path: Path, title: str, results: list[TrainingResult]) -> None:
-    """Tokens/s against GPUs, with ideal linear scaling and the scaling efficiency."""
-    import matplotlib
+    """The scaling plot in the format its suffix names (PNG, SVG, PDF; PNG otherwise)."""
+    from cloudtwin.evaluation.plots import PLOT_FORMATS, scaling_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    gpus = [r.gpus for r in results]
-    tokens = [r.tokens_per_s for r in results]
-    ideal = [r.tokens_per_s / r.scaling_efficiency for r in results]
-    figure, axis = plt.subplots(figsize=(7, 4.5))
-    axis.plot(gpus, ideal, "--", color="grey", label="ideal linear scaling")
-    axis.plot(gpus, tokens, "o-", label="predicted")
-    for g, t, r in zip(gpus, tokens, results, strict=True):
-        axis.annotate(f"{r.scaling_efficiency:.0%}", (g, t), textcoords="offset points", xytext=(4, -12))
-    axis.set_xlabel("GPUs")
-    axis.set_ylabel("tokens / s")
-    axis.set_title(title)
-    axis.legend()
-    axis.grid(alpha=0.3)
+    suffix = path.suffix.lower().lstrip(".")
+    data = scaling_plot(results, title, suffix if suffix in PLOT_FORMATS else "png")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    path.write_bytes(data)
 
 
 def train(
@@ -112,6 +96,8 @@ def train(
 
     Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
     """
+    from cloudtwin.evaluation import usecases
+
     sizes = parse_gpus(gpus)
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
@@ -142,6 +128,8 @@ def hpl(
 
     Example:  cloudtwin hpl examples/vela-hpl.yaml --set routing.strategy=pinning
     """
+    from cloudtwin.evaluation import usecases
+
     loaded = read_scenario(scenario, overrides)
     result = usecases.hpl(loaded, strategy)
     document = result.to_json()

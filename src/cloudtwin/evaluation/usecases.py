@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, get_args
 
 from cloudtwin.engine.simulator import Progress
 from cloudtwin.errors import RoutingError, ScenarioError
@@ -20,7 +20,7 @@ from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.hpl import HplResult
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.evaluation.training import TrainingResult
-from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.model import CollectiveOp, Scenario
 from cloudtwin.store.database import Store
 
 __all__ = [
@@ -51,9 +51,7 @@ __all__ = [
 BUILTIN_STRATEGIES: tuple[str, ...] = ("ecmp", "ecmp-qp", "adaptive", "spray", "pinning")
 """The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
 
-COLLECTIVE_OPS: tuple[str, ...] = (
-    "allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv",
-)
+COLLECTIVE_OPS: tuple[str, ...] = get_args(CollectiveOp)
 
 StageProgress = Callable[[str, int, int], None]
 """progress(stage, done, total): `stage` names what runs (e.g. a strategy); total may be 0."""
