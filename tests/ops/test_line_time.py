@@ -50,3 +50,10 @@ def test_a_field_may_hold_its_stop_character_once_on_the_careful_path() -> None:
     fmt = LogFormat.from_string("<Level> <Component>: <Content>")
     fields = fmt.parse("INFO a:b: hello")
     assert fields is not None and (fields["Component"], fields["Content"]) == ("a:b", "hello")
+
+
+def test_a_deeply_nested_json_line_is_unparsed_not_a_crash() -> None:
+    fmt = PRESETS["jsonl"].format
+    assert fmt.parse("[" * 5000 + "]" * 5000) is None
+    assert fmt.parse('{"msg": ' + "[" * 5000 + "]" * 5000 + "}") is None
+    assert fmt.parse('{"msg": "ok"}') == {"Content": "ok"}

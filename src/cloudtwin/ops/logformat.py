@@ -224,7 +224,7 @@ _JSON_MESSAGE_KEYS = ("message", "msg", "content", "log")
 def _parse_json(line: str) -> ParsedLine | None:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested arrays
         return None
     if not isinstance(obj, Mapping):
         return None
