@@ -1,8 +1,11 @@
-"""/api/logs: search the stored lines, list templates, find anomalies, a timeline of counts."""
+"""/api/logs: search the stored lines, list templates, find anomalies, a timeline of counts,
+and ingest uploaded log text (the `cloudtwin logs` use cases)."""
 
 from __future__ import annotations
 
 import io
+from collections import defaultdict
+from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
 
@@ -10,13 +13,20 @@ from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from cloudtwin.ops.anomaly import DetectorConfig
-from cloudtwin.ops.presets import resolve_format
+from cloudtwin.ops.reader import log_stream
 from cloudtwin.service.auth import require_read, require_token
 from cloudtwin.service.deps import job_queue, read_store
 from cloudtwin.service.jobs import JobQueue, Progress
-from cloudtwin.store.database import QueryResult, Store
-from cloudtwin.store.ops_ingest import ingest_stream
-from cloudtwin.store.ops_query import find_anomalies, list_templates, search_lines, window_counts
+from cloudtwin.store.database import Store
+from cloudtwin.store.ops_usecases import (
+    LogInput,
+    count_logs,
+    detect_log_anomalies,
+    ingest_logs,
+    log_preset,
+    search_logs,
+    templates,
+)
 
 __all__ = ["router"]
 
@@ -32,12 +42,8 @@ Until = Annotated[datetime | None, Query(description="Lines before (ISO 8601)")]
 WindowS = Annotated[float, Query(gt=0.001, le=7 * 86400, description="Window length in seconds")]
 
 
-def _rows(result: QueryResult) -> list[dict[str, Any]]:
-    columns, rows = result
-    return [
-        {c: (v.isoformat() if isinstance(v, datetime) else v) for c, v in zip(columns, row, strict=True)}
-        for row in rows
-    ]
+def _json(row: Any) -> dict[str, Any]:
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(row).items()}
 
 
 def _naive(value: datetime | None) -> datetime | None:
@@ -48,9 +54,9 @@ def _naive(value: datetime | None) -> datetime | None:
 
 
 @router.get("/templates", dependencies=read)
-def templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
+def list_templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
     """Mined templates with their line counts, most frequent first."""
-    return {"templates": _rows(list_templates(store, limit))}
+    return {"templates": [_json(t) for t in templates(store, limit)]}
 
 
 @router.get("/search", dependencies=read)
@@ -63,8 +69,8 @@ def search(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
 ) -> dict[str, Any]:
     """Lines containing a text or of a template, in a time range, in source and line order."""
-    found = search_lines(store, text, template_id, _naive(since), _naive(until), limit)
-    return {"lines": _rows(found)}
+    found = search_logs(store, text, template_id, _naive(since), _naive(until), limit)
+    return {"lines": [_json(line) for line in found]}
 
 
 @router.get("/anomalies", dependencies=read)
@@ -78,35 +84,27 @@ def anomalies(
     until: Until = None,
 ) -> dict[str, Any]:
     """Bursts, new and silent templates (or components), scored by surprise (-log10 p)."""
-    found = find_anomalies(
+    found = detect_log_anomalies(
         store, timedelta(seconds=window_s), by, _naive(since), _naive(until),
         DetectorConfig(history=history, threshold=threshold),
     )
-    return {"anomalies": [_anomaly(a) for a in found]}
+    return {"anomalies": [_json(a) for a in found]}
 
 
 @router.get("/timeline", dependencies=read)
 def timeline(
-    store: StoreDep,
-    window_s: WindowS = 3600.0,
-    since: Since = None,
-    until: Until = None,
+    store: StoreDep, window_s: WindowS = 3600.0, since: Since = None, until: Until = None
 ) -> dict[str, Any]:
-    """Lines per window (all templates together), and the anomalies flagged in them."""
+    """Lines per window (windows without lines left out), and the anomalies flagged in them."""
     window = timedelta(seconds=window_s)
-    counts = window_counts(store, window, "template", _naive(since), _naive(until))
-    found = find_anomalies(store, window, "template", _naive(since), _naive(until)) if counts.windows else []
+    lines: dict[datetime, int] = defaultdict(int)
+    for count in count_logs(store, window, "template", _naive(since), _naive(until)):
+        lines[count.window_start] += count.lines
+    found = detect_log_anomalies(store, window, "template", _naive(since), _naive(until)) if lines else []
     return {
-        "windows": [w.isoformat() for w in counts.windows],
-        "lines": [int(x) for x in counts.counts.sum(axis=1)] if counts.windows else [],
-        "anomalies": [_anomaly(a) for a in found],
-    }
-
-
-def _anomaly(a: Any) -> dict[str, Any]:
-    return {
-        "kind": a.kind, "window_start": a.window_start.isoformat(), "key": a.key,
-        "count": int(a.count), "expected": float(a.expected), "score": float(a.score),
+        "windows": [w.isoformat() for w in sorted(lines)],
+        "lines": [lines[w] for w in sorted(lines)],
+        "anomalies": [_json(a) for a in found],
     }
 
 
@@ -116,15 +114,17 @@ class IngestRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: str = Field(..., max_length=200, description="A preset (hdfs, syslog, ...) or a format string")
-    source: str = Field(..., min_length=1, max_length=500, description="Source name; re-using it resumes")
+    source: str = Field(..., min_length=1, max_length=500, description="Source name; re-using it appends")
     text: str = Field(..., max_length=MAX_INGEST_BYTES, description="The log lines")
 
 
 @router.post("/ingest", status_code=202, dependencies=[Depends(require_token)])
-def ingest(body: IngestRequest, request: Request,
-           queue: Annotated[JobQueue, Depends(job_queue)]) -> dict[str, Any]:
-    """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints."""
-    preset = resolve_format(body.format)
+def ingest(
+    body: IngestRequest, request: Request, queue: Annotated[JobQueue, Depends(job_queue)]
+) -> dict[str, Any]:
+    """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints
+    for the same lines read from stdin under the same `--source`."""
+    preset = log_preset(body.format)
     data = body.text.encode("utf-8")
     db, snapshots = request.app.state.settings.db, request.app.state.snapshots
 
@@ -136,9 +136,10 @@ def ingest(body: IngestRequest, request: Request,
             done += count
             progress("ingest", done, len(data))
 
-        with Store(db) as store:  # held only while the lines are written
-            summary = ingest_stream(store, io.BytesIO(data), body.source, preset, progress=hook)
+        with Store(db) as store, log_stream(io.BytesIO(data), body.source) as log:
+            item = LogInput(log, body.source, "append")
+            summaries = ingest_logs(store, [item], preset, progress=lambda _: hook)
         snapshots.refresh()
-        return dict(summary.__dict__)
+        return dict(summaries[0].__dict__)
 
     return queue.submit("logs-ingest", body.source, ["ingest"], work).to_json()

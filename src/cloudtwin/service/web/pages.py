@@ -118,7 +118,7 @@ def logs_page(
 
     try:
         window_s = window_s or _default_window_s(store)
-        found = search(store, text or None, None, None, None, PAGE_LINES)["lines"]
+        found = search(store, text, None, None, None, PAGE_LINES)["lines"] if text else []
         line_timeline = timeline(store, window_s, None, None)
         problem = None
     except CloudtwinError as err:

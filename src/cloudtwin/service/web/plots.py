@@ -91,7 +91,7 @@ def log_timeline_figure(timeline: dict[str, Any]) -> dict[str, Any]:
          "marker": {"color": "#9bb7d4"}},
         {"type": "scatter", "mode": "markers", "name": "anomalies", "yaxis": "y2",
          "x": [a["window_start"] for a in anomalies], "y": [a["score"] for a in anomalies],
-         "text": [f"{a['kind']} {a['key']}: {a['count']} lines" for a in anomalies],
+         "text": [f"{a['kind']} {a['key']}: {a['lines']} lines {a.get('text') or ''}" for a in anomalies],
          "marker": {"color": "#c0392b", "size": 9}},
     ]
     margin = {"l": 60, "r": 70, "t": 40, "b": 50}
