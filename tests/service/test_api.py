@@ -176,3 +176,22 @@ def test_pages_load_nothing_from_elsewhere(client: TestClient) -> None:
         page = client.get(path).text
         assert not re.search(r"""(src|href)=["']?(https?:)?//""", page), path
     assert client.get("/docs").status_code == 404  # FastAPI's page would load a CDN
+
+
+def test_extra_routers_are_mounted_and_share_the_token(db: Path, tmp_path: Path) -> None:
+    from fastapi import APIRouter, Depends
+    from tests.service.conftest import TOKEN
+
+    from cloudtwin.service import ServiceSettings, create_app, require_token
+
+    extra = APIRouter(prefix="/extra")
+
+    @extra.post("/change", dependencies=[Depends(require_token)])
+    def change() -> dict[str, bool]:
+        return {"changed": True}
+
+    settings = ServiceSettings(db=db, token=TOKEN, snapshot_dir=tmp_path)
+    with TestClient(create_app(settings, extra_routers=[extra])) as client:
+        assert client.post("/extra/change").status_code == 401
+        assert client.post("/extra/change", headers=auth()).json() == {"changed": True}
+        assert "/extra/change" in client.get("/openapi.json").json()["paths"]
