@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -26,7 +27,9 @@ def _app() -> object:
 @pytest.fixture(scope="module", autouse=True)
 def app_over_runs(stored_runs: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     folder = tmp_path_factory.mktemp("fuzz")
-    settings_ = ServiceSettings(db=stored_runs, token=TOKEN, examples_dir=default_examples_dir(),
+    db = folder / "fuzz.duckdb"  # a private copy: a fuzzed job may store a run
+    shutil.copyfile(stored_runs, db)
+    settings_ = ServiceSettings(db=db, token=TOKEN, examples_dir=default_examples_dir(),
                                 snapshot_dir=folder)
     app = create_app(settings_)
     _STATE["app"] = app
