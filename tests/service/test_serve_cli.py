@@ -64,3 +64,14 @@ def test_reads_from_another_machine_need_the_token(db: Path, tmp_path: Path) -> 
         assert remote.get("/").status_code == 401
         answer = remote.get("/api/runs", headers={"Authorization": f"Bearer {TOKEN}"})
         assert answer.status_code == 200 and answer.json()["total"] == 3
+
+
+def test_a_foreign_host_name_on_this_machine_needs_the_token(db: Path, tmp_path: Path) -> None:
+    with running_server(db, tmp_path) as server:
+        assert httpx.get(server.url + "/api/runs").status_code == 200
+        port = server.url.rsplit(":", 1)[1]
+        assert httpx.get(f"http://localhost:{port}/api/runs").status_code == 200
+        rebound = httpx.get(server.url + "/api/runs", headers={"Host": f"attacker.example:{port}"})
+        assert rebound.status_code == 401
+        bearer = {"Host": f"attacker.example:{port}", "Authorization": f"Bearer {server.token}"}
+        assert httpx.get(server.url + "/api/runs", headers=bearer).status_code == 200

@@ -26,9 +26,22 @@ def require_token(request: Request) -> None:
         raise ApiError(401, "Authorization", "Authorization: the bearer token is not this service's")
 
 
+def _host_name(request: Request) -> str:
+    host = request.headers.get("host", "")
+    if host.startswith("["):  # [::1]:8000
+        return host[1:].split("]")[0]
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
 def require_read(request: Request) -> None:
-    """A dependency for reads: open to clients on this machine, others need the token."""
+    """A dependency for reads: open to clients on this machine, others need the token.
+
+    A page on another site that points a name of its own at 127.0.0.1 (DNS rebinding)
+    sends that name as the Host: such reads need the token too.
+    """
     client = request.client.host if request.client else None
-    if client is None or client == "testclient" or is_loopback(client):
+    if client == "testclient":  # an in-process test client
+        return
+    if client is not None and is_loopback(client) and is_loopback(_host_name(request)):
         return
     require_token(request)
