@@ -7,6 +7,8 @@ __all__ = [
     "EngineError",
     "LimitError",
     "LogFormatError",
+    "NicError",
+    "P4Error",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -58,3 +60,12 @@ class LimitError(CloudtwinError):
     def __init__(self, message: str, limit: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class NicError(CloudtwinError):
+    """A NIC profile, function placement, table entry, control request or boot image is invalid."""
+
+
+class P4Error(NicError):
+    """A P4 program is outside the supported subset or inconsistent; the message starts with
+    `file:line:column`."""

@@ -8,7 +8,7 @@ from importlib import import_module
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, logs, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -19,7 +19,7 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose).\n\n"
+        "(logs, diagnose), and model smartNIC offload (nic).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -54,6 +54,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(nic.app, name="nic")
 
 #: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import
 #: each other), loaded by name: command -> "module:function".
