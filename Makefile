@@ -11,7 +11,7 @@ CHROMIUM ?= /usr/bin/chromium
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,nic,ray]'
+	$(BIN)/python -m pip install -q -e '.[dev,web,nic,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/logs.py
 	$(BIN)/python benchmarks/sweep.py
+	$(BIN)/python benchmarks/service.py
 
 clean:
 	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -5,6 +5,7 @@ from __future__ import annotations
 __all__ = [
     "CloudtwinError",
     "EngineError",
+    "LimitError",
     "LogFormatError",
     "NicError",
     "P4Error",
@@ -47,6 +48,19 @@ class LogFormatError(CloudtwinError):
 
 class StoreError(CloudtwinError):
     """The results/operations store cannot be opened or queried."""
+
+
+class LimitError(CloudtwinError):
+    """A resource limit (memory, rows, time, size) would be passed; ``limit`` names it.
+
+    The message gives the estimate and the limit; ``limit`` is the field that lifts it
+    (a scenario key such as ``limits.memory``, or a parameter such as ``max_rows``),
+    so each front end can say how to raise it in its own terms.
+    """
+
+    def __init__(self, message: str, limit: str) -> None:
+        super().__init__(message)
+        self.limit = limit
 
 
 class NicError(CloudtwinError):

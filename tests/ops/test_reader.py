@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cloudtwin.errors import LogFormatError
-from cloudtwin.ops import open_log, read_batches
+from cloudtwin.ops import log_stream, read_batches
 from cloudtwin.ops import reader as reader_module
 
 
@@ -35,8 +35,9 @@ def test_offsets_count_bytes_and_endings_are_removed() -> None:
 def test_resuming_at_an_offset_gives_the_rest(tmp_path: Path) -> None:
     path = tmp_path / "x.log.gz"
     path.write_bytes(gzip.compress(b"one\ntwo\nthree\n"))
-    with open_log(path) as stream:
-        assert _all(stream, start_offset=4, start_line=2) == (["two", "three"], [4, 8], [2, 3])
+    with log_stream(path.open("rb"), str(path)) as log:
+        texts = _all(log.stream, start_offset=4, start_line=2)  # type: ignore[arg-type]
+        assert texts == (["two", "three"], [4, 8], [2, 3])
 
 
 def test_batches_are_bounded_and_cover_every_line() -> None:
@@ -55,11 +56,30 @@ def test_an_over_long_line_is_cut_and_flagged(monkeypatch: pytest.MonkeyPatch) -
     assert batch.offsets == [0, 3, 34] and batch.too_long == {1}
 
 
-def test_missing_file_and_directory_are_clear_errors(tmp_path: Path) -> None:
-    with pytest.raises(LogFormatError, match="nope.log: no such file"):
-        open_log(tmp_path / "nope.log")
-    with pytest.raises(LogFormatError, match="is a directory"):
-        open_log(tmp_path)
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"\0" * 5000, "a NUL byte at byte 0"),
+        (bytes(range(1, 256)) * 8, "control bytes or invalid UTF-8"),
+    ],
+)
+def test_a_stream_that_is_not_text_is_refused_at_once(data: bytes, reason: str) -> None:
+    with pytest.raises(LogFormatError, match=reason):
+        log_stream(io.BytesIO(data), "x.bin")
+
+
+def test_a_gzip_stream_is_detected_from_its_head_and_text_survives() -> None:
+    log = log_stream(io.BytesIO(gzip.compress("é\nb\n".encode())), "x")
+    assert _all(log.stream)[0] == ["é", "b"]  # type: ignore[arg-type]
+
+
+def test_a_line_without_end_stops_reading_with_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(reader_module, "MAX_LINE_BYTES", 8)
+    monkeypatch.setattr(reader_module, "MAX_UNBROKEN_BYTES", 100)
+    monkeypatch.setattr(reader_module, "_READ_CHUNK", 5)
+    stream = io.BufferedReader(io.BytesIO(b"ok\n" + b"y" * 10_000))
+    with pytest.raises(LogFormatError, match="line 2 runs for more than"):
+        _all(stream)  # type: ignore[arg-type]
 
 
 def test_a_shorter_stream_than_the_ingested_part_is_an_error() -> None:

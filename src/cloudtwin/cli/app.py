@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
 
@@ -57,18 +58,45 @@ app.command("diagnose")(diagnose.diagnose)
 app.add_typer(nic.app, name="nic")
 app.command("sweep")(sweep_command.sweep)
 
+#: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import
+#: each other), loaded by name: command -> "module:function".
+PEER_COMMANDS = {"serve": "cloudtwin.service.command:serve"}
+for _name, _target in PEER_COMMANDS.items():
+    _module, _, _function = _target.partition(":")
+    app.command(_name)(getattr(import_module(_module), _function))
+
 
 def main(argv: list[str] | None = None) -> int:
-    """Run the CLI; a CloudtwinError becomes one line on stderr and exit code 2."""
+    """Run the CLI; bad input (a CloudtwinError or a bad flag) is one line and exit code 2."""
     try:
-        app(args=argv, prog_name="cloudtwin")
+        code = app(args=argv, prog_name="cloudtwin", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except CloudtwinError as err:
-        typer.echo(f"cloudtwin: error: {err}", err=True)
+        return _fail(str(err))
+    except typer.TyperException as err:  # a bad flag or argument, found while parsing
+        return _usage_error(err)
+    except (typer.Abort, KeyboardInterrupt):
+        typer.echo("cloudtwin: interrupted", err=True)
+        return 130
+    return code if isinstance(code, int) else 0
+
+
+def _usage_error(err: Exception) -> int:
+    ctx = getattr(err, "ctx", None)
+    if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
+        typer.echo(ctx.get_help())
         return 2
-    return 0
+    where = f"{ctx.command_path}: " if ctx is not None else ""
+    format_message = getattr(err, "format_message", None)
+    return _fail(where + (format_message() if format_message is not None else str(err)))
+
+
+def _fail(message: str) -> int:
+    """One line on stderr, exit code 2."""
+    typer.echo(f"cloudtwin: error: {' '.join(message.split())}", err=True)
+    return 2
 
 
 if __name__ == "__main__":  # pragma: no cover

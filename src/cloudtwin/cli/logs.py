@@ -1,38 +1,55 @@
-"""The `cloudtwin logs` commands: ingest, parse, templates, search, sql, counts, anomalies."""
+"""The `cloudtwin logs` commands: ingest, parse, templates, search, sql, counts, anomalies.
+
+A thin layer: it opens the files (or stdin), calls the use cases of
+:mod:`cloudtwin.store.ops_usecases` and prints their typed results as tables or JSON.
+"""
 
 from __future__ import annotations
 
 import json
-import re
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import asdict
 from datetime import date, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
 
-from cloudtwin.errors import LogFormatError
-from cloudtwin.ops.anomaly import Anomaly, DetectorConfig
-from cloudtwin.ops.masking import Masker
-from cloudtwin.ops.miner import MinerConfig, TemplateMiner
-from cloudtwin.ops.parser import LogParser
+from cloudtwin.errors import LimitError, LogFormatError
+from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.pca import PcaConfig
-from cloudtwin.ops.presets import Preset, resolve_format
-from cloudtwin.ops.reader import open_log, read_batches
-from cloudtwin.store.database import DEFAULT_DB, QueryResult, Store
-from cloudtwin.store.ops_ingest import IngestSummary, ingest_file, ingest_stream
-from cloudtwin.store.ops_query import (
-    CountKey,
-    find_anomalies,
-    list_templates,
-    search_lines,
-    window_counts,
+from cloudtwin.ops.reader import LogStream, log_stream
+from cloudtwin.store.database import (
+    DEFAULT_DB,
+    DEFAULT_MAX_ROWS,
+    DEFAULT_TIMEOUT_S,
+    QueryResult,
+    Store,
+)
+from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+from cloudtwin.store.ops_usecases import (
+    AnomalyRow,
+    LineResult,
+    LogInput,
+    QueryLimits,
+    count_logs,
+    detect_log_anomalies,
+    ingest_logs,
+    log_preset,
+    parse_count_key,
+    parse_log,
+    parse_time,
+    parse_window,
+    run_sql,
+    search_logs,
+)
+from cloudtwin.store.ops_usecases import (
+    templates as list_templates,
 )
 
 app = typer.Typer(
@@ -60,7 +77,12 @@ _MASKS = typer.Option(
     "replaces the format's masks."
 )
 _PATHS = typer.Argument(..., help="Log files (plain or gzip); '-' reads stdin.")
-_WINDOW_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_MAX_CELLS = typer.Option(
+    DEFAULT_MAX_CELLS, "--max-cells", min=1,
+    help="Refuse when windows x keys exceeds this (memory grows with it).",
+)
+#: The flag that lifts each limit a use case names.
+_LIMIT_FLAGS = {"max_rows": "--max-rows", "timeout_s": "--timeout", "max_cells": "--max-cells"}
 
 
 def _stdout() -> Console:
@@ -92,26 +114,35 @@ def _print_rows(result: QueryResult, as_json: bool, title: str | None = None) ->
     _stdout().print(table)
 
 
-def parse_time(text: str | None, option: str) -> datetime | None:
-    """An ISO 8601 time given on the command line (``--since``/``--until``)."""
-    if text is None:
-        return None
+@contextmanager
+def _flag_hints() -> Iterator[None]:
+    """Say which flag lifts a limit that a use case reached."""
     try:
-        return datetime.fromisoformat(text)
-    except ValueError as err:
-        raise LogFormatError(
-            f"{option} {text!r}: not an ISO 8601 time (e.g. 2008-11-09T20:36:00)"
-        ) from err
+        yield
+    except LimitError as err:
+        flag = _LIMIT_FLAGS.get(err.limit)
+        if flag is None:
+            raise
+        raise LimitError(f"{err} (with {flag})", err.limit) from err
 
 
-def parse_window(text: str) -> timedelta:
-    """A window length such as ``25ms``, ``30s``, ``5m``, ``1h`` or ``1d``."""
-    match = re.fullmatch(r"\s*(\d+)\s*(ms|[smhd])\s*", text)
-    if match is None or int(match.group(1)) == 0:
-        raise LogFormatError(
-            f"--window {text!r}: expected a positive length like 25ms, 30s, 5m, 1h, 1d"
-        )
-    return timedelta(seconds=int(match.group(1)) * _WINDOW_UNITS[match.group(2)])
+def _open_log(path: str) -> LogStream:
+    """The log at ``path`` ('-': stdin) as a stream; a path that cannot be read is named."""
+    if path == "-":
+        return log_stream(sys.stdin.buffer, "stdin", close_raw=False)
+    try:
+        raw: BinaryIO = Path(path).open("rb")  # noqa: SIM115 (the LogStream closes it)
+    except FileNotFoundError as err:
+        raise LogFormatError(f"{path}: no such file") from err
+    except IsADirectoryError as err:
+        raise LogFormatError(f"{path}: is a directory, not a log file") from err
+    except OSError as err:
+        raise LogFormatError(f"{path}: cannot open ({err.strerror})") from err
+    try:
+        return log_stream(raw, path)
+    except BaseException:
+        raw.close()
+        raise
 
 
 @contextmanager
@@ -154,15 +185,23 @@ def ingest(
 ) -> None:
     """Ingest log files into the store, mining templates; re-running adds nothing new.
 
+    Under one --source, stdin resumes where it stopped when it starts with the same
+    bytes as before, and is added after what is stored when it is another stream.
+
     Example:  cloudtwin logs ingest HDFS_2k.log --format hdfs --db ops.duckdb
     """
-    preset = _with_masks(resolve_format(log_format), masks)
-    summaries: list[IngestSummary] = []
+    preset = log_preset(log_format, masks)
+    summaries = []
     with Store(db) as store:
         for path in paths:
-            summaries.append(_ingest_one(store, path, preset, source, year))
+            with _open_log(path) as log:
+                item = (LogInput(log, source, "append") if path == "-"
+                        else LogInput(log, str(Path(path).resolve())))
+                with _progress(Path(path).name, _file_size(path)) as hook:
+                    summaries += ingest_logs(store, [item], preset, year=year,
+                                             progress=lambda _name: hook)
     if as_json:
-        _print_json([s.__dict__ for s in summaries])
+        _print_json([asdict(s) for s in summaries])
         return
     table = Table(title=f"ingested into {db}")
     for column in ("source", "lines", "unparsed", "new templates", "templates"):
@@ -171,23 +210,6 @@ def ingest(
         table.add_row(s.source, str(s.lines), str(s.unparsed), str(s.new_templates),
                       str(s.templates))
     _stdout().print(table)
-
-
-def _with_masks(preset: Preset, masks: list[str] | None) -> Preset:
-    if not masks:
-        return preset
-    Masker(masks)  # a bad pattern fails here, naming the mask
-    return replace(preset, masks=tuple(masks))
-
-
-def _ingest_one(
-    store: Store, path: str, preset: Preset, source: str, year: int | None
-) -> IngestSummary:
-    with _progress(Path(path).name, _file_size(path)) as hook:
-        if path == "-":
-            return ingest_stream(store, sys.stdin.buffer, source, preset, year=year,
-                                 progress=hook)
-        return ingest_file(store, path, preset, year=year, progress=hook)
 
 
 @app.command()
@@ -206,46 +228,31 @@ def parse(
 
     Example:  cloudtwin logs parse HDFS_2k.log --format hdfs --jsonl
     """
-    preset = _with_masks(resolve_format(log_format), masks)
-    miner = TemplateMiner(
-        MinerConfig(depth=preset.depth, sim_threshold=preset.sim_threshold, masks=preset.masks)
-    )
-    parser = LogParser(preset.format, miner)
-    stream = sys.stdin.buffer if path == "-" else open_log(path)
-    unparsed = 0
-    with stream:
-        for batch in read_batches(stream, path):
-            parsed = parser.parse_batch(batch)
-            unparsed += len(parsed.bad_numbers)
-            if jsonl:
-                _write_jsonl(parser, parsed)
+    preset = log_preset(log_format, masks)
+    with _open_log(path) as log:
+        summary = parse_log(log, preset, _write_jsonl if jsonl else None)
     if not jsonl:
-        rows = [(c.template_id, c.size, c.template) for c in miner.clusters]
-        rows.sort(key=lambda r: (-r[1], r[0]))
-        title = f"{len(rows)} templates, {unparsed} unparsed lines"
+        rows = [(t.template_id, t.lines, t.template) for t in summary.templates]
+        title = f"{len(rows)} templates, {summary.unparsed} unparsed lines"
         _print_rows((["template_id", "lines", "template"], rows), False, title)
 
 
-def _write_jsonl(parser: LogParser, parsed: Any) -> None:
-    out: list[tuple[int, str]] = []
-    for n, tid, content in zip(
-        parsed.numbers, parsed.template_ids.tolist(), parsed.contents, strict=True
-    ):
-        template = parser.miner.cluster(tid).template
-        obj = {"line": n, "template_id": tid, "template": template,
-               "params": parser.parameters(tid, content)}
-        out.append((n, json.dumps(obj, ensure_ascii=False)))
-    for n, reason in zip(parsed.bad_numbers, parsed.bad_reasons, strict=True):
-        obj = {"line": n, "template_id": None, "template": None, "params": [], "error": reason}
-        out.append((n, json.dumps(obj, ensure_ascii=False)))
-    out.sort(key=lambda item: item[0])
-    sys.stdout.write("".join(text + "\n" for _, text in out))
+def _write_jsonl(lines: list[LineResult]) -> None:
+    out = []
+    for line in lines:
+        obj = asdict(line)
+        if line.error is None:
+            del obj["error"]
+        out.append(json.dumps(obj, ensure_ascii=False) + "\n")
+    sys.stdout.write("".join(out))
 
 
 @app.command()
 def templates(
     db: Path = _DB,
-    limit: int | None = typer.Option(None, "--limit", help="Show at most this many."),
+    limit: int | None = typer.Option(
+        None, "--limit", min=1, help="Show at most this many (default: all)."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """List the mined templates, most frequent first.
@@ -253,7 +260,8 @@ def templates(
     Example:  cloudtwin logs templates --db ops.duckdb --limit 10
     """
     with Store(db, read_only=True) as store:
-        _print_rows(list_templates(store, limit), as_json)
+        found = list_templates(store, limit)
+    _print_rows(_table(found, ["template_id", "lines", "template"]), as_json)
 
 
 @app.command()
@@ -272,23 +280,33 @@ def search(
     """
     if text is None and template is None:
         raise LogFormatError("search needs a TEXT argument or --template ID")
-    t0, t1 = parse_time(since, "--since"), parse_time(until, "--until")
+    t0, t1 = parse_time(since, "since"), parse_time(until, "until")
     with Store(db, read_only=True) as store:
-        _print_rows(search_lines(store, text, template, t0, t1, limit), as_json)
+        found = search_logs(store, text, template, t0, t1, limit)
+    columns = ["source", "line", "ts", "level", "component", "template_id", "content"]
+    _print_rows(_table(found, columns), as_json)
 
 
 @app.command()
 def sql(
     query: str = typer.Argument(..., help="One read-only SELECT statement."),
     db: Path = _DB,
+    max_rows: int = typer.Option(
+        DEFAULT_MAX_ROWS, "--max-rows", min=1, help="Refuse a result with more rows."
+    ),
+    timeout: float = typer.Option(
+        DEFAULT_TIMEOUT_S, "--timeout", min=0.001, help="Stop the query after this many seconds."
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Run a read-only SQL query on the store (tables ops_lines, ops_templates, ...).
 
     Example:  cloudtwin logs sql "SELECT level, count(*) FROM ops_lines GROUP BY level"
     """
-    with Store(db, read_only=True) as store:
-        _print_rows(store.select(query), as_json)
+    limits = QueryLimits(max_rows=max_rows, timeout_s=timeout)
+    with Store(db, read_only=True) as store, _flag_hints():
+        result = run_sql(store, query, limits)
+    _print_rows((result.columns, result.rows), as_json)
 
 
 @app.command()
@@ -298,22 +316,18 @@ def counts(
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
     db: Path = _DB,
+    max_cells: int = _MAX_CELLS,
     as_json: bool = _JSON,
 ) -> None:
     """Line counts per time window and per template or component.
 
     Example:  cloudtwin logs counts --window 1h --by component
     """
-    key = _count_key(by)
-    with Store(db, read_only=True) as store:
-        data = window_counts(store, parse_window(window), key, parse_time(since, "--since"),
-                             parse_time(until, "--until"))
-    rows = [
-        (w, k, int(data.counts[i, j]))
-        for i, w in enumerate(data.windows)
-        for j, k in enumerate(data.keys)
-        if data.counts[i, j] > 0
-    ]
+    key = parse_count_key(by)
+    length, t0, t1 = parse_window(window), parse_time(since, "since"), parse_time(until, "until")
+    with Store(db, read_only=True) as store, _flag_hints():
+        found = count_logs(store, length, key, t0, t1, QueryLimits(max_cells=max_cells))
+    rows = [(c.window_start, c.key, c.lines) for c in found]
     _print_rows((["window_start", key, "lines"], rows), as_json)
 
 
@@ -331,6 +345,7 @@ def anomalies(
     since: str | None = _SINCE,
     until: str | None = _UNTIL,
     db: Path = _DB,
+    max_cells: int = _MAX_CELLS,
     as_json: bool = _JSON,
 ) -> None:
     """Flag bursts, new templates and templates that fall silent, with a score.
@@ -340,38 +355,27 @@ def anomalies(
 
     Example:  cloudtwin logs anomalies --window 1h --pca
     """
-    key = _count_key(by)
+    key = parse_count_key(by)
+    length, t0, t1 = parse_window(window), parse_time(since, "since"), parse_time(until, "until")
     config = DetectorConfig(history=history, threshold=threshold)
-    with Store(db, read_only=True) as store:
-        found = find_anomalies(
-            store, parse_window(window), key, parse_time(since, "--since"),
-            parse_time(until, "--until"), config, PcaConfig() if pca else None,
+    with Store(db, read_only=True) as store, _flag_hints():
+        found = detect_log_anomalies(
+            store, length, key, t0, t1, config, PcaConfig() if pca else None,
+            QueryLimits(max_cells=max_cells),
         )
-        names = _template_names(store) if key == "template" else {}
-    _print_anomalies(found, key, names, as_json)
+    _print_anomalies(found, key, as_json)
 
 
-def _count_key(by: str) -> CountKey:
-    if by == "template":
-        return "template"
-    if by == "component":
-        return "component"
-    raise LogFormatError(f"--by {by!r}: expected 'template' or 'component'")
+def _table(items: Sequence[Any], columns: list[str]) -> tuple[list[str], list[tuple[Any, ...]]]:
+    return columns, [tuple(getattr(item, c) for c in columns) for item in items]
 
 
-def _template_names(store: Store) -> dict[str, str]:
-    rows = store.query("SELECT template_id, template FROM ops_templates")[1]
-    return {str(tid): text for tid, text in rows}
-
-
-def _print_anomalies(
-    found: Sequence[Anomaly], key: CountKey, names: dict[str, str], as_json: bool
-) -> None:
+def _print_anomalies(found: Sequence[AnomalyRow], key: str, as_json: bool) -> None:
     columns = ["kind", "window_start", key, "lines", "expected", "score"]
     if key == "template":
         columns.append("text")
     rows = []
     for a in found:
-        row: tuple[Any, ...] = (a.kind, a.window_start, a.key, a.count, a.expected, a.score)
-        rows.append((*row, names.get(a.key, "")) if key == "template" else row)
+        row: tuple[Any, ...] = (a.kind, a.window_start, a.key, a.lines, a.expected, a.score)
+        rows.append((*row, a.text) if key == "template" else row)
     _print_rows((columns, rows), as_json, None if as_json else f"{len(rows)} anomalies")

@@ -9,7 +9,7 @@ from cloudtwin.ops.parameters import extract_parameters
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.pca import PcaConfig, detect_pca
 from cloudtwin.ops.presets import PRESETS, Preset, resolve_format
-from cloudtwin.ops.reader import LineBatch, open_log, read_batches
+from cloudtwin.ops.reader import LineBatch, LogStream, log_stream, read_batches
 from cloudtwin.ops.record import LogRecord
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "LogFormat",
     "LogParser",
     "LogRecord",
+    "LogStream",
     "Masker",
     "MinerConfig",
     "ParsedBatch",
@@ -34,7 +35,7 @@ __all__ = [
     "detect_pca",
     "extract_parameters",
     "grouping_accuracy",
-    "open_log",
+    "log_stream",
     "read_batches",
     "resolve_format",
 ]

@@ -96,11 +96,7 @@ class LogFormat:
         """Split one line (without its newline) into fields; None if it does not fit."""
         if self.kind == "jsonl":
             return _parse_json(line)
-        assert self.pattern is not None
-        line = line.strip()
-        match = self.fast_pattern.match(line) if self.fast_pattern is not None else None
-        if match is None:
-            match = self.pattern.match(line)
+        match = self.match(line)
         if match is None:
             return None
         fields = match.groupdict()
@@ -108,6 +104,18 @@ class LogFormat:
         if pri is not None:
             fields["Level"] = SYSLOG_SEVERITIES[int(pri) % 8]
         return fields
+
+    def match(self, line: str) -> re.Match[str] | None:
+        """The regex match of a line: the fast pattern, else the careful one (short lines).
+
+        Both patterns are built to run in time linear in the line, so no line can stall
+        a parse; a line neither fits is reported as unparsed.
+        """
+        assert self.pattern is not None
+        match = self.fast_pattern.match(line) if self.fast_pattern is not None else None
+        if match is None and len(line) <= MAX_CAREFUL_LINE:
+            match = self.pattern.match(line.strip())
+        return match
 
     def why_not(self, line: str) -> str:
         """The reason a line does not fit this format (for the unparsed table)."""
@@ -124,14 +132,57 @@ def _role_field(fields: tuple[str, ...], names: tuple[str, ...]) -> str | None:
     return None
 
 
+#: A field followed by a space may hold up to this many words in the careful pattern.
+MAX_FIELD_WORDS = 3
+#: A field followed by a plain character (``:`` or ``]``) is at most this long.
+MAX_FIELD_CHARS = 1024
+#: A field followed by another kind of text may be at most this long where it is lazy.
+MAX_LAZY_FIELD = 256
+#: The careful pattern (fields holding spaces) is tried only on lines up to this long.
+MAX_CAREFUL_LINE = 8192
+_REGEX_SPECIALS = set(".^$*+?{}[]\\|()")
+
+
+def _stop_char(literal: str) -> str | None:
+    """The plain character a format's literal text starts with, if it starts with one."""
+    if literal[:1] == "\\" and len(literal) > 1 and not literal[1].isalnum():
+        return literal[1]
+    if literal and literal[0] not in _REGEX_SPECIALS:
+        return literal[0]
+    return None
+
+
+def _field_patterns(name: str, literal: str, final: bool) -> tuple[str, str]:
+    """The fast and careful sub-patterns of one field, given the literal text after it.
+
+    Both are built so that a line is matched in time linear in its length: a field
+    followed by a space is one word (the careful one up to MAX_FIELD_WORDS words), a
+    field followed by a plain character stops at it within MAX_FIELD_CHARS (the
+    careful one may hold it once), and any other field is lazy but at most
+    MAX_LAZY_FIELD characters long.
+    """
+    if final:
+        return f"(?P<{name}>.*)", f"(?P<{name}>.*)"
+    if literal.startswith(" "):
+        extra = MAX_FIELD_WORDS - 1
+        return f"(?P<{name}>\\S+)", f"(?P<{name}>\\S+(?:[ \\t]+\\S+){{0,{extra}}}?)"
+    stop = _stop_char(literal)
+    if stop is not None:
+        cls = f"[^{re.escape(stop)}\\n]{{0,{MAX_FIELD_CHARS}}}"
+        return f"(?P<{name}>{cls})", f"(?P<{name}>{cls}(?:{re.escape(stop)}{cls})??)"
+    lazy = f"(?P<{name}>.{{0,{MAX_LAZY_FIELD}}}?)"
+    return lazy, lazy
+
+
 def _compile_regex_format(text: str) -> LogFormat:
     names: list[str] = []
-    parts: list[str] = []
+    careful: list[str] = []
     fast: list[str] = []
+    placeholders = list(_PLACEHOLDER.finditer(text))
     pos = 0
-    for match in _PLACEHOLDER.finditer(text):
+    for k, match in enumerate(placeholders):
         literal = re.sub(" +", r"\\s+", text[pos : match.start()])
-        parts.append(literal)
+        careful.append(literal)
         fast.append(literal)
         name = match.group(1)
         if not _FIELD_NAME.match(name):
@@ -142,23 +193,22 @@ def _compile_regex_format(text: str) -> LogFormat:
         if name in names:
             raise LogFormatError(f"format placeholder <{name}> appears twice")
         names.append(name)
-        at_end = match.end() == len(text)
-        # A final field may be greedy: with the line anchored at both ends it is the same.
-        parts.append(f"(?P<{name}>.*)" if at_end else f"(?P<{name}>.*?)")
-        # The fast pattern takes a field followed by a space as one whitespace-free run;
-        # when it matches, the lazy pattern would have split the line the same way.
-        followed_by_space = text[match.end() : match.end() + 1] == " "
-        fast.append(f"(?P<{name}>\\S+)" if followed_by_space else parts[-1])
+        following = text[match.end() : (
+            placeholders[k + 1].start() if k + 1 < len(placeholders) else len(text)
+        )]
+        quick, slow = _field_patterns(name, following, match.end() == len(text))
+        fast.append(quick)
+        careful.append(slow)
         pos = match.end()
-    parts.append(re.sub(" +", r"\\s+", text[pos:]))
-    fast.append(parts[-1])
+    careful.append(re.sub(" +", r"\\s+", text[pos:]))
+    fast.append(careful[-1])
     stray = re.search(r"[<>]", re.sub(_PLACEHOLDER, "", text))
     if stray:
         raise LogFormatError(f"format {text!r} has an unbalanced '{stray.group(0)}'")
     if "Content" not in names:
         raise LogFormatError(f"format {text!r} has no <Content> placeholder")
     try:
-        pattern = re.compile("^" + "".join(parts) + "$")
+        pattern = re.compile("^" + "".join(careful) + "$")
         # Surrounding whitespace is allowed here, so batches need not strip every line.
         fast_pattern = re.compile(r"^\s*" + "".join(fast) + r"\s*$")
         # The same, for a batch joined by newlines (one match per line, or fall back).
@@ -174,7 +224,7 @@ _JSON_MESSAGE_KEYS = ("message", "msg", "content", "log")
 def _parse_json(line: str) -> ParsedLine | None:
     try:
         obj = json.loads(line)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested arrays
         return None
     if not isinstance(obj, Mapping):
         return None

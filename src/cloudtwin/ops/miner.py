@@ -100,6 +100,8 @@ class TemplateMiner:
         self._cache: dict[str, Cluster] = {}
         self._routing_tokens = self.config.depth - 3
         self._changed: set[int] = set()
+        self._fresh: dict[str, int] = {}
+        self._cache_cleared = False
 
     # -- public API -------------------------------------------------------------------
 
@@ -110,8 +112,9 @@ class TemplateMiner:
         if cluster is None:
             cluster = self._add_tokens(masked.split())
             if len(self._cache) >= _CACHE_LIMIT:
-                self._cache.clear()
+                self._clear_cache()
             self._cache[masked] = cluster
+            self._fresh[masked] = cluster.template_id
         cluster.size += 1
         self._changed.add(cluster.template_id)
         return cluster
@@ -139,12 +142,13 @@ class TemplateMiner:
         counts = np.bincount(codes, minlength=len(index)).tolist()
         cache = self._cache
         if len(cache) + len(index) > _CACHE_LIMIT:
-            cache.clear()
+            self._clear_cache()
         ids: list[int] = []
         for text, count in zip(index, counts, strict=True):
             cluster = cache.get(text)
             if cluster is None:
                 cluster = cache[text] = self._add_tokens(text.split())
+                self._fresh[text] = cluster.template_id
             cluster.size += count
             ids.append(cluster.template_id)
         self._changed.update(ids)
@@ -159,6 +163,28 @@ class TemplateMiner:
         cluster.wildcards = [i for i, t in enumerate(cluster.tokens) if t == WILDCARD]
         cluster.size = size
         self._changed.discard(template_id)
+
+    def restore_cache(self, entries: Iterable[tuple[str, int]]) -> None:
+        """Put back saved entries of the exact-message cache (masked message, template id).
+
+        The cache sends a message seen before to the group it joined then, whatever the
+        group's template has become; without it a restored miner could start a second
+        group with the same template.
+        """
+        for masked, template_id in entries:
+            self._cache[masked] = self.cluster(template_id)
+
+    def take_cache_changes(self) -> tuple[bool, list[tuple[str, int]]]:
+        """Whether the cache was emptied, and its entries added, since the last call."""
+        cleared, fresh = self._cache_cleared, list(self._fresh.items())
+        self._cache_cleared = False
+        self._fresh.clear()
+        return cleared, fresh
+
+    def _clear_cache(self) -> None:
+        self._cache.clear()
+        self._fresh.clear()
+        self._cache_cleared = True
 
     def take_changed(self) -> list[Cluster]:
         """The groups created or grown since the last call (for saving them)."""

@@ -57,23 +57,20 @@ class LogParser:
         """Split and mine every line of the batch, in order."""
         fmt = self.format
         if fmt.kind == "regex" and fmt.pattern is not None and not batch.too_long:
-            out = self._split_regex(batch, fmt.pattern, fmt.fast_pattern or fmt.pattern)
+            out = self._split_regex(batch, fmt.pattern)
         else:
             out = self._split_each(batch)
         out.template_ids = self.miner.add_batch(out.contents)
         return out
 
-    def _split_regex(
-        self, batch: LineBatch, exact: re.Pattern[str], fast: re.Pattern[str]
-    ) -> ParsedBatch:
+    def _split_regex(self, batch: LineBatch, exact: re.Pattern[str]) -> ParsedBatch:
         """The common case, in list comprehensions: a regex format, no over-long line."""
         texts = batch.texts
         names = list(exact.groupindex)
         content_at = exact.groupindex["Content"] - 1
         rows = self._split_joined(texts, len(names))
         if rows is None:
-            slow, quick = exact.match, fast.match
-            matches = [quick(t) or slow(t.strip()) for t in texts]
+            matches = [self.format.match(t) for t in texts]
             groups = [m.groups() if m is not None else None for m in matches]
             if any(g is None for g in groups):
                 return self._split_each(batch)  # some lines do not fit: the careful path

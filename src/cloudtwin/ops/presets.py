@@ -99,6 +99,6 @@ def resolve_format(text: str) -> Preset:
     if "<" not in text:
         names = ", ".join(sorted(PRESETS))
         raise LogFormatError(
-            f"--format {text!r} is neither a preset ({names}) nor a format with <Content>"
+            f"format {text!r} is neither a preset ({names}) nor a format with <Content>"
         )
     return Preset("custom", LogFormat.from_string(text))

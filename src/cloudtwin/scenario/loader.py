@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["apply_overrides", "load_scenario", "parse_yaml", "scenario_from_data"]
 
@@ -24,14 +25,7 @@ _DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
 
 def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], yaml.Node | None]:
     """The mapping in `text` and its node tree (for line numbers); ScenarioError if broken."""
-    try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-        raise ScenarioError(f"{source}:{where}: not valid YAML: {problem}") from err
+    data, node = load_yaml(text, source)
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -81,6 +75,8 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
         target = target[part]
         if not isinstance(target, dict | list):
             raise ScenarioError(f"{key}: {here} is a value, not a section")
+    if not isinstance(target, dict | list):  # e.g. tenants.0.name where tenants.0 is a name
+        raise ScenarioError(f"{key}: {'.'.join(parts[:-1])} is a value, not a section")
     last = parts[-1]
     if isinstance(target, list):
         target[_index(last, target, key)] = value

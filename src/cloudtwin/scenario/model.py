@@ -293,7 +293,7 @@ class Scenario(_Model):
     """A whole scenario: one fabric, its hosts and tenants, a routing strategy, a workload."""
 
     name: str = Field("scenario", min_length=1)
-    seed: int = Field(1, ge=0)
+    seed: int = Field(1, ge=0, lt=2**63)
     fabric: Fabric = Field(default_factory=LeafSpineFabric)
     hosts: Hosts = Field(default_factory=Hosts)
     tenants: tuple[Tenant, ...] = ()

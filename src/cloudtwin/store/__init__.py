@@ -1,7 +1,7 @@
 """The DuckDB store: one embedded file holding operations data and evaluation runs."""
 
 from cloudtwin.store.database import DEFAULT_DB, QueryResult, Store
-from cloudtwin.store.ops_ingest import IngestSummary, ingest_file, ingest_records, ingest_stream
+from cloudtwin.store.ops_ingest import IngestSummary, NewStream, ingest_records, ingest_stream
 from cloudtwin.store.ops_query import (
     WindowCounts,
     find_anomalies,
@@ -25,13 +25,13 @@ __all__ = [
     "RUNS_SCHEMA_VERSION",
     "FlowRows",
     "IngestSummary",
+    "NewStream",
     "QueryResult",
     "Store",
     "WindowCounts",
     "ensure_ops_schema",
     "ensure_runs_schema",
     "find_anomalies",
-    "ingest_file",
     "ingest_records",
     "ingest_stream",
     "list_runs",

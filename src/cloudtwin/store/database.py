@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -10,17 +12,31 @@ from typing import Any
 
 import duckdb
 
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import LimitError, StoreError
 
-__all__ = ["DEFAULT_DB", "QueryResult", "Store"]
+__all__ = [
+    "DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "LOCK_WAIT_S", "QueryResult", "Store",
+    "is_lock_conflict",
+]
 
-#: Where the store lives unless ``--db`` says otherwise.
+#: Where the store lives unless the caller says otherwise.
 DEFAULT_DB = Path("cloudtwin.duckdb")
+
+#: A user query may return at most this many rows unless the caller raises it.
+DEFAULT_MAX_ROWS = 10_000
+#: A user query may run at most this long (seconds) unless the caller raises it.
+DEFAULT_TIMEOUT_S = 60.0
+#: DuckDB's working memory for a store opened to read (its own default is 80% of RAM).
+READ_MEMORY_LIMIT = "2GB"
 
 _VERSION_DDL = (
     "CREATE TABLE IF NOT EXISTS schema_version "
     "(component VARCHAR PRIMARY KEY, version INTEGER NOT NULL)"
 )
+
+#: How long opening the store waits for another process (e.g. `cloudtwin serve` taking a
+#: snapshot) to release the file before giving up.
+LOCK_WAIT_S = 30.0
 
 #: Column names and rows of a query.
 QueryResult = tuple[list[str], list[tuple[Any, ...]]]
@@ -42,23 +58,29 @@ class Store:
 
     def __init__(
         self, path: str | Path = DEFAULT_DB, *, read_only: bool = False,
-        memory_limit: str | None = None,
+        memory_limit: str | None = None, lock_wait_s: float = LOCK_WAIT_S,
     ) -> None:
         self.path = str(path)
         self.read_only = read_only
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
-            raise StoreError(f"--db {self.path}: no store there yet (ingest something first)")
+            raise StoreError(f"store {self.path}: no store there yet (ingest something first)")
         config: dict[str, str | bool | int | float | list[str]] = (
             {"enable_external_access": False} if read_only else {}
         )
+        if memory_limit is None and read_only:
+            memory_limit = READ_MEMORY_LIMIT
         if memory_limit is not None:  # DuckDB's buffer pool may otherwise grow to 80% of RAM
             config["memory_limit"] = memory_limit
-        try:
-            self.connection = duckdb.connect(self.path, read_only=read_only, config=config)
-        except duckdb.Error as err:
-            raise StoreError(f"--db {self.path}: cannot open the store: {err}") from err
+        self.connection = _connect(self.path, read_only, config, lock_wait_s)
         if not read_only:
             self.connection.execute(_VERSION_DDL)
+
+    @classmethod
+    def attach(cls, connection: duckdb.DuckDBPyConnection, path: str | Path) -> Store:
+        """A read-only Store over an already open connection (e.g. a server's snapshot)."""
+        store = cls.__new__(cls)
+        store.path, store.read_only, store.connection = str(path), True, connection
+        return store
 
     def __enter__(self) -> Store:
         return self
@@ -92,7 +114,7 @@ class Store:
         stored = self.schema_version(component)
         if stored is not None and stored != version:
             raise StoreError(
-                f"--db {self.path}: {component} tables have schema version {stored}, "
+                f"store {self.path}: {component} tables have schema version {stored}, "
                 f"this cloudtwin reads version {version}"
             )
         if stored is None and not self.read_only:
@@ -120,8 +142,15 @@ class Store:
         columns = [d[0] for d in cursor.description or []]
         return columns, cursor.fetchall()
 
-    def select(self, sql: str) -> QueryResult:
-        """Run one user-written read-only statement (SELECT, WITH ... SELECT, ...)."""
+    def select(
+        self, sql: str, *, max_rows: int = DEFAULT_MAX_ROWS, timeout_s: float = DEFAULT_TIMEOUT_S
+    ) -> QueryResult:
+        """Run one user-written read-only statement (SELECT, WITH ... SELECT, ...).
+
+        Rows are fetched as they are produced: more than ``max_rows`` of them, or more
+        than ``timeout_s`` seconds, is a LimitError naming that limit (the query is
+        stopped, nothing is held beyond the limit).
+        """
         try:
             statements = self.connection.extract_statements(sql)
         except duckdb.Error as err:
@@ -131,12 +160,56 @@ class Store:
         kind = statements[0].type
         if kind != duckdb.StatementType.SELECT:
             raise StoreError(f"SQL must be a read-only SELECT, got a {kind.name} statement")
+        with self._deadline(timeout_s):
+            try:
+                cursor = self.connection.execute(sql)
+                columns = [d[0] for d in cursor.description or []]
+                rows = cursor.fetchmany(max_rows + 1)
+            except duckdb.InterruptException as err:
+                raise LimitError(
+                    f"SQL stopped after {timeout_s:g} s (timeout_s); narrow the query or "
+                    "raise the limit", "timeout_s",
+                ) from err
+            except duckdb.Error as err:
+                raise StoreError(f"SQL failed: {_first_line(err)}") from err
+        if len(rows) > max_rows:
+            raise LimitError(
+                f"SQL returns more than {max_rows:,} rows (max_rows); add a LIMIT or an "
+                "aggregate, or raise the limit", "max_rows",
+            )
+        return columns, rows
+
+    @contextmanager
+    def _deadline(self, timeout_s: float) -> Iterator[None]:
+        """Interrupt whatever the connection runs once ``timeout_s`` seconds have passed."""
+        timer = threading.Timer(timeout_s, self.connection.interrupt)
+        timer.daemon = True
+        timer.start()
         try:
-            cursor = self.connection.execute(sql)
+            yield
+        finally:
+            timer.cancel()
+
+
+def is_lock_conflict(err: BaseException) -> bool:
+    """Whether DuckDB refused to open a file because another process holds its lock."""
+    return isinstance(err, duckdb.IOException) and "lock" in str(err).lower()
+
+
+def _connect(
+    path: str, read_only: bool, config: dict[str, str | bool | int | float | list[str]], wait_s: float
+) -> duckdb.DuckDBPyConnection:
+    """Open the file, waiting up to `wait_s` while another process holds its lock."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only, config=config)
         except duckdb.Error as err:
-            raise StoreError(f"SQL failed: {_first_line(err)}") from err
-        columns = [d[0] for d in cursor.description or []]
-        return columns, cursor.fetchall()
+            if not is_lock_conflict(err) or time.monotonic() >= deadline:
+                raise StoreError(f"store {path}: cannot open it: {_first_line(err)}") from err
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _first_line(err: Exception) -> str:

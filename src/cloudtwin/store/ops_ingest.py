@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
-from pathlib import Path
-from typing import BinaryIO
+from typing import Literal
 
 from cloudtwin.errors import StoreError
 from cloudtwin.ops.logformat import JSON_FIELDS, LogFormat
@@ -15,24 +13,26 @@ from cloudtwin.ops.masking import GENERIC_MASKS
 from cloudtwin.ops.miner import MinerConfig
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.presets import Preset
-from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, open_log, read_batches
+from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream, read_batches
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_tables import (
     SourceState,
     ensure_ops_schema,
     load_miner,
+    set_fingerprint,
     source_state,
     write_batch,
 )
 
-__all__ = ["IngestSummary", "ingest_file", "ingest_records", "ingest_stream"]
+__all__ = ["IngestSummary", "NewStream", "ingest_records", "ingest_stream"]
 
-_FINGERPRINT_BYTES = 4096
 _RECORD_FORMAT = LogFormat(text="records", kind="jsonl", fields=JSON_FIELDS)
 
 #: Called after each committed batch with the number of bytes it covered.
 ProgressHook = Callable[[int], None]
+#: What to do with a stream whose head differs from the one stored under its source.
+NewStream = Literal["refuse", "append"]
 
 
 @dataclass(frozen=True)
@@ -48,49 +48,47 @@ class IngestSummary:
     skipped_bytes: int
 
 
-def ingest_file(
-    store: Store,
-    path: str | Path,
-    preset: Preset,
-    *,
-    year: int | None = None,
-    batch_lines: int = DEFAULT_BATCH_LINES,
-    progress: ProgressHook | None = None,
-) -> IngestSummary:
-    """Ingest a plain or gzip log file; a second ingest of the same file adds nothing.
-
-    The source is the file's absolute path. If the file grew since, only the new lines
-    are added; if its beginning changed, StoreError says so instead of mixing contents.
-    """
-    source = str(Path(path).resolve())
-    with open_log(path) as stream:
-        fingerprint = _fingerprint(Path(path))
-        return ingest_stream(
-            store, stream, source, preset, fingerprint=fingerprint, year=year,
-            batch_lines=batch_lines, progress=progress,
-        )
-
-
 def ingest_stream(
     store: Store,
-    stream: BinaryIO,
-    source: str,
+    log: LogStream,
     preset: Preset,
     *,
-    fingerprint: tuple[str, int] | None = None,
+    source: str | None = None,
+    new_stream: NewStream = "refuse",
     year: int | None = None,
     batch_lines: int = DEFAULT_BATCH_LINES,
     progress: ProgressHook | None = None,
 ) -> IngestSummary:
-    """Ingest a byte stream (e.g. stdin) under a source name, resuming after its last batch."""
+    """Ingest a log stream under a source name (``log.name`` unless given).
+
+    Ingesting the same stream again adds nothing, and a stream that grew adds only its
+    new lines: its head is compared with the fingerprint kept for the source. A stream
+    that starts differently is refused (``new_stream="refuse"``, for files: their
+    content changed) or stored after everything the source already holds
+    (``new_stream="append"``, for stdin: another stream under the same name).
+    """
+    source = log.name if source is None else source
     ensure_ops_schema(store)
     miner = load_miner(store, _miner_config(preset))
     before = len(miner.clusters)
-    state = source_state(store, source, preset.format.text, fingerprint)
-    _check_fingerprint(state, fingerprint)
+    state = source_state(store, source, preset.format.text, log.fingerprint)
     start = state
+    if not _same_stream(state, log):
+        if new_stream == "refuse":
+            raise StoreError(
+                f"source {source!r}: its first {state.fingerprint_bytes} bytes differ from "
+                "the stream ingested under this name before; ingest it under another "
+                "source name or into another store"
+            )
+        state = set_fingerprint(store, state, log.fingerprint, state.next_offset)
+    elif len(log.head) > state.fingerprint_bytes:  # the same stream, known by more bytes now
+        state = set_fingerprint(store, state, log.fingerprint, state.stream_base)
+    skipped = state.next_offset - state.stream_base
     parser = LogParser(preset.format, miner)
-    batches = read_batches(stream, source, state.next_offset, state.next_line, batch_lines)
+    batches = read_batches(
+        log.stream, source, state.next_offset - state.stream_base, state.next_line,
+        batch_lines, base_offset=state.stream_base,
+    )
     for batch in batches:
         parsed = parser.parse_batch(batch)
         with store.transaction() as con:
@@ -98,7 +96,13 @@ def ingest_stream(
             state = write_batch(con, state, parser, parsed, year)
         if progress is not None:
             progress(state.next_offset - done)
-    return _summary(start, state, before, len(miner.clusters))
+    return _summary(start, state, before, len(miner.clusters), skipped)
+
+
+def _same_stream(state: SourceState, log: LogStream) -> bool:
+    if state.fingerprint is None:  # a stream source from before fingerprints were kept
+        return state.next_offset == state.stream_base
+    return log.same_head(state.fingerprint, state.fingerprint_bytes)
 
 
 def ingest_records(
@@ -125,7 +129,7 @@ def ingest_records(
         parsed = _records_batch(chunk, state.next_offset, parser)
         with store.transaction() as con:
             state = write_batch(con, state, parser, parsed, None)
-    return _summary(start, state, before, len(miner.clusters))
+    return _summary(start, state, before, len(miner.clusters), start.next_offset)
 
 
 def _records_batch(chunk: list[LogRecord], first: int, parser: LogParser) -> ParsedBatch:
@@ -152,26 +156,9 @@ def _miner_config(preset: Preset) -> MinerConfig:
     return MinerConfig(depth=preset.depth, sim_threshold=preset.sim_threshold, masks=preset.masks)
 
 
-def _fingerprint(path: Path) -> tuple[str, int]:
-    with path.open("rb") as handle:
-        head = handle.read(_FINGERPRINT_BYTES)
-    return hashlib.sha256(head).hexdigest(), len(head)
-
-
-def _check_fingerprint(state: SourceState, fingerprint: tuple[str, int] | None) -> None:
-    if fingerprint is None or state.fingerprint is None:
-        return
-    path = Path(state.source)
-    with path.open("rb") as handle:
-        head = handle.read(state.fingerprint_bytes)
-    if hashlib.sha256(head).hexdigest() != state.fingerprint:
-        raise StoreError(
-            f"{state.source}: its first {state.fingerprint_bytes} bytes differ from the file "
-            "ingested under this name before; rename it or use another --db"
-        )
-
-
-def _summary(start: SourceState, end: SourceState, before: int, after: int) -> IngestSummary:
+def _summary(
+    start: SourceState, end: SourceState, before: int, after: int, skipped: int
+) -> IngestSummary:
     return IngestSummary(
         source=end.source,
         lines=end.lines - start.lines,
@@ -179,5 +166,5 @@ def _summary(start: SourceState, end: SourceState, before: int, after: int) -> I
         new_templates=after - before,
         templates=after,
         next_offset=end.next_offset,
-        skipped_bytes=start.next_offset,
+        skipped_bytes=skipped,
     )

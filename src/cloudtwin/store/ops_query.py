@@ -9,12 +9,13 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.ops.pca import PcaConfig, detect_pca
 from cloudtwin.store.database import QueryResult, Store
 
 __all__ = [
+    "DEFAULT_MAX_CELLS",
     "CountKey",
     "WindowCounts",
     "find_anomalies",
@@ -24,7 +25,9 @@ __all__ = [
 ]
 
 CountKey = Literal["template", "component"]
-MAX_WINDOWS = 200_000
+#: Counts per window and key are held as a windows x keys matrix of at most this many
+#: cells (80 MB) unless the caller raises it.
+DEFAULT_MAX_CELLS = 10_000_000
 
 
 @dataclass(frozen=True)
@@ -39,14 +42,20 @@ class WindowCounts:
 
 def _require_ops(store: Store) -> None:
     if store.schema_version("ops") is None:
-        raise StoreError(f"--db {store.path}: holds no logs yet (run `cloudtwin logs ingest`)")
+        raise StoreError(f"store {store.path}: holds no logs yet (ingest some first)")
 
 
 def list_templates(store: Store, limit: int | None = None) -> QueryResult:
-    """Templates with their line counts, most frequent first."""
+    """Templates with their line counts, most frequent first (all of them if no limit)."""
+    _check_limit(limit)
     _require_ops(store)
     sql = "SELECT template_id, size AS lines, template FROM ops_templates ORDER BY size DESC, 1"
-    return store.query(sql + (f" LIMIT {int(limit)}" if limit else ""))
+    return store.query(sql + (f" LIMIT {int(limit)}" if limit is not None else ""))
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and limit < 1:
+        raise StoreError(f"limit must be at least 1, got {limit}")
 
 
 def _time_filter(since: datetime | None, until: datetime | None) -> tuple[str, list[object]]:
@@ -71,6 +80,7 @@ def search_lines(
 ) -> QueryResult:
     """Lines whose message contains ``text`` (case-insensitive) or that have a template,
     optionally in ``[since, until)``, in source and line order."""
+    _check_limit(limit)
     _require_ops(store)
     where, params = _time_filter(since, until)
     if text is not None:
@@ -93,11 +103,15 @@ def window_counts(
     by: CountKey = "template",
     since: datetime | None = None,
     until: datetime | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
 ) -> WindowCounts:
-    """Counts of timestamped lines per window and per template (id) or component."""
+    """Counts of timestamped lines per window and per template (id) or component.
+
+    The windows x keys matrix may hold at most ``max_cells`` cells (LimitError).
+    """
     _require_ops(store)
     if window <= timedelta(0):
-        raise StoreError(f"--window must be positive, got {window}")
+        raise StoreError(f"window must be positive, got {window}")
     key = "CAST(l.template_id AS VARCHAR)" if by == "template" else "coalesce(l.component, '-')"
     where, params = _time_filter(since, until)
     rows = store.query(
@@ -109,12 +123,14 @@ def window_counts(
         return WindowCounts([], [], np.zeros((0, 0)), window)
     first, last = rows[0][0], rows[-1][0]
     n = int((last - first) / window) + 1
-    if n > MAX_WINDOWS:
-        raise StoreError(
-            f"--window {window} gives {n} windows between {first} and {last}; "
-            "use a larger window or narrow it with --since/--until"
-        )
     keys = sorted({r[1] for r in rows}, key=lambda k: (len(k), k) if by == "template" else k)
+    if n * len(keys) > max_cells:
+        raise LimitError(
+            f"window {window} gives {n:,} windows x {len(keys):,} {by}s = "
+            f"{n * len(keys):,} counts between {first} and {last}, above the limit of "
+            f"{max_cells:,} (max_cells); use a larger window, narrow the time range "
+            "(since, until) or raise the limit", "max_cells",
+        )
     column = {k: i for i, k in enumerate(keys)}
     counts = np.zeros((n, len(keys)))
     for w, k, c in rows:
@@ -130,9 +146,10 @@ def find_anomalies(
     until: datetime | None = None,
     config: DetectorConfig | None = None,
     pca: PcaConfig | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
 ) -> list[Anomaly]:
     """Bursts, new and silent keys (and, if ``pca`` is given, PCA outlier windows)."""
-    data = window_counts(store, window, by, since, until)
+    data = window_counts(store, window, by, since, until, max_cells)
     if not data.windows:
         return []
     found = detect_changes(data.counts, data.windows, data.keys, config)

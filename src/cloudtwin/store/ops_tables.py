@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
@@ -21,6 +21,7 @@ __all__ = [
     "ensure_ops_schema",
     "load_miner",
     "source_state",
+    "set_fingerprint",
     "write_batch",
 ]
 
@@ -59,11 +60,21 @@ _DDL = [
         text VARCHAR NOT NULL, reason VARCHAR NOT NULL)""",
     "CREATE TABLE ops_miner (key VARCHAR PRIMARY KEY, value VARCHAR NOT NULL)",
 ]
+#: Added to version-1 stores in place (new tables and columns only).
+_ADDITIONS = [
+    "CREATE TABLE IF NOT EXISTS ops_miner_cache "
+    "(masked VARCHAR PRIMARY KEY, template_id INTEGER NOT NULL)",
+    "ALTER TABLE ops_sources ADD COLUMN IF NOT EXISTS stream_base BIGINT DEFAULT 0",
+]
 
 
 @dataclass(frozen=True)
 class SourceState:
-    """Where the ingest of one source stands: the next byte offset and line number."""
+    """Where the ingest of one source stands: the next byte offset and line number.
+
+    A stream source (stdin) may be fed several different streams; ``stream_base`` is
+    the offset at which the current one began, and the fingerprint is of its head.
+    """
 
     source_id: int
     source: str
@@ -73,11 +84,16 @@ class SourceState:
     next_line: int
     lines: int
     unparsed: int
+    stream_base: int = 0
 
 
 def ensure_ops_schema(store: Store) -> None:
     """Create the operations tables if they are missing."""
     store.ensure_schema("ops", OPS_SCHEMA_VERSION, _DDL)
+    if not store.read_only:
+        with store.transaction() as con:
+            for statement in _ADDITIONS:
+                con.execute(statement)
 
 
 def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
@@ -109,6 +125,7 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
         "SELECT template_id, template, size, route FROM ops_templates ORDER BY template_id"
     ).fetchall():
         miner.restore(tid, template, size, route)
+    miner.restore_cache(con.execute("SELECT masked, template_id FROM ops_miner_cache").fetchall())
     return miner
 
 
@@ -119,7 +136,7 @@ def source_state(
     con = store.connection
     row = con.execute(
         "SELECT source_id, source, fingerprint, fingerprint_bytes, next_offset, next_line, "
-        "lines, unparsed FROM ops_sources WHERE source = ?",
+        "lines, unparsed, coalesce(stream_base, 0) FROM ops_sources WHERE source = ?",
         [source],
     ).fetchone()
     if row is None:
@@ -128,7 +145,7 @@ def source_state(
             next_id = tx.execute("SELECT coalesce(max(source_id), 0) + 1 FROM ops_sources")
             source_id = int(next_id.fetchone()[0])  # type: ignore[index]
             tx.execute(
-                "INSERT INTO ops_sources VALUES (?, ?, ?, ?, ?, 0, 1, 0, 0, now()::TIMESTAMP)",
+                "INSERT INTO ops_sources VALUES (?, ?, ?, ?, ?, 0, 1, 0, 0, now()::TIMESTAMP, 0)",
                 [source_id, source, fmt, fp, nbytes],
             )
         return SourceState(source_id, source, fp, nbytes, 0, 1, 0, 0)
@@ -170,6 +187,7 @@ def write_batch(
             "INSERT OR REPLACE INTO ops_templates VALUES (?, ?, ?, ?)",
             [[c.template_id, c.template, c.size, c.route] for c in changed],
         )
+    _save_cache(con, parser.miner)
     lines = state.lines + len(parsed.numbers)
     unparsed = state.unparsed + len(parsed.bad_numbers)
     next_line = max(parsed.numbers[-1:] + parsed.bad_numbers[-1:], default=state.next_line - 1) + 1
@@ -178,10 +196,43 @@ def write_batch(
         "updated_at = now()::TIMESTAMP WHERE source_id = ?",
         [parsed.end_offset, next_line, lines, unparsed, sid],
     )
-    return SourceState(
-        sid, state.source, state.fingerprint, state.fingerprint_bytes,
-        parsed.end_offset, next_line, lines, unparsed,
+    return replace(
+        state, next_offset=parsed.end_offset, next_line=next_line, lines=lines,
+        unparsed=unparsed,
     )
+
+
+def set_fingerprint(
+    store: Store, state: SourceState, fingerprint: tuple[str, int], stream_base: int
+) -> SourceState:
+    """Record the head of a source's current stream, which starts at ``stream_base``.
+
+    A new stream under a source name starts at the source's next offset, after
+    everything stored from the streams before it.
+    """
+    digest, nbytes = fingerprint
+    with store.transaction() as con:
+        con.execute(
+            "UPDATE ops_sources SET fingerprint = ?, fingerprint_bytes = ?, stream_base = ? "
+            "WHERE source_id = ?",
+            [digest, nbytes, stream_base, state.source_id],
+        )
+    return replace(state, fingerprint=digest, fingerprint_bytes=nbytes, stream_base=stream_base)
+
+
+def _save_cache(con: duckdb.DuckDBPyConnection, miner: TemplateMiner) -> None:
+    """Keep the miner's exact-message cache in step with the stored templates."""
+    cleared, fresh = miner.take_cache_changes()
+    if cleared:
+        con.execute("DELETE FROM ops_miner_cache")
+    if fresh:
+        table = pa.table({
+            "masked": pa.array([m for m, _ in fresh], pa.string()),
+            "template_id": pa.array([t for _, t in fresh], pa.int32()),
+        })
+        con.register("_ops_cache", table)
+        con.execute("INSERT OR REPLACE INTO ops_miner_cache SELECT * FROM _ops_cache")
+        con.unregister("_ops_cache")
 
 
 def _insert_lines(

@@ -1,0 +1,121 @@
+"""Reading untrusted YAML safely: bounded size after aliases, bounded depth, no duplicate keys.
+
+PyYAML's safe loader builds shared objects for aliases, but anything that walks the
+result (copying, validating) expands them: a 1 KB "billion laughs" document becomes
+gigabytes. Here the node graph is measured before any Python object is built, and a
+document that would expand beyond MAX_NODES nodes, or nest deeper than MAX_DEPTH, is
+refused with one line. A key given twice in one mapping is refused too (YAML says keys
+are unique; PyYAML silently keeps the last one).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from cloudtwin.errors import ScenarioError
+
+__all__ = ["MAX_DEPTH", "MAX_NODES", "load_yaml"]
+
+#: A scenario expands to at most this many YAML nodes (aliases counted each time used).
+MAX_NODES = 200_000
+#: Mappings and lists nest at most this deep.
+MAX_DEPTH = 64
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """The safe loader, refusing a mapping that gives one key twice."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            line = key_node.start_mark.line + 1
+            try:
+                first = seen.get(key)
+                seen.setdefault(key, line)
+            except TypeError:  # an unhashable key: the base class reports it
+                continue
+            if first is not None:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (first on line {first})",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)  # type: ignore[no-untyped-call]
+
+
+def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """The document in ``text`` and its node tree; ScenarioError (one line) if it is
+    malformed, too deep, too large once aliases are expanded, or repeats a key."""
+    try:
+        node = yaml.compose(text, Loader=_UniqueKeyLoader)
+    except RecursionError as err:
+        raise ScenarioError(f"{source}: nested more than {MAX_DEPTH} levels deep") from err
+    except yaml.YAMLError as err:
+        raise ScenarioError(_yaml_problem(err, source)) from err
+    if node is None:
+        return None, None
+    _check_size(node, source)
+    loader = _UniqueKeyLoader("")
+    try:
+        data = loader.construct_document(node)  # type: ignore[no-untyped-call]
+    except yaml.YAMLError as err:
+        raise ScenarioError(_yaml_problem(err, source)) from err
+    finally:
+        loader.dispose()  # type: ignore[no-untyped-call]
+    return data, node
+
+
+def _yaml_problem(err: yaml.YAMLError, source: str) -> str:
+    mark = getattr(err, "problem_mark", None)
+    where = f" line {mark.line + 1}" if mark is not None else ""
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    return f"{source}:{where}: not valid YAML: {problem}"
+
+
+def _check_size(root: yaml.Node, source: str) -> None:
+    """Refuse a node graph deeper than MAX_DEPTH or larger than MAX_NODES once expanded.
+
+    Sizes are memoised per node, so an alias bomb is measured in time linear in its
+    text, not in its expansion.
+    """
+    sizes: dict[int, int] = {}
+    depths: dict[int, int] = {}
+    # iterative post-order walk (no recursion on hostile depth)
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    active: set[int] = set()
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if key in sizes:
+            continue
+        children = _children(node)
+        if not done:
+            if key in active:  # a recursive alias: infinite once expanded
+                raise ScenarioError(f"{source}: an alias refers to a node that contains it")
+            active.add(key)
+            stack.append((node, True))
+            stack.extend((child, False) for child in children if id(child) not in sizes)
+            continue
+        active.discard(key)
+        sizes[key] = min(1 + sum(sizes[id(c)] for c in children), MAX_NODES + 1)
+        depths[key] = 1 + max((depths[id(c)] for c in children), default=0)
+        if depths[key] > MAX_DEPTH:
+            line = node.start_mark.line + 1
+            raise ScenarioError(f"{source}:{line}: nested more than {MAX_DEPTH} levels deep")
+        if sizes[key] > MAX_NODES:
+            raise ScenarioError(
+                f"{source}: expands to more than {MAX_NODES:,} values once its aliases are "
+                "resolved; a scenario is never that large"
+            )
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
