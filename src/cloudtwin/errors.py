@@ -4,7 +4,9 @@ from __future__ import annotations
 
 __all__ = [
     "CloudtwinError",
+    "AccessError",
     "EngineError",
+    "FederationError",
     "LogFormatError",
     "RoutingError",
     "ScenarioError",
@@ -44,3 +46,21 @@ class LogFormatError(CloudtwinError):
 
 class StoreError(CloudtwinError):
     """The results/operations store cannot be opened or queried."""
+
+
+class FederationError(CloudtwinError):
+    """A federation object or request is inconsistent (unknown site, overlapping prefixes,
+    conflicting VNIs); `field` names the offending field, the HTTP API answers 4xx with it."""
+
+    def __init__(self, field: str, reason: str, status: int = 422) -> None:
+        self.field = field
+        self.reason = reason
+        self.status = status
+        super().__init__(f"{field}: {reason}")
+
+
+class AccessError(FederationError):
+    """A federation request carries no token (401) or a token that does not grant it (403)."""
+
+    def __init__(self, field: str, reason: str, status: int = 403) -> None:
+        super().__init__(field, reason, status)
