@@ -95,25 +95,27 @@ def allocate_global(
 ) -> np.ndarray:
     """First global address of each global-nat segment's block (-1 elsewhere).
 
-    Blocks are powers of two holding one address per endpoint, handed out from the pool
-    largest first so that each block is aligned to its size.
+    A block is the smallest power of two holding one address per endpoint, aligned to its
+    size, handed out from the pool in order of (network, site) as the controller does.
     """
     first = np.full(count.size, -1, dtype=np.int64)
     if not modes.size:
         return first
     rows = np.flatnonzero((seg_network >= 0) & (modes[np.maximum(seg_network, 0)] == NAT))
-    if not rows.size:
-        return first
-    size = 1 << np.ceil(np.log2(np.maximum(count[rows], 1))).astype(np.int64)
-    order = np.argsort(-size, kind="stable")
+    rows = rows[np.argsort(seg_network[rows], kind="stable")]
     pool = ipaddress.IPv4Network(scenario.global_pool)
-    ends = np.cumsum(size[order])
-    if int(ends[-1]) > pool.num_addresses:
+    end = 0
+    for row in rows.tolist():
+        size = 1 << max(int(count[row]) - 1, 0).bit_length()
+        start = -(-end // size) * size
+        end = start + size
+        first[row] = start
+    if end > pool.num_addresses:
         raise FederationError(
             "global_pool",
-            f"{pool} holds {pool.num_addresses:,} addresses, the global-nat networks need {int(ends[-1]):,}",
+            f"{pool} holds {pool.num_addresses:,} addresses, the global-nat networks need {end:,}",
         )
-    first[rows[order]] = int(pool.network_address) + ends - size[order]
+    first[rows] += int(pool.network_address)
     return first
 
 
