@@ -17,19 +17,21 @@ from cloudtwin.intercloud.controller import FederationController, MemoryStore
 from cloudtwin.intercloud.federate import apply_plan, run_agents
 from cloudtwin.intercloud.objects import DesiredSegment, Peer
 from cloudtwin.intercloud.plan import plan_federation
+from cloudtwin.intercloud.netns import remove_namespaces
 from cloudtwin.scenario.federation import load_federation
+from tests.intercloud.netns_helpers import leftover
 
 REPO = Path(__file__).resolve().parents[2]
 
 RED = DesiredSegment(
     network="red-net",
-    mode="l3-routed",
+    mode="l2-stretch",
     federated_vni=10000,
     tenant="red",
     vni=1001,
     address="10.1.0.11/24",
     endpoints=3,
-    peers=(Peer(site="west", gateway="198.18.0.2", prefix="10.2.0.0/24"),),
+    peers=(Peer(site="west", gateway="198.18.0.2"),),
 )
 BLUE = DesiredSegment(
     network="blue-net",
@@ -72,6 +74,10 @@ def adapter(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Adapter]
         for segment in made.segments():
             made.delete(segment.network)
         made.close()
+        prefix = getattr(made, "prefix", None)
+        if prefix:
+            remove_namespaces(prefix)
+            assert leftover(prefix) == []
 
 
 def test_contract_apply_reads_back(adapter: Adapter) -> None:
