@@ -25,7 +25,7 @@ def netns_capability() -> str | None:
     return None
 
 
-def test_prefix() -> str:
+def unique_prefix() -> str:
     """A namespace prefix unique to this test run (cloudtwin tests use `ctwt`)."""
     return f"ctwt{uuid.uuid4().hex[:4]}"
 
@@ -45,4 +45,4 @@ def linux_adapter_or_skip(tmp_path: Path):  # noqa: ANN201 - a LinuxAdapter
         pytest.skip(reason)
     from cloudtwin.intercloud.adapters.linux import LinuxAdapter
 
-    return LinuxAdapter(site="east", prefix=test_prefix(), gateway="198.18.0.1")
+    return LinuxAdapter(site="east", prefix=unique_prefix(), gateway="198.18.0.1")

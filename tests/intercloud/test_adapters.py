@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from tests.intercloud.netns_helpers import leftover
 
 from cloudtwin.intercloud.adapters.base import Adapter, AdapterError, Crash, FaultInjector
 from cloudtwin.intercloud.adapters.dove import DoveLikeAdapter, dove_like_cloud
@@ -15,11 +16,10 @@ from cloudtwin.intercloud.adapters.process import ProcessAdapter
 from cloudtwin.intercloud.agent import Agent
 from cloudtwin.intercloud.controller import FederationController, MemoryStore
 from cloudtwin.intercloud.federate import apply_plan, run_agents
+from cloudtwin.intercloud.netns import remove_namespaces
 from cloudtwin.intercloud.objects import DesiredSegment, Peer
 from cloudtwin.intercloud.plan import plan_federation
-from cloudtwin.intercloud.netns import remove_namespaces
 from cloudtwin.scenario.federation import load_federation
-from tests.intercloud.netns_helpers import leftover
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -35,7 +35,9 @@ class LinuxAdapter:
 
     flavour = "linux"
 
-    def __init__(self, site: str, prefix: str, gateway: str, gateway_prefix: int = 15, underlay_mtu: int = 1500) -> None:
+    def __init__(
+        self, site: str, prefix: str, gateway: str, gateway_prefix: int = 15, underlay_mtu: int = 1500
+    ) -> None:
         self.site = site
         self.prefix = prefix
         self.gateway = gateway
@@ -69,7 +71,8 @@ class LinuxAdapter:
         """Make the namespaces hold exactly `segment`."""
         if segment.mode != "l2-stretch" and segment.peers:
             raise FederationError(
-                "mode", f"the linux adapter realises l2-stretch networks; {segment.network!r} is {segment.mode}"
+                "mode",
+                f"the linux adapter realises l2-stretch networks; {segment.network!r} is {segment.mode}",
             )
         self.ensure_gateway()
         tag = _short(segment.network)
@@ -85,7 +88,7 @@ class LinuxAdapter:
         mtu = inner_mtu("vxlan", self.underlay_mtu) if segment.peers else self.underlay_mtu
         for k in range(segment.endpoints):
             self._endpoint(segment, k, bridge, tag, mtu)
-        for name in self._endpoints_of(segment.network)[segment.endpoints:]:
+        for name in self._endpoints_of(segment.network)[segment.endpoints :]:
             self.ip.run("ip", "netns", "del", name)
 
     def _tunnel(self, segment: DesiredSegment, bridge: str, vxlan: str) -> None:
@@ -97,20 +100,61 @@ class LinuxAdapter:
         if not segment.peers:
             return
         if not links:
-            self.ip.ip(self.gw, "link", "add", vxlan, "type", "vxlan", "id", str(segment.federated_vni),
-                       "local", self.gateway, "dstport", str(VXLAN_PORT), "dev", "wan0")
+            self.ip.ip(
+                self.gw,
+                "link",
+                "add",
+                vxlan,
+                "type",
+                "vxlan",
+                "id",
+                str(segment.federated_vni),
+                "local",
+                self.gateway,
+                "dstport",
+                str(VXLAN_PORT),
+                "dev",
+                "wan0",
+            )
         peers = json.dumps([[p.site, p.gateway, p.prefix] for p in segment.peers], separators=(",", ":"))
         if len(peers) > _ALIAS_LIMIT:
-            raise FederationError("peers", f"{segment.network!r}: too many peers for the linux adapter's alias")
+            raise FederationError(
+                "peers", f"{segment.network!r}: too many peers for the linux adapter's alias"
+            )
         self.ip.ip(self.gw, "link", "set", vxlan, "alias", peers, "master", bridge)
         self.ip.ip(self.gw, "link", "set", vxlan, "up")
         for entry in self.ip.json(self.gw, "fdb", "show", "dev", vxlan):
             if entry.get("mac") == "00:00:00:00:00:00" and "dst" in entry:
-                self.ip.run("ip", "netns", "exec", self.gw, "bridge", "fdb", "del", "00:00:00:00:00:00",
-                            "dev", vxlan, "dst", entry["dst"], check=False)
+                self.ip.run(
+                    "ip",
+                    "netns",
+                    "exec",
+                    self.gw,
+                    "bridge",
+                    "fdb",
+                    "del",
+                    "00:00:00:00:00:00",
+                    "dev",
+                    vxlan,
+                    "dst",
+                    entry["dst"],
+                    check=False,
+                )
         for peer in segment.peers:
-            self.ip.run("ip", "netns", "exec", self.gw, "bridge", "fdb", "append", "00:00:00:00:00:00",
-                        "dev", vxlan, "dst", peer.gateway)
+            self.ip.run(
+                "ip",
+                "netns",
+                "exec",
+                self.gw,
+                "bridge",
+                "fdb",
+                "append",
+                "00:00:00:00:00:00",
+                "dev",
+                vxlan,
+                "dst",
+                peer.gateway,
+            )
 
     def _endpoint(self, segment: DesiredSegment, k: int, bridge: str, tag: str, mtu: int) -> None:
         name = self.endpoint_ns(segment.network, k)
@@ -130,8 +174,8 @@ class LinuxAdapter:
 
     def _endpoints_of(self, network: str) -> list[str]:
         stem = f"{self.prefix}-{self.site}-{network}-"
-        found = [n for n in namespaces(self.prefix) if n.startswith(stem) and n[len(stem):].isdigit()]
-        return sorted(found, key=lambda n: int(n[len(stem):]))
+        found = [n for n in namespaces(self.prefix) if n.startswith(stem) and n[len(stem) :].isdigit()]
+        return sorted(found, key=lambda n: int(n[len(stem) :]))
 
     # -- read back and delete -----------------------------------------------------------
     def segments(self) -> list[DesiredSegment]:
@@ -147,7 +191,9 @@ class LinuxAdapter:
             vxlan = links.get(f"v{name[1:]}")
             peers = json.loads(vxlan["ifalias"]) if vxlan and vxlan.get("ifalias") else []
             meta["peers"] = [Peer(site=s, gateway=g, prefix=p) for s, g, p in peers]
-            ports = sum(1 for link in links.values() if link.get("master") == name and link["ifname"].startswith("e"))
+            ports = sum(
+                1 for link in links.values() if link.get("master") == name and link["ifname"].startswith("e")
+            )
             if ports != meta["endpoints"] or len(self._endpoints_of(meta["network"])) != meta["endpoints"]:
                 meta["endpoints"] = 0  # half-made: the next apply completes it
             found.append(DesiredSegment.model_validate(meta))
