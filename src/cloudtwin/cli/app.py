@@ -7,7 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -53,6 +53,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(federate.app, name="federate")
 
 
 def main(argv: list[str] | None = None) -> int:

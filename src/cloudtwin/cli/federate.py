@@ -1,0 +1,220 @@
+"""`cloudtwin federate ...`: plan, apply and check a federation of sites; realise it in namespaces."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, stdout, write_json
+from cloudtwin.errors import FederationError, ScenarioError
+from cloudtwin.intercloud.controller import FederationController
+from cloudtwin.intercloud.dataplane import reachability as twin_reachability
+from cloudtwin.intercloud.federate import apply_plan, modelled_adapter, new_token, run_agents
+from cloudtwin.intercloud.plan import FederationPlan, plan_federation
+from cloudtwin.scenario.federation import load_federation
+
+__all__ = ["app"]
+
+TOKEN_ENV = "CLOUDTWIN_FEDERATION_TOKEN"
+
+app = typer.Typer(
+    help=(
+        "Federate independent sites: plan a multi-site scenario (sites, tenants, gateways, WAN "
+        "links, federated networks), apply it to a federation controller and its sites' agents, "
+        "check reachability, and realise it in real Linux network namespaces (up/down, as root).\n\n"
+        "Example:  cloudtwin federate plan examples/intercloud.yaml"
+    ),
+    no_args_is_help=True,
+)
+
+SCENARIO = typer.Argument(..., help="Multi-site scenario YAML file (with sites:).", show_default=False)
+SET = typer.Option(None, "--set", "-s", help="Override a key: --set networks.0.mode=global-nat (repeatable).")
+JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
+STATE = typer.Option(
+    Path("cloudtwin-federation.json"), "--state", help="The controller's state file (its tokens beside it)."
+)
+PREFIX = typer.Option(None, "--prefix", help="Namespace name prefix (default: ctw-SCENARIO_NAME).")
+
+
+def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as err:
+        raise ScenarioError(f"{path}: no such scenario file") from err
+    except (OSError, UnicodeDecodeError) as err:
+        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    try:
+        return plan_federation(load_federation(text, str(path), overrides or ()))
+    except FederationError as err:
+        raise ScenarioError(f"{path}: {err}") from err
+
+
+def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = JSON) -> None:
+    """Validate a multi-site scenario and show its plan: segments, endpoints, tunnels, tunnel cost."""
+    planned = _plan(scenario, overrides)
+    summary = planned.summary()
+    networks = []
+    for n, name in enumerate(planned.network_names):
+        segs = planned.network_segments(n)
+        networks.append({"name": name, "mode": planned.mode_of(n), "federated_vni": int(planned.network_vni[n]),
+                         "sites": [planned.segment_name(int(s)) for s in segs],
+                         "endpoints": int(planned.seg_count[segs].sum())})
+    if as_json:
+        emit_json({**summary, "networks": networks})
+        return
+    table = Table(title=f"federation {summary['name']}: {summary['sites']} sites, {summary['endpoints']} endpoints, "
+                  f"{summary['tunnels']} tunnels", title_justify="left")
+    for column in ("network", "mode", "VNI", "segments", "endpoints"):
+        table.add_column(column)
+    for net in networks:
+        table.add_row(net["name"], net["mode"], str(net["federated_vni"]), ", ".join(net["sites"]), str(net["endpoints"]))
+    stdout.print(table)
+    for mode, cost in summary["encapsulation"].items():  # type: ignore[attr-defined]
+        stdout.print(f"{mode} over {cost['encapsulation']}: {cost['overhead_bytes']} header bytes, inner MTU "
+                     f"{cost['inner_mtu']}, MSS {cost['mss_bytes']}, goodput {cost['goodput_fraction']:.1%}")
+
+
+def _tokens_path(state: Path) -> Path:
+    return state.with_name(state.name + ".tokens")
+
+
+def _read_tokens(state: Path) -> dict[str, Any]:
+    path = _tokens_path(state)
+    try:
+        return dict(json.loads(path.read_text(encoding="utf-8")))
+    except FileNotFoundError:
+        return {}
+    except (OSError, json.JSONDecodeError) as err:
+        raise FederationError("tokens", f"{path}: cannot read the tokens file") from err
+
+
+def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
+    from cloudtwin.service.federation_store import JsonFileStore
+
+    tokens = _read_tokens(state)
+    admin = os.environ.get(TOKEN_ENV) or tokens.get("admin")
+    if not admin:
+        if state.exists():
+            raise FederationError("token", f"{state} exists: give its admin token in {TOKEN_ENV}", 401)
+        admin = new_token()
+    tokens["admin"] = admin
+    return FederationController(JsonFileStore(state), admin), tokens
+
+
+def apply(scenario: Path = SCENARIO, overrides: list[str] = SET, state: Path = STATE, as_json: bool = JSON) -> None:
+    """Put the scenario into the controller (all or nothing) and reconcile every site's agent."""
+    planned = _plan(scenario, overrides)
+    controller, tokens = _controller(state)
+    sites = tokens.setdefault("sites", {})
+    for site in planned.scenario.sites:
+        sites.setdefault(site.name, new_token())
+    apply_plan(controller, planned, tokens["admin"], sites)
+    path = _tokens_path(state)
+    write_json(path, tokens)
+    path.chmod(0o600)
+    agents = {s.name: (sites[s.name], modelled_adapter(s.flavour)) for s in planned.scenario.sites}
+    run_agents(controller, agents)
+    _show_status(controller, as_json)
+
+
+def _show_status(controller: FederationController, as_json: bool) -> None:
+    statuses = controller.status()
+    if as_json:
+        emit_json({"sites": controller.sites(), "networks": [s.model_dump(mode="json") for s in statuses]})
+        return
+    table = Table(title="federated networks", title_justify="left")
+    for column in ("network", "tenant", "mode", "status", "interconnections"):
+        table.add_column(column)
+    for s in statuses:
+        links = ", ".join(f"{k} {v}" for k, v in s.interconnections.items())
+        table.add_row(s.name, s.tenant, s.mode, s.status, links)
+    stdout.print(table)
+
+
+def status(state: Path = STATE, as_json: bool = JSON) -> None:
+    """Show each federated network and interconnection: ACTIVE when both sides consented and realised it."""
+    if not state.exists():
+        raise FederationError("state", f"{state}: no controller state here (run cloudtwin federate apply first)", 404)
+    controller, _ = _controller(state)
+    _show_status(controller, as_json)
+
+
+def reachability(
+    scenario: Path = SCENARIO, overrides: list[str] = SET, live: bool = typer.Option(
+        False, "--live", help="Ping for real in the namespaces that `federate up` built instead of the twin."),
+    prefix: str = PREFIX, as_json: bool = JSON,
+) -> None:
+    """Which endpoints reach which: walked through the twin's gateway tables, or pinged for real (--live)."""
+    planned = _plan(scenario, overrides)
+    names = planned.endpoint_names
+    if live:
+        from cloudtwin.intercloud.realise import live_reachability, realise
+
+        matrix = live_reachability(realise(planned, prefix or f"ctw-{planned.scenario.name}"))
+    else:
+        matrix = twin_reachability(planned)
+    pairs = [[names[a], names[b]] for a in range(len(names)) for b in range(len(names)) if matrix[a, b]]
+    if as_json:
+        emit_json({"endpoints": names, "reachable": pairs})
+        return
+    for i, name in enumerate(names):
+        reached = [names[j] for j in range(len(names)) if matrix[i, j]]
+        stdout.print(f"{name} -> {', '.join(reached) if reached else '(none)'}")
+
+
+def up(scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON) -> None:
+    """Realise the federation in network namespaces (root): endpoints, bridges, gateways, VXLAN, shaped WAN."""
+    from cloudtwin.intercloud.realise import realise
+
+    planned = _plan(scenario, overrides)
+    built = realise(planned, prefix or f"ctw-{planned.scenario.name}")
+    if as_json:
+        emit_json(built.to_json())
+        return
+    stdout.print(f"{len(built.namespaces)} namespaces under {built.prefix}-*, {len(built.endpoint_ns)} endpoints; "
+                 f"WAN shaped: {', '.join(built.shaped) or 'none'}; not available here: WAN latency (no netem)")
+
+
+def down(scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON) -> None:
+    """Remove every namespace (and device) that `federate up` made for the scenario."""
+    from cloudtwin.intercloud.realise import unrealise
+
+    planned = _plan(scenario, overrides)
+    removed = unrealise(prefix or f"ctw-{planned.scenario.name}")
+    if as_json:
+        emit_json({"removed": removed})
+        return
+    stdout.print(f"removed {len(removed)} namespaces")
+
+
+def serve(
+    state: Path = STATE,
+    host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
+    port: int = typer.Option(8750, "--port", help="TCP port."),
+) -> None:
+    """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json)."""
+    import uvicorn
+
+    from cloudtwin.service.federation import federation_app
+
+    controller, tokens = _controller(state)
+    if not os.environ.get(TOKEN_ENV):
+        path = _tokens_path(state)
+        write_json(path, tokens)
+        path.chmod(0o600)
+        typer.echo(f"admin token in {path}", err=True)
+    uvicorn.run(federation_app(controller), host=host, port=port, log_level="warning")
+
+
+app.command("plan")(plan)
+app.command("apply")(apply)
+app.command("status")(status)
+app.command("reachability")(reachability)
+app.command("up")(up)
+app.command("down")(down)
+app.command("serve")(serve)
