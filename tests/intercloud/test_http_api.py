@@ -32,30 +32,65 @@ def api() -> tuple[TestClient, MemoryStore]:
     store = MemoryStore()
     client = TestClient(federation_app(FederationController(store, "admin-token")))
     for name, token in (("east", EAST), ("west", WEST)):
-        assert client.post("/federation/sites", json={"name": name, "token": token}, headers=ADMIN).status_code == 201
+        assert (
+            client.post("/federation/sites", json={"name": name, "token": token}, headers=ADMIN).status_code
+            == 201
+        )
     network = {"name": "red-net", "tenant": "red", "mode": "l3-routed", "sites": ["east", "west"]}
     assert client.post("/federation/networks", json=network, headers=ADMIN).status_code == 201
     segment = {"network": "red-net", "tenant": "red", "vni": 1001, "address": "10.1.0.10/24", "endpoints": 4}
-    answer = client.post("/federation/sites/east/segments", json=segment, headers={"Authorization": f"Bearer {EAST}"})
+    answer = client.post(
+        "/federation/sites/east/segments", json=segment, headers={"Authorization": f"Bearer {EAST}"}
+    )
     assert answer.status_code == 201
     return client, store
 
 
 def _west(body: dict) -> dict:
-    return {"network": "red-net", "tenant": "red", "vni": 2001, "address": "10.2.0.10/24", "endpoints": 2, **body}
+    return {
+        "network": "red-net",
+        "tenant": "red",
+        "vni": 2001,
+        "address": "10.2.0.10/24",
+        "endpoints": 2,
+        **body,
+    }
 
 
 @pytest.mark.parametrize(
     ("path", "body", "headers", "status", "field"),
     [
-        ("/federation/sites/west/segments", _west({"address": "10.1.0.128/25"}), {"Authorization": f"Bearer {WEST}"},
-         422, "address"),
+        (
+            "/federation/sites/west/segments",
+            _west({"address": "10.1.0.128/25"}),
+            {"Authorization": f"Bearer {WEST}"},
+            422,
+            "address",
+        ),
         ("/federation/sites/mars/segments", _west({}), {"Authorization": f"Bearer {WEST}"}, 404, "site"),
-        ("/federation/networks", {"name": "n2", "tenant": "red", "sites": ["east", "mars"]}, ADMIN, 422, "sites.1"),
-        ("/federation/networks", {"name": "n2", "tenant": "red", "sites": ["east"], "vni": 10000}, ADMIN, 409, "vni"),
+        (
+            "/federation/networks",
+            {"name": "n2", "tenant": "red", "sites": ["east", "mars"]},
+            ADMIN,
+            422,
+            "sites.1",
+        ),
+        (
+            "/federation/networks",
+            {"name": "n2", "tenant": "red", "sites": ["east"], "vni": 10000},
+            ADMIN,
+            409,
+            "vni",
+        ),
         ("/federation/sites/west/segments", _west({}), {}, 401, "token"),
         ("/federation/sites/west/segments", _west({}), {"Authorization": f"Bearer {EAST}"}, 403, "token"),
-        ("/federation/sites/west/segments", _west({"vni": 0}), {"Authorization": f"Bearer {WEST}"}, 422, "vni"),
+        (
+            "/federation/sites/west/segments",
+            _west({"vni": 0}),
+            {"Authorization": f"Bearer {WEST}"},
+            422,
+            "vni",
+        ),
         ("/federation/sites", {"name": "north"}, {"Authorization": f"Bearer {EAST}"}, 403, "token"),
     ],
 )
@@ -72,21 +107,31 @@ def test_bad_input_answers_4xx_naming_the_field_and_stores_nothing(
 
 def test_overlap_message_names_both_prefixes(api: tuple[TestClient, MemoryStore]) -> None:
     client, _ = api
-    answer = client.post("/federation/sites/west/segments", json=_west({"address": "10.1.0.200/24"}),
-                         headers={"Authorization": f"Bearer {WEST}"})
+    answer = client.post(
+        "/federation/sites/west/segments",
+        json=_west({"address": "10.1.0.200/24"}),
+        headers={"Authorization": f"Bearer {WEST}"},
+    )
     assert "10.1.0.0/24 overlaps 10.1.0.0/24 at 'east'" in answer.json()["error"]
 
 
 def test_openapi_schema_lists_the_endpoints(api: tuple[TestClient, MemoryStore]) -> None:
     client, _ = api
     paths = client.get("/openapi.json").json()["paths"]
-    assert {"/federation/sites", "/federation/networks", "/federation/sites/{site}/segments",
-            "/federation/sites/{site}/desired", "/federation/status"} <= set(paths)
+    assert {
+        "/federation/sites",
+        "/federation/networks",
+        "/federation/sites/{site}/segments",
+        "/federation/sites/{site}/desired",
+        "/federation/status",
+    } <= set(paths)
 
 
 def test_agents_over_http_make_the_network_active(api: tuple[TestClient, MemoryStore]) -> None:
     client, _ = api
-    client.post("/federation/sites/west/segments", json=_west({}), headers={"Authorization": f"Bearer {WEST}"})
+    client.post(
+        "/federation/sites/west/segments", json=_west({}), headers={"Authorization": f"Bearer {WEST}"}
+    )
     http = FederationClient("http://testserver", transport=client._transport)
     sites = {"east": (EAST, OpenStackLikeAdapter()), "west": (WEST, OpenStackLikeAdapter())}
     for _ in range(2):
@@ -105,8 +150,12 @@ def _free_port() -> int:
 def _serve(state: Path, port: int) -> subprocess.Popen[bytes]:
     env = {**os.environ, "CLOUDTWIN_FEDERATION_TOKEN": "admin-token"}
     cli = Path(sys.executable).with_name("cloudtwin")
-    process = subprocess.Popen([str(cli), "federate", "serve", "--state", str(state), "--port", str(port)], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [str(cli), "federate", "serve", "--state", str(state), "--port", str(port)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
         try:
@@ -131,7 +180,9 @@ def test_controller_killed_and_restarted_loses_and_duplicates_nothing(tmp_path: 
                 server.wait()
                 server = _serve(state, port)
                 acknowledged.append(site["name"])  # a retry after the kill: must not duplicate
-                httpx.post(f"{url}/sites", json={"name": "site24", "token": "token-of-site-0024"}, headers=ADMIN)
+                httpx.post(
+                    f"{url}/sites", json={"name": "site24", "token": "token-of-site-0024"}, headers=ADMIN
+                )
             answer = httpx.post(f"{url}/sites", json=site, headers=ADMIN, timeout=5)
             assert answer.status_code == 201
             acknowledged.append(site["name"])

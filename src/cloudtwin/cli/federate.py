@@ -61,22 +61,39 @@ def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = 
     networks = []
     for n, name in enumerate(planned.network_names):
         segs = planned.network_segments(n)
-        networks.append({"name": name, "mode": planned.mode_of(n), "federated_vni": int(planned.network_vni[n]),
-                         "sites": [planned.segment_name(int(s)) for s in segs],
-                         "endpoints": int(planned.seg_count[segs].sum())})
+        networks.append(
+            {
+                "name": name,
+                "mode": planned.mode_of(n),
+                "federated_vni": int(planned.network_vni[n]),
+                "sites": [planned.segment_name(int(s)) for s in segs],
+                "endpoints": int(planned.seg_count[segs].sum()),
+            }
+        )
     if as_json:
         emit_json({**summary, "networks": networks})
         return
-    table = Table(title=f"federation {summary['name']}: {summary['sites']} sites, {summary['endpoints']} endpoints, "
-                  f"{summary['tunnels']} tunnels", title_justify="left")
+    table = Table(
+        title=f"federation {summary['name']}: {summary['sites']} sites, {summary['endpoints']} endpoints, "
+        f"{summary['tunnels']} tunnels",
+        title_justify="left",
+    )
     for column in ("network", "mode", "VNI", "segments", "endpoints"):
         table.add_column(column)
     for net in networks:
-        table.add_row(net["name"], net["mode"], str(net["federated_vni"]), ", ".join(net["sites"]), str(net["endpoints"]))
+        table.add_row(
+            net["name"],
+            net["mode"],
+            str(net["federated_vni"]),
+            ", ".join(net["sites"]),
+            str(net["endpoints"]),
+        )
     stdout.print(table)
     for mode, cost in summary["encapsulation"].items():  # type: ignore[attr-defined]
-        stdout.print(f"{mode} over {cost['encapsulation']}: {cost['overhead_bytes']} header bytes, inner MTU "
-                     f"{cost['inner_mtu']}, MSS {cost['mss_bytes']}, goodput {cost['goodput_fraction']:.1%}")
+        stdout.print(
+            f"{mode} over {cost['encapsulation']}: {cost['overhead_bytes']} header bytes, inner MTU "
+            f"{cost['inner_mtu']}, MSS {cost['mss_bytes']}, goodput {cost['goodput_fraction']:.1%}"
+        )
 
 
 def _tokens_path(state: Path) -> Path:
@@ -106,7 +123,9 @@ def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
     return FederationController(JsonFileStore(state), admin), tokens
 
 
-def apply(scenario: Path = SCENARIO, overrides: list[str] = SET, state: Path = STATE, as_json: bool = JSON) -> None:
+def apply(
+    scenario: Path = SCENARIO, overrides: list[str] = SET, state: Path = STATE, as_json: bool = JSON
+) -> None:
     """Put the scenario into the controller (all or nothing) and reconcile every site's agent."""
     planned = _plan(scenario, overrides)
     controller, tokens = _controller(state)
@@ -139,15 +158,21 @@ def _show_status(controller: FederationController, as_json: bool) -> None:
 def status(state: Path = STATE, as_json: bool = JSON) -> None:
     """Show each federated network and interconnection: ACTIVE when both sides consented and realised it."""
     if not state.exists():
-        raise FederationError("state", f"{state}: no controller state here (run cloudtwin federate apply first)", 404)
+        raise FederationError(
+            "state", f"{state}: no controller state here (run cloudtwin federate apply first)", 404
+        )
     controller, _ = _controller(state)
     _show_status(controller, as_json)
 
 
 def reachability(
-    scenario: Path = SCENARIO, overrides: list[str] = SET, live: bool = typer.Option(
-        False, "--live", help="Ping for real in the namespaces that `federate up` built instead of the twin."),
-    prefix: str = PREFIX, as_json: bool = JSON,
+    scenario: Path = SCENARIO,
+    overrides: list[str] = SET,
+    live: bool = typer.Option(
+        False, "--live", help="Ping for real in the namespaces that `federate up` built instead of the twin."
+    ),
+    prefix: str = PREFIX,
+    as_json: bool = JSON,
 ) -> None:
     """Which endpoints reach which: walked through the twin's gateway tables, or pinged for real (--live)."""
     planned = _plan(scenario, overrides)
@@ -167,7 +192,9 @@ def reachability(
         stdout.print(f"{name} -> {', '.join(reached) if reached else '(none)'}")
 
 
-def up(scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON) -> None:
+def up(
+    scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON
+) -> None:
     """Realise the federation in network namespaces (root): endpoints, bridges, gateways, VXLAN, shaped WAN."""
     from cloudtwin.intercloud.realise import realise
 
@@ -176,11 +203,15 @@ def up(scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREF
     if as_json:
         emit_json(built.to_json())
         return
-    stdout.print(f"{len(built.namespaces)} namespaces under {built.prefix}-*, {len(built.endpoint_ns)} endpoints; "
-                 f"WAN shaped: {', '.join(built.shaped) or 'none'}; not available here: WAN latency (no netem)")
+    stdout.print(
+        f"{len(built.namespaces)} namespaces under {built.prefix}-*, {len(built.endpoint_ns)} endpoints; "
+        f"WAN shaped: {', '.join(built.shaped) or 'none'}; not available here: WAN latency (no netem)"
+    )
 
 
-def down(scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON) -> None:
+def down(
+    scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON
+) -> None:
     """Remove every namespace (and device) that `federate up` made for the scenario."""
     from cloudtwin.intercloud.realise import unrealise
 

@@ -57,7 +57,11 @@ class _FederationRoute(APIRoute):
             except RequestValidationError as err:
                 first = err.errors()[0]
                 loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "header", "path", "query")]
-                return _error(422, ".".join(loc) or "body", str(first.get("msg", "invalid")).removeprefix("Value error, "))
+                return _error(
+                    422,
+                    ".".join(loc) or "body",
+                    str(first.get("msg", "invalid")).removeprefix("Value error, "),
+                )
 
         return route
 

@@ -15,7 +15,9 @@ __all__ = ["FederationClient"]
 class FederationClient:
     """Speaks to `/federation` on `base_url`; `messages` records every body sent and received."""
 
-    def __init__(self, base_url: str, transport: httpx.BaseTransport | None = None, timeout_s: float = 10.0) -> None:
+    def __init__(
+        self, base_url: str, transport: httpx.BaseTransport | None = None, timeout_s: float = 10.0
+    ) -> None:
         self.http = httpx.Client(base_url=base_url, transport=transport, timeout=timeout_s)
         self.messages: list[dict[str, Any]] = []
 

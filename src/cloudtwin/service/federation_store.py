@@ -31,7 +31,9 @@ class JsonFileStore:
         try:
             state = json.loads(text)
         except json.JSONDecodeError as err:
-            raise FederationError("state", f"{self.path}: not a controller state file (line {err.lineno})") from err
+            raise FederationError(
+                "state", f"{self.path}: not a controller state file (line {err.lineno})"
+            ) from err
         if not isinstance(state, dict):
             raise FederationError("state", f"{self.path}: not a controller state file")
         return state
