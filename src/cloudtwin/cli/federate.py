@@ -58,7 +58,7 @@ def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = 
     """Validate a multi-site scenario and show its plan: segments, endpoints, tunnels, tunnel cost."""
     planned = _plan(scenario, overrides)
     summary = planned.summary()
-    networks = []
+    networks: list[dict[str, Any]] = []
     for n, name in enumerate(planned.network_names):
         segs = planned.network_segments(n)
         networks.append(
@@ -195,7 +195,7 @@ def reachability(
 def up(
     scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON
 ) -> None:
-    """Realise the federation in network namespaces (root): endpoints, bridges, gateways, VXLAN, shaped WAN."""
+    """Realise the federation in network namespaces (as root): endpoints, bridges, gateways, VXLAN."""
     from cloudtwin.intercloud.realise import realise
 
     planned = _plan(scenario, overrides)

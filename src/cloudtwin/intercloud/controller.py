@@ -311,18 +311,21 @@ class FederationController:
             if network["mode"] == "l3-routed" and mine.subnet.overlaps(theirs.subnet):
                 raise FederationError(
                     "address",
-                    f"l3-routed needs unique prefixes: {mine.subnet} overlaps {theirs.subnet} at {seg['site']!r}",
+                    f"l3-routed needs unique prefixes: {mine.subnet} overlaps {theirs.subnet} "
+                    f"at {seg['site']!r}",
                 )
             if network["mode"] == "l2-stretch":
                 if mine.subnet != theirs.subnet:
                     raise FederationError(
                         "address",
-                        f"an l2-stretch network needs one subnet: {mine.subnet}, {theirs.subnet} at {seg['site']!r}",
+                        f"an l2-stretch network needs one subnet: {mine.subnet}, "
+                        f"{theirs.subnet} at {seg['site']!r}",
                     )
                 if mine.first <= theirs.last and theirs.first <= mine.last:
                     raise FederationError(
                         "address",
-                        f"l2-stretch refuses duplicate addresses: {mine.text} clashes with {theirs.text} at {seg['site']!r}",
+                        f"l2-stretch refuses duplicate addresses: {mine.text} clashes with "
+                        f"{theirs.text} at {seg['site']!r}",
                     )
         if not mine.first > int(mine.subnet.network_address) or mine.last >= int(
             mine.subnet.broadcast_address
@@ -436,7 +439,7 @@ class FederationController:
             sites=tuple(network["sites"]),
             consented=consented,
             status=status,
-            interconnections=links,  # type: ignore[arg-type]
+            interconnections=links,
         )
 
     def snapshot(self) -> dict[str, Any]:

@@ -67,8 +67,8 @@ def apply_plan(
                     vni=int(plan.network_vni[n]),
                 ),
             )
-        for site, request in segment_requests(plan):
-            controller.add_segment(site_tokens[site], site, request)
+        for name, request in segment_requests(plan):
+            controller.add_segment(site_tokens[name], name, request)
 
 
 def modelled_adapter(flavour: str) -> Adapter:

@@ -7,6 +7,7 @@ neighbour table holds for it (which endpoint answered, when two networks share a
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -48,10 +49,8 @@ def probe(addresses: list[str], wait_s: float = WAIT_S) -> set[str]:
         for attempt in range(TRIES):
             for address in addresses:
                 if address not in answered:
-                    try:
+                    with contextlib.suppress(OSError):  # no route: it does not answer
                         sock.sendto(echo_request(ident, attempt), (address, 0))
-                    except OSError:
-                        pass  # no route: it does not answer
             until = min(deadline, time.monotonic() + wait_s / TRIES)
             while (left := until - time.monotonic()) > 0:
                 ready, _, _ = select.select([sock], [], [], left)

@@ -103,7 +103,7 @@ def _shape(plan: FederationPlan, prefix: str, ip: IpRunner) -> list[str]:
     """Per gateway, an HTB class per WAN peer at the link's bandwidth; the names of the shaped links."""
     shaped = []
     index = {name: i for i, name in enumerate(plan.site_names)}
-    for i, site in enumerate(plan.site_names):
+    for site in plan.site_names:
         gw = f"{prefix}-{site}-gw"
         links = [
             (w, index[w.between[1] if w.between[0] == site else w.between[0]])
