@@ -18,7 +18,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationEr
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.loader import _describe, apply_overrides, parse_yaml
 from cloudtwin.scenario.model import Fabric, Hosts, LeafSpineFabric, Scenario, Tenant
-from cloudtwin.scenario.units import parse_rate, parse_time
+from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
     "ADDRESS_MODES",
@@ -30,6 +30,7 @@ __all__ = [
     "AddressMode",
     "Encapsulation",
     "FederatedNetworkSpec",
+    "FederatedTraffic",
     "FederationScenario",
     "Flavour",
     "GatewayFault",
@@ -61,6 +62,7 @@ DEFAULT_GLOBAL_POOL = "100.64.0.0/10"
 
 Rate = Annotated[float, BeforeValidator(parse_rate), Field(gt=0)]
 Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
 
 
 class _Model(BaseModel):
@@ -168,6 +170,16 @@ class GatewayFault(_Model):
     at: Duration = 0.0
 
 
+class FederatedTraffic(_Model):
+    """Traffic inside a federated network: every ordered pair of its endpoints (`all-pairs`) or
+    each endpoint to the next one in site order (`ring`), `size` bytes each, from `start`."""
+
+    network: str
+    pattern: Literal["all-pairs", "ring"] = "all-pairs"
+    size: Size = 1 << 30
+    start: Duration = 0.0
+
+
 class FederationScenario(_Model):
     """A whole multi-site scenario."""
 
@@ -182,6 +194,7 @@ class FederationScenario(_Model):
     wan: tuple[WanLink, ...] = ()
     networks: tuple[FederatedNetworkSpec, ...] = ()
     gateway_faults: tuple[GatewayFault, ...] = ()
+    traffic: tuple[FederatedTraffic, ...] = ()
 
     @field_validator("global_pool")
     @classmethod
