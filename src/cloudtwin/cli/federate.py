@@ -223,6 +223,49 @@ def down(
     stdout.print(f"removed {len(removed)} namespaces")
 
 
+def evaluate(
+    scenario: Path = SCENARIO,
+    overrides: list[str] = SET,
+    db: Path = typer.Option(
+        None, "--db", help="Also write the run's operations data here for `cloudtwin diagnose`."
+    ),
+    as_json: bool = JSON,
+) -> None:
+    """Run the scenario's traffic over the joined sites, fault-free and with its gateway faults:
+    throughput, completion, each failover's parts, the stall and the bytes delayed."""
+    from cloudtwin.intercloud.run import simulate_federation
+
+    run = simulate_federation(_plan(scenario, overrides))
+    summary = run.summary()
+    if db is not None:
+        from cloudtwin.diagnosis.federation import emit_federation
+        from cloudtwin.store.database import Store
+
+        with Store(db) as store:
+            emit_federation(store, run)
+        summary["db"] = str(db)
+    if as_json:
+        emit_json(summary)
+        return
+    table = Table(
+        title=f"federation {run.plan.scenario.name}: {summary['flows']} flows "
+        f"({summary['inter_site_flows']} between sites)",
+        title_justify="left",
+    )
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    table.add_row("completion, fault-free (s)", f"{summary['baseline_completion_s']:.3f}")
+    table.add_row("completion, with gateway faults (s)", f"{summary['completion_s']:.3f}")
+    table.add_row("aggregate (Gbps)", f"{summary['aggregate_gbps']:.2f}")
+    table.add_row("bytes delayed (GB)", f"{summary['bytes_delayed'] / 1e9:.3f}")
+    for fault in summary["gateway_faults"]:  # type: ignore[attr-defined]
+        table.add_row(f"gateway {fault['site']} failover / stall (s)", f"{fault['failover_s']:.3f}")
+        table.add_row(f"  flows stalled at {fault['site']}", str(fault["flows_stalled"]))
+    stdout.print(table)
+    if db is not None:
+        stdout.print(f"operations data in {db}: cloudtwin diagnose --db {db}")
+
+
 def serve(
     state: Path = STATE,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
@@ -248,4 +291,5 @@ app.command("status")(status)
 app.command("reachability")(reachability)
 app.command("up")(up)
 app.command("down")(down)
+app.command("evaluate")(evaluate)
 app.command("serve")(serve)

@@ -17,8 +17,8 @@ from cloudtwin.engine.simulator import Change, SimResult, simulate
 from cloudtwin.errors import EngineError, FederationError
 from cloudtwin.intercloud.plan import FederationPlan
 from cloudtwin.intercloud.traffic import (
-    FederatedFlows,
     Failover,
+    FederatedFlows,
     failover,
     federated_flows,
     route_federated,
@@ -65,8 +65,12 @@ class FederationRun:
                 networks[name] = {
                     "flows": int(rows.size),
                     "completion_s": float(result.finish_s[rows].max()),
-                    "throughput_gbps": float(self.flows.size_bytes[rows].sum() * 8
-                                             / max(result.finish_s[rows].max() - result.start_s[rows].min(), 1e-12) / 1e9),
+                    "throughput_gbps": float(
+                        self.flows.size_bytes[rows].sum()
+                        * 8
+                        / max(result.finish_s[rows].max() - result.start_s[rows].min(), 1e-12)
+                        / 1e9
+                    ),
                 }
         return {
             "flows": len(self.flows),
@@ -74,11 +78,14 @@ class FederationRun:
             "completion_s": result.completion_s,
             "baseline_completion_s": base.completion_s,
             "aggregate_gbps": total * 8 / max(result.completion_s, 1e-12) / 1e9,
-            "inter_site_fct_s": {"p50": float(np.median(fct[inter])) if inter.any() else 0.0,
-                                 "max": float(fct[inter].max()) if inter.any() else 0.0},
+            "inter_site_fct_s": {
+                "p50": float(np.median(fct[inter])) if inter.any() else 0.0,
+                "max": float(fct[inter].max()) if inter.any() else 0.0,
+            },
             "networks": networks,
             "gateway_faults": [
-                {**f.to_json(), "flows_stalled": int(self.stalled[k].sum())} for k, f in enumerate(self.failovers)
+                {**f.to_json(), "flows_stalled": int(self.stalled[k].sum())}
+                for k, f in enumerate(self.failovers)
             ],
             "bytes_delayed": bytes_behind(base, result),
             "slowdown": result.completion_s / base.completion_s if base.completion_s else 1.0,
@@ -147,5 +154,6 @@ def simulate_federation(plan: FederationPlan, seed: int | None = None) -> Federa
         result = simulate(*args, latency_s=latency, changes=changes, timeline=True)
     except EngineError as err:
         raise FederationError("gateway_faults", f"some flows can never finish ({err})") from err
-    return FederationRun(plan, joined, flows, paths, capacity, rate_cap, latency, changes, failovers, stalled,
-                         baseline, result)
+    return FederationRun(
+        plan, joined, flows, paths, capacity, rate_cap, latency, changes, failovers, stalled, baseline, result
+    )

@@ -57,9 +57,12 @@ def federated_flows(plan: FederationPlan) -> FederatedFlows:
         if spec.network not in names:
             raise FederationError(f"traffic.{i}.network", f"unknown federated network {spec.network!r}")
         n = names[spec.network]
-        endpoints = np.concatenate([
-            np.arange(plan.seg_ep0[s], plan.seg_ep0[s] + plan.seg_count[s]) for s in plan.network_segments(n)
-        ])
+        endpoints = np.concatenate(
+            [
+                np.arange(plan.seg_ep0[s], plan.seg_ep0[s] + plan.seg_count[s])
+                for s in plan.network_segments(n)
+            ]
+        )
         if spec.pattern == "ring":
             src, dst = endpoints, np.roll(endpoints, -1)
         else:
@@ -82,7 +85,9 @@ def federated_flows(plan: FederationPlan) -> FederatedFlows:
 def _chooser(seed: int, count: int):  # noqa: ANN202 - a Chooser
     hashes = np.random.default_rng([seed, 13]).integers(0, 1 << 30, size=max(count, 1))
 
-    def choose(hop: int, flows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray) -> np.ndarray:
+    def choose(
+        hop: int, flows: np.ndarray, nodes: np.ndarray, cand: np.ndarray, ok: np.ndarray
+    ) -> np.ndarray:
         return pick_nth(ok, (hashes[flows] >> hop) % ok.sum(axis=1))
 
     return choose
@@ -92,7 +97,9 @@ def _proxy(topology: Topology, leaf: int, avoid: int) -> int:
     nics = np.flatnonzero(topology.edge_of_nic == leaf)
     others = nics[nics != avoid]
     if others.size == 0:
-        raise FederationError("gateway.border_leaf", f"the border leaf {topology.node_name(leaf)} needs two hosts")
+        raise FederationError(
+            "gateway.border_leaf", f"the border leaf {topology.node_name(leaf)} needs two hosts"
+        )
     return int(others[0])
 
 
@@ -107,7 +114,11 @@ def _host_nic(topology: Topology, host: int) -> int:
 
 
 def route_federated(
-    plan: FederationPlan, joined: SitesTopology, flows: FederatedFlows, active: np.ndarray, seed: int,
+    plan: FederationPlan,
+    joined: SitesTopology,
+    flows: FederatedFlows,
+    active: np.ndarray,
+    seed: int,
     rows: np.ndarray | None = None,
 ) -> Paths:
     """Paths of flows `rows` (default: all) with each site's active gateway `active[site]` (0 or 1)."""
@@ -134,7 +145,9 @@ def route_federated(
             + [sb.link0 + k for k in down]
         )
     lengths = np.array([len(p) for p in out], dtype=np.int64)
-    return Paths(np.concatenate(([0], np.cumsum(lengths))), np.array([k for p in out for k in p], dtype=np.int64))
+    return Paths(
+        np.concatenate(([0], np.cumsum(lengths))), np.array([k for p in out for k in p], dtype=np.int64)
+    )
 
 
 def tunnel_capacity(plan: FederationPlan, joined: SitesTopology) -> np.ndarray:
@@ -144,7 +157,9 @@ def tunnel_capacity(plan: FederationPlan, joined: SitesTopology) -> np.ndarray:
     """
     scenario = plan.scenario
     modes = {plan.mode_of(n) for n in range(len(plan.network_names))} or {"l3-routed"}
-    tunnel = min(goodput_fraction(scenario.encapsulation, scenario.underlay_mtu, m == "l2-stretch") for m in modes)
+    tunnel = min(
+        goodput_fraction(scenario.encapsulation, scenario.underlay_mtu, m == "l2-stretch") for m in modes
+    )
     ratio = tunnel / goodput_fraction(None, scenario.underlay_mtu)
     capacity = joined.capacity_bps.astype(float).copy()
     edge = np.zeros(joined.link_count, dtype=bool)
@@ -173,9 +188,15 @@ class Failover:
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready summary."""
-        return {"site": self.site, "at_s": self.at_s, "failover_s": self.total_s,
-                "detection_s": self.detection_s, "election_s": self.election_s,
-                "tunnel_setup_s": self.tunnel_setup_s, "route_propagation_s": self.route_propagation_s}
+        return {
+            "site": self.site,
+            "at_s": self.at_s,
+            "failover_s": self.total_s,
+            "detection_s": self.detection_s,
+            "election_s": self.election_s,
+            "tunnel_setup_s": self.tunnel_setup_s,
+            "route_propagation_s": self.route_propagation_s,
+        }
 
 
 def failover(plan: FederationPlan, joined: SitesTopology, site: int, at_s: float) -> Failover:
@@ -187,6 +208,10 @@ def failover(plan: FederationPlan, joined: SitesTopology, site: int, at_s: float
         peers.update(int(s) for s in plan.seg_site[plan.network_segments(n)].tolist() if s != site)
     rtt = max((2 * float(joined.latency_s[joined.wan_path(site, p)].sum()) for p in peers), default=0.0)
     return Failover(
-        site=plan.site_names[site], at_s=at_s, detection_s=spec.detection, election_s=spec.election,
-        tunnel_setup_s=HANDSHAKE_RTTS[plan.scenario.encapsulation] * rtt, route_propagation_s=spec.route_propagation,
+        site=plan.site_names[site],
+        at_s=at_s,
+        detection_s=spec.detection,
+        election_s=spec.election,
+        tunnel_setup_s=HANDSHAKE_RTTS[plan.scenario.encapsulation] * rtt,
+        route_propagation_s=spec.route_propagation,
     )

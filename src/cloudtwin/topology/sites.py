@@ -97,7 +97,7 @@ def _wan_list(scenario: FederationScenario) -> list[WanLink]:
     if scenario.wan:
         return list(scenario.wan)
     names = [s.name for s in scenario.sites]
-    return [WanLink(between=(a, b)) for i, a in enumerate(names) for b in names[i + 1:]]
+    return [WanLink(between=(a, b)) for i, a in enumerate(names) for b in names[i + 1 :]]
 
 
 def _kind_name(kind: int) -> str:
@@ -138,8 +138,12 @@ def join_sites(scenario: FederationScenario) -> SitesTopology:
         next_link = link0 + topology.link_count
         rate, delay = site.gateway.rate_bps, site.gateway.crypto_latency
         for k, gw in enumerate(gateways):
-            for label, a, b in ((f"leaf->gw{k}", border, gw), (f"gw{k}->leaf", gw, border),
-                                (f"gw{k}->wan", gw, wan_edge), (f"wan->gw{k}", wan_edge, gw)):
+            for label, a, b in (
+                (f"leaf->gw{k}", border, gw),
+                (f"gw{k}->leaf", gw, border),
+                (f"gw{k}->wan", gw, wan_edge),
+                (f"wan->gw{k}", wan_edge, gw),
+            ):
                 links[label] = next_link
                 next_link += 1
                 src.append(np.array([a]))
@@ -161,7 +165,12 @@ def join_sites(scenario: FederationScenario) -> SitesTopology:
             cap.append(np.array([link.bandwidth]))
             lat.append(np.array([link.latency]))
     return SitesTopology(
-        sites=tuple(layouts), node_names=tuple(names), node_kinds=tuple(kinds),
-        link_src=np.concatenate(src).astype(np.int64), link_dst=np.concatenate(dst).astype(np.int64),
-        capacity_bps=np.concatenate(cap), latency_s=np.concatenate(lat), wan_links=wan_links,
+        sites=tuple(layouts),
+        node_names=tuple(names),
+        node_kinds=tuple(kinds),
+        link_src=np.concatenate(src).astype(np.int64),
+        link_dst=np.concatenate(dst).astype(np.int64),
+        capacity_bps=np.concatenate(cap),
+        latency_s=np.concatenate(lat),
+        wan_links=wan_links,
     )
