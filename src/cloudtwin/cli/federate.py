@@ -39,6 +39,7 @@ STATE = typer.Option(
     Path("cloudtwin-federation.json"), "--state", help="The controller's state file (its tokens beside it)."
 )
 PREFIX = typer.Option(None, "--prefix", help="Namespace name prefix (default: ctw-SCENARIO_NAME).")
+DB = typer.Option(None, "--db", help="Also write the run's operations data here for `cloudtwin diagnose`.")
 
 
 def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
@@ -226,9 +227,7 @@ def down(
 def evaluate(
     scenario: Path = SCENARIO,
     overrides: list[str] = SET,
-    db: Path = typer.Option(
-        None, "--db", help="Also write the run's operations data here for `cloudtwin diagnose`."
-    ),
+    db: Path | None = DB,
     as_json: bool = JSON,
 ) -> None:
     """Run the scenario's traffic over the joined sites, fault-free and with its gateway faults:
