@@ -38,6 +38,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/intercloud.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
