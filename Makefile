@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium nftables
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium nftables
 	$(BIN)/python -m pytest -q src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
@@ -28,6 +28,15 @@ chromium:
 	  else echo "make: chromium is missing and this user cannot install it (apt-get install chromium)" >&2; exit 1; fi; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium \
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
+	fi
+
+# Federations realised in network namespaces translate global-nat addresses with nft
+# (Debian's nftables). Installed only when missing and only as root (the namespace tests
+# need root anyway; without it they skip and say why).
+nftables:
+	@if ! command -v nft >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y nftables \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; }; \
 	fi
 
 lint: $(STAMP)

@@ -1,8 +1,9 @@
 """`python -m cloudtwin.intercloud.probe IP...`: ping addresses for real from the current namespace.
 
 Sends ICMP echo requests on a raw socket (needs CAP_NET_RAW), waits for the replies, and
-prints one JSON object: each address that answered, with the MAC address the kernel's
-neighbour table holds for it (which endpoint answered, when two networks share addresses).
+prints one JSON object: each address that answered, with the TTL of the answer and the
+MAC address the kernel's neighbour table holds for it (which endpoint answered, when two
+networks share addresses).
 """
 
 from __future__ import annotations
@@ -40,10 +41,10 @@ def echo_request(ident: int, sequence: int) -> bytes:
     return struct.pack("!BBHHH", 8, 0, checksum(header + payload), ident, sequence) + payload
 
 
-def probe(addresses: list[str], wait_s: float = WAIT_S) -> set[str]:
-    """The addresses that answered an echo request within `wait_s`."""
+def probe(addresses: list[str], wait_s: float = WAIT_S) -> dict[str, int]:
+    """The addresses that answered an echo request within `wait_s`, with the TTL of the answer."""
     ident = os.getpid() & 0xFFFF
-    answered: set[str] = set()
+    answered: dict[str, int] = {}
     with socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP) as sock:
         deadline = time.monotonic() + wait_s
         for attempt in range(TRIES):
@@ -60,18 +61,18 @@ def probe(addresses: list[str], wait_s: float = WAIT_S) -> set[str]:
                 ihl = (packet[0] & 0x0F) * 4
                 kind, _, _, got_ident, _ = struct.unpack("!BBHHH", packet[ihl : ihl + 8])
                 if kind == 0 and got_ident == ident:
-                    answered.add(source)
-            if answered >= set(addresses):
+                    answered[source] = packet[8]
+            if set(answered) >= set(addresses):
                 break
     return answered
 
 
 def main() -> None:
-    """Probe argv's addresses; print {address: mac} for those that answered."""
+    """Probe argv's addresses; print {address: [ttl, mac]} for those that answered."""
     answered = probe(sys.argv[1:])
     neighbours = subprocess.run(["ip", "-j", "neigh", "show"], capture_output=True, text=True).stdout
     macs = {n["dst"]: n.get("lladdr") for n in json.loads(neighbours or "[]")}
-    print(json.dumps({address: macs.get(address) for address in sorted(answered)}))
+    print(json.dumps({address: [ttl, macs.get(address)] for address, ttl in sorted(answered.items())}))
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ A namespace `PREFIX-wan` holds the WAN: a bridge with one veth to each site's ga
 (`wan0` in the gateway namespace, with the address the controller would give it). Each
 site is then built by the linux adapter, whatever its flavour: every tenant network of
 the site becomes a bridge and its endpoints namespaces; federated ones get their VXLAN
-tunnels to the peer gateways. Where the scenario gives WAN bandwidths, each gateway's
+tunnels to the peer gateways (l2-stretch) or a router with a VXLAN transit link, routes
+and, for global-nat, address translation (l3-routed, global-nat). Where the scenario gives WAN bandwidths, each gateway's
 `wan0` is shaped per peer with an HTB class (this kernel has no netem: WAN latency is not
 emulated, and WireGuard and Geneve devices are not available: tunnels are VXLAN).
 """
@@ -43,6 +44,8 @@ class Realisation:
     endpoint_ip: tuple[str, ...]
     namespaces: tuple[str, ...]
     shaped: tuple[str, ...]
+    endpoint_global: tuple[str, ...] = ()
+    endpoint_subnet: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         """A JSON-ready summary."""
@@ -55,30 +58,41 @@ class Realisation:
         }
 
 
+def _block(plan: FederationPlan, s: int) -> str:
+    if plan.seg_global[s] < 0:
+        return ""
+    size = 1 << max(int(plan.seg_count[s]) - 1, 0).bit_length()
+    return f"{ip_text(int(plan.seg_global[s]))}/{32 - size.bit_length() + 1}"
+
+
+def _peer_prefix(plan: FederationPlan, r: int, mode: str) -> str:
+    if mode == "l3-routed":
+        return f"{ip_text(int(plan.seg_lo[r]))}/{32 - int(plan.seg_hi[r] - plan.seg_lo[r] + 1).bit_length() + 1}"
+    return _block(plan, r) if mode == "global-nat" else ""
+
+
 def _segment(plan: FederationPlan, s: int) -> DesiredSegment:
     site = plan.scenario.sites[int(plan.seg_site[s])]
     tenant = site.tenants[int(plan.seg_tenant[s])]
     n = int(plan.seg_network[s])
+    mode = plan.mode_of(n) if n >= 0 else "l2-stretch"
     peers: tuple[Peer, ...] = ()
     if n >= 0:
-        if plan.mode_of(n) != "l2-stretch":
-            raise FederationError(
-                f"networks.{n}.mode",
-                f"namespaces realise l2-stretch networks; {plan.network_names[n]!r} is {plan.mode_of(n)}",
-            )
         others = [int(r) for r in plan.network_segments(n) if r != s]
         peers = tuple(
-            Peer(site=plan.site_names[int(plan.seg_site[r])], gateway=gateway_address(int(plan.seg_site[r])))
+            Peer(site=plan.site_names[int(plan.seg_site[r])], gateway=gateway_address(int(plan.seg_site[r])),
+                 prefix=_peer_prefix(plan, r, mode))
             for r in others
         )
     return DesiredSegment(
         network=plan.network_names[n] if n >= 0 else f"local-{tenant.name}",
-        mode="l2-stretch",
+        mode=mode,
         federated_vni=int(plan.network_vni[n]) if n >= 0 else 0,
         tenant=tenant.name,
         vni=tenant.vni,
         address=f"{ip_text(int(plan.seg_first[s]))}/{tenant.network.prefixlen}",
         endpoints=int(plan.seg_count[s]),
+        global_block=_block(plan, s),
         peers=tuple(sorted(peers, key=lambda p: p.site)),
     )
 
@@ -212,13 +226,16 @@ def realise(plan: FederationPlan, prefix: str) -> Realisation:
     except BaseException:
         remove_namespaces(prefix)
         raise
-    names, addresses = [], []
+    names, addresses, globals_, subnets = [], [], [], []
     for e in range(plan.endpoint_count):
         s = int(plan.ep_segment[e])
         k = e - int(plan.seg_ep0[s])
         names.append(f"{prefix}-{plan.site_names[int(plan.seg_site[s])]}-{segments[s].network}-{k}")
         addresses.append(ip_text(int(plan.ep_ip[e])))
-    return Realisation(prefix, tuple(names), tuple(addresses), tuple(namespaces(prefix)), tuple(shaped))
+        globals_.append(ip_text(int(plan.ep_global[e])) if plan.ep_global[e] >= 0 else "")
+        subnets.append(str(ipaddress.IPv4Interface(segments[s].address).network))
+    return Realisation(prefix, tuple(names), tuple(addresses), tuple(namespaces(prefix)), tuple(shaped),
+                       tuple(globals_), tuple(subnets))
 
 
 def unrealise(prefix: str) -> list[str]:
@@ -226,31 +243,41 @@ def unrealise(prefix: str) -> list[str]:
     return remove_namespaces(prefix)
 
 
+TTL_STEP = 4
+"""Endpoint i answers with initial TTL 255 - 4i: an answer that crossed up to three routers
+still names its sender."""
+MAX_LIVE_ENDPOINTS = 255 // TTL_STEP
+
+
 def live_reachability(realisation: Realisation) -> np.ndarray:
-    """(endpoints, endpoints) matrix from real pings: src reaches dst when dst's address answers
-    from src's namespace and the neighbour entry is dst's own MAC address."""
+    """(endpoints, endpoints) matrix from real pings: src reaches dst when one of dst's addresses
+    (its own, its global one) answers from src's namespace and the answer is dst's own: each
+    endpoint answers with its own initial TTL (and, on src's subnet, from its MAC address)."""
+    n = len(realisation.endpoint_ns)
+    if n > MAX_LIVE_ENDPOINTS:
+        raise FederationError("sites", f"live reachability tells {MAX_LIVE_ENDPOINTS} endpoints apart, not {n:,}")
     ip = IpRunner()
     macs = [ip.json(ns, "link", "show", "eth0")[0]["address"] for ns in realisation.endpoint_ns]
-    targets = sorted(set(realisation.endpoint_ip))
+    for i, ns in enumerate(realisation.endpoint_ns):
+        ip.in_ns(ns, ["sh", "-c", f"echo {255 - TTL_STEP * i} > /proc/sys/net/ipv4/ip_default_ttl"])
+    globals_ = realisation.endpoint_global or ("",) * n
+    subnets = [ipaddress.IPv4Network(s) for s in realisation.endpoint_subnet] or None
+    targets = sorted({a for a in (*realisation.endpoint_ip, *globals_) if a})
     runs = [
-        subprocess.Popen(
-            ["ip", "netns", "exec", ns, sys.executable, "-m", "cloudtwin.intercloud.probe", *targets],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "cloudtwin.intercloud.probe", *targets],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for ns in realisation.endpoint_ns
     ]
-    n = len(runs)
     matrix = np.zeros((n, n), dtype=bool)
     for src, run in enumerate(runs):
-        out, err = run.communicate(timeout=60)
+        out, err = run.communicate(timeout=120)
         if run.returncode:
-            raise FederationError(
-                "linux", f"probe in {realisation.endpoint_ns[src]} failed: {err.strip().splitlines()[-1:]}"
-            )
-        answered = json.loads(out)
-        for dst in range(n):
-            if dst != src:
-                matrix[src, dst] = answered.get(realisation.endpoint_ip[dst], "") == macs[dst]
+            raise FederationError("linux", f"probe in {realisation.endpoint_ns[src]} failed: {err.strip()[-200:]}")
+        for address, (ttl, mac) in json.loads(out).items():
+            sender = (255 - int(ttl)) // TTL_STEP
+            if sender == src or sender >= n or address not in (realisation.endpoint_ip[sender], globals_[sender]):
+                continue
+            on_link = subnets is not None and ipaddress.IPv4Address(address) in subnets[src]
+            if not on_link or mac == macs[sender]:
+                matrix[src, sender] = True
     return matrix
