@@ -126,9 +126,13 @@ def test_goodput_over_the_tunnel_follows_the_overhead_formula() -> None:
 
 
 ROUTED = {
-    "l3-routed": ["networks.0.mode=l3-routed", "networks.1.mode=l3-routed",
-                  "sites.1.tenants.0.address=10.1.0.21/24", "sites.1.tenants.1.address=10.1.0.21/24",
-                  "sites.2.tenants.0.address=10.2.0.31/24"],
+    "l3-routed": [
+        "networks.0.mode=l3-routed",
+        "networks.1.mode=l3-routed",
+        "sites.1.tenants.0.address=10.1.0.21/24",
+        "sites.1.tenants.1.address=10.1.0.21/24",
+        "sites.2.tenants.0.address=10.2.0.31/24",
+    ],
     "global-nat": ["networks.0.mode=global-nat", "networks.1.mode=global-nat"],
 }
 
@@ -139,7 +143,9 @@ def test_routed_modes_ping_like_the_twin(mode: str) -> None:
 
     if mode == "global-nat" and shutil.which("nft") is None:
         pytest.skip("global-nat in namespaces needs nft (Debian package nftables)")
-    plan = plan_federation(load_federation((REPO / "examples/intercloud.yaml").read_text(), overrides=ROUTED[mode]))
+    plan = plan_federation(
+        load_federation((REPO / "examples/intercloud.yaml").read_text(), overrides=ROUTED[mode])
+    )
     prefix = unique_prefix()
     try:
         live = live_reachability(realise(plan, prefix))

@@ -143,3 +143,21 @@ def test_conflicting_federated_vnis() -> None:
         FederationError, match="networks.1.vni: VNI 77 is already used by federated network 'red-net'"
     ):
         plan_federation(scenario)
+
+
+def test_global_nat_subnet_inside_the_pool_is_refused() -> None:
+    text = (REPO / "examples/intercloud.yaml").read_text()
+    scenario = load_federation(text, overrides=["networks.0.mode=global-nat", "global_pool=10.0.0.0/16"])
+    with pytest.raises(FederationError, match="10.0.0.0/24 at 'east' overlaps the global pool 10.0.0.0/16"):
+        plan_federation(scenario)
+
+
+def test_nat_port_accounting() -> None:
+    from cloudtwin.intercloud.addressing import EPHEMERAL_PORTS, nat_port_usage
+
+    # Three sources toward one destination: 10, 64,512 and 70,000 concurrent flows.
+    used, refused = nat_port_usage(np.array([10, EPHEMERAL_PORTS, 70_000]), addresses=4)
+    assert EPHEMERAL_PORTS == 64_512
+    assert (used, refused) == (10 + 64_512 + 64_512, 70_000 - 64_512)
+    with pytest.raises(FederationError, match="3 sources share 2 global addresses"):
+        nat_port_usage(np.array([1, 1, 1]), addresses=2)

@@ -87,3 +87,13 @@ def test_failover_stalls_the_gateways_flows_for_the_failover_time() -> None:
 def test_wireguard_and_vxlan_set_up_tunnels_in_fewer_round_trips() -> None:
     assert _run(*FAULT, "encapsulation=wireguard").failovers[0].tunnel_setup_s == pytest.approx(0.020)
     assert _run(*FAULT, "encapsulation=vxlan").failovers[0].tunnel_setup_s == 0.0
+
+
+def test_global_nat_translations_are_counted_per_gateway() -> None:
+    run = _run("networks.0.mode=global-nat")
+    usage = run.summary()["nat"]
+    # 4 senders per site, each with one flow to each of the 4 endpoints of the other site.
+    assert usage == {
+        "east": {"translations": 16, "refused": 0, "global_addresses": 4},
+        "west": {"translations": 16, "refused": 0, "global_addresses": 4},
+    }

@@ -104,6 +104,7 @@ def allocate_global(
     rows = np.flatnonzero((seg_network >= 0) & (modes[np.maximum(seg_network, 0)] == NAT))
     rows = rows[np.argsort(seg_network[rows], kind="stable")]
     pool = ipaddress.IPv4Network(scenario.global_pool)
+    _check_pool(scenario, rows, seg_network, pool)
     end = 0
     for row in rows.tolist():
         size = 1 << max(int(count[row]) - 1, 0).bit_length()
@@ -117,6 +118,20 @@ def allocate_global(
         )
     first[rows] += int(pool.network_address)
     return first
+
+
+def _check_pool(
+    scenario: FederationScenario, rows: np.ndarray, seg_network: np.ndarray, pool: ipaddress.IPv4Network
+) -> None:
+    """A global-nat segment's own subnet may not overlap the global pool (its peers' addresses)."""
+    index = [(i, t) for i, site in enumerate(scenario.sites) for t in site.tenants]
+    for row in rows.tolist():
+        site, tenant = index[row]
+        if tenant.network.overlaps(pool):
+            raise FederationError(
+                f"networks.{int(seg_network[row])}.sites",
+                f"{tenant.network} at {scenario.sites[site].name!r} overlaps the global pool {pool}",
+            )
 
 
 def nat_port_usage(flows_per_source: np.ndarray, addresses: int) -> tuple[int, int]:

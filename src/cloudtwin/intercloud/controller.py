@@ -337,6 +337,10 @@ class FederationController:
     def _global_block(self, network: dict[str, Any], request: SegmentRequest) -> str:
         if network["mode"] != "global-nat":
             return ""
+        if _span(request.address, 1).subnet.overlaps(ipaddress.IPv4Network(self._s["global_pool"])):
+            raise FederationError(
+                "address", f"{request.address} overlaps the global pool {self._s['global_pool']}"
+            )
         size = 1 << max(request.endpoints - 1, 0).bit_length()
         pool = ipaddress.IPv4Network(self._s["global_pool"])
         start = -(-self._s["next_global"] // size) * size

@@ -67,7 +67,9 @@ def _block(plan: FederationPlan, s: int) -> str:
 
 def _peer_prefix(plan: FederationPlan, r: int, mode: str) -> str:
     if mode == "l3-routed":
-        return f"{ip_text(int(plan.seg_lo[r]))}/{32 - int(plan.seg_hi[r] - plan.seg_lo[r] + 1).bit_length() + 1}"
+        return (
+            f"{ip_text(int(plan.seg_lo[r]))}/{32 - int(plan.seg_hi[r] - plan.seg_lo[r] + 1).bit_length() + 1}"
+        )
     return _block(plan, r) if mode == "global-nat" else ""
 
 
@@ -80,8 +82,11 @@ def _segment(plan: FederationPlan, s: int) -> DesiredSegment:
     if n >= 0:
         others = [int(r) for r in plan.network_segments(n) if r != s]
         peers = tuple(
-            Peer(site=plan.site_names[int(plan.seg_site[r])], gateway=gateway_address(int(plan.seg_site[r])),
-                 prefix=_peer_prefix(plan, r, mode))
+            Peer(
+                site=plan.site_names[int(plan.seg_site[r])],
+                gateway=gateway_address(int(plan.seg_site[r])),
+                prefix=_peer_prefix(plan, r, mode),
+            )
             for r in others
         )
     return DesiredSegment(
@@ -234,8 +239,15 @@ def realise(plan: FederationPlan, prefix: str) -> Realisation:
         addresses.append(ip_text(int(plan.ep_ip[e])))
         globals_.append(ip_text(int(plan.ep_global[e])) if plan.ep_global[e] >= 0 else "")
         subnets.append(str(ipaddress.IPv4Interface(segments[s].address).network))
-    return Realisation(prefix, tuple(names), tuple(addresses), tuple(namespaces(prefix)), tuple(shaped),
-                       tuple(globals_), tuple(subnets))
+    return Realisation(
+        prefix,
+        tuple(names),
+        tuple(addresses),
+        tuple(namespaces(prefix)),
+        tuple(shaped),
+        tuple(globals_),
+        tuple(subnets),
+    )
 
 
 def unrealise(prefix: str) -> list[str]:
@@ -255,7 +267,9 @@ def live_reachability(realisation: Realisation) -> np.ndarray:
     endpoint answers with its own initial TTL (and, on src's subnet, from its MAC address)."""
     n = len(realisation.endpoint_ns)
     if n > MAX_LIVE_ENDPOINTS:
-        raise FederationError("sites", f"live reachability tells {MAX_LIVE_ENDPOINTS} endpoints apart, not {n:,}")
+        raise FederationError(
+            "sites", f"live reachability tells {MAX_LIVE_ENDPOINTS} endpoints apart, not {n:,}"
+        )
     ip = IpRunner()
     macs = [ip.json(ns, "link", "show", "eth0")[0]["address"] for ns in realisation.endpoint_ns]
     for i, ns in enumerate(realisation.endpoint_ns):
@@ -264,18 +278,28 @@ def live_reachability(realisation: Realisation) -> np.ndarray:
     subnets = [ipaddress.IPv4Network(s) for s in realisation.endpoint_subnet] or None
     targets = sorted({a for a in (*realisation.endpoint_ip, *globals_) if a})
     runs = [
-        subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-m", "cloudtwin.intercloud.probe", *targets],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-m", "cloudtwin.intercloud.probe", *targets],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         for ns in realisation.endpoint_ns
     ]
     matrix = np.zeros((n, n), dtype=bool)
     for src, run in enumerate(runs):
         out, err = run.communicate(timeout=120)
         if run.returncode:
-            raise FederationError("linux", f"probe in {realisation.endpoint_ns[src]} failed: {err.strip()[-200:]}")
+            raise FederationError(
+                "linux", f"probe in {realisation.endpoint_ns[src]} failed: {err.strip()[-200:]}"
+            )
         for address, (ttl, mac) in json.loads(out).items():
             sender = (255 - int(ttl)) // TTL_STEP
-            if sender == src or sender >= n or address not in (realisation.endpoint_ip[sender], globals_[sender]):
+            if (
+                sender == src
+                or sender >= n
+                or address not in (realisation.endpoint_ip[sender], globals_[sender])
+            ):
                 continue
             on_link = subnets is not None and ipaddress.IPv4Address(address) in subnets[src]
             if not on_link or mac == macs[sender]:

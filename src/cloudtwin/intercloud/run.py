@@ -15,6 +15,7 @@ import numpy as np
 
 from cloudtwin.engine.simulator import Change, SimResult, simulate
 from cloudtwin.errors import EngineError, FederationError
+from cloudtwin.intercloud.addressing import nat_port_usage
 from cloudtwin.intercloud.plan import FederationPlan
 from cloudtwin.intercloud.traffic import (
     Failover,
@@ -46,6 +47,10 @@ class FederationRun:
     stalled: np.ndarray
     baseline: SimResult
     result: SimResult
+
+    def nat_usage(self) -> dict[str, dict[str, int]]:
+        """Per site gateway: global-nat translations in use, flows refused for want of a port."""
+        return _nat_usage(self)
 
     @property
     def inter_site(self) -> np.ndarray:
@@ -88,8 +93,27 @@ class FederationRun:
                 for k, f in enumerate(self.failovers)
             ],
             "bytes_delayed": bytes_behind(base, result),
+            "nat": self.nat_usage(),
             "slowdown": result.completion_s / base.completion_s if base.completion_s else 1.0,
         }
+
+
+def _nat_usage(run: FederationRun) -> dict[str, dict[str, int]]:
+    plan, flows = run.plan, run.flows
+    nat = np.array([plan.mode_of(n) == "global-nat" for n in range(len(plan.network_names))], dtype=bool)
+    crossing = run.inter_site & (nat[flows.network] if nat.size else False)
+    usage = {}
+    for site, name in enumerate(plan.site_names):
+        rows = np.flatnonzero(crossing & (plan.ep_site[flows.src] == site))
+        if not rows.size:
+            continue
+        # One translation (a source port of the sender's global address) per flow and destination.
+        pairs = flows.src[rows] * plan.endpoint_count + flows.dst[rows]
+        _, per_pair = np.unique(pairs, return_counts=True)
+        senders = np.unique(flows.src[rows]).size
+        used, refused = nat_port_usage(per_pair, addresses=max(senders, per_pair.size))
+        usage[name] = {"translations": used, "refused": refused, "global_addresses": senders}
+    return usage
 
 
 def _delivered(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:

@@ -128,8 +128,9 @@ class LinuxAdapter:
         iface = ipaddress.IPv4Interface(segment.address)
         if int(iface.ip) + segment.endpoints - 1 >= int(iface.network.broadcast_address) - 1:
             raise FederationError(
-                "address", f"{segment.network!r}: the router takes {router_address(segment.address)}, "
-                f"the last usable address of {iface.network}; the endpoints reach it"
+                "address",
+                f"{segment.network!r}: the router takes {router_address(segment.address)}, "
+                f"the last usable address of {iface.network}; the endpoints reach it",
             )
         if segment.mode == "global-nat" and shutil.which("nft") is None:
             raise FederationError("mode", "global-nat in namespaces needs nft (Debian package nftables)")
@@ -142,8 +143,22 @@ class LinuxAdapter:
             return
         if found:
             self.ip.ip(namespace, "link", "del", name)
-        self.ip.ip(self.gw, "link", "add", name, "type", "vxlan", "id", str(vni), "local", self.gateway,
-                   "dstport", str(VXLAN_PORT), "dev", "wan0")
+        self.ip.ip(
+            self.gw,
+            "link",
+            "add",
+            name,
+            "type",
+            "vxlan",
+            "id",
+            str(vni),
+            "local",
+            self.gateway,
+            "dstport",
+            str(VXLAN_PORT),
+            "dev",
+            "wan0",
+        )
         if namespace != self.gw:
             self.ip.ip(self.gw, "link", "set", name, "netns", namespace)
 
@@ -155,8 +170,18 @@ class LinuxAdapter:
         self.ip.ip(namespace, "link", "set", vxlan, "alias", text)
         for entry in self.ip.json(namespace, "fdb", "show", "dev", vxlan):
             if entry.get("mac") == _ZERO_MAC and "dst" in entry:
-                self._exec(namespace, "bridge", "fdb", "del", _ZERO_MAC, "dev", vxlan, "dst", entry["dst"],
-                           check=False)
+                self._exec(
+                    namespace,
+                    "bridge",
+                    "fdb",
+                    "del",
+                    _ZERO_MAC,
+                    "dev",
+                    vxlan,
+                    "dst",
+                    entry["dst"],
+                    check=False,
+                )
         for peer in peers:
             self._exec(namespace, "bridge", "fdb", "append", _ZERO_MAC, "dev", vxlan, "dst", peer.gateway)
 
@@ -189,22 +214,44 @@ class LinuxAdapter:
         self._flood(router, vxlan, segment.peers)
         self.ip.ip(router, "route", "flush", "proto", "static")
         for peer in segment.peers:
-            self.ip.ip(router, "route", "replace", peer.prefix, "via", transit_address(peer.gateway),
-                       "dev", vxlan, "proto", "static")
+            self.ip.ip(
+                router,
+                "route",
+                "replace",
+                peer.prefix,
+                "via",
+                transit_address(peer.gateway),
+                "dev",
+                vxlan,
+                "proto",
+                "static",
+            )
         if segment.mode == "global-nat":
             self._nat(router, vxlan, segment)
 
     def _nat(self, router: str, vxlan: str, segment: DesiredSegment) -> None:
         local = ipaddress.IPv4Interface(segment.address).ip
         block = ipaddress.IPv4Network(segment.global_block).network_address
-        rules = ["flush ruleset", "table ip cloudtwin {",
-                 "  chain pre { type nat hook prerouting priority -100; }",
-                 "  chain post { type nat hook postrouting priority 100; }", "}"]
+        rules = [
+            "flush ruleset",
+            "table ip cloudtwin {",
+            "  chain pre { type nat hook prerouting priority -100; }",
+            "  chain post { type nat hook postrouting priority 100; }",
+            "}",
+        ]
         for k in range(segment.endpoints):
-            rules.append(f'add rule ip cloudtwin post oifname "{vxlan}" ip saddr {local + k} snat to {block + k}')
-            rules.append(f'add rule ip cloudtwin pre iifname "{vxlan}" ip daddr {block + k} dnat to {local + k}')
-        done = subprocess.run(["ip", "netns", "exec", router, "nft", "-f", "-"], input="\n".join(rules) + "\n",
-                              capture_output=True, text=True)
+            rules.append(
+                f'add rule ip cloudtwin post oifname "{vxlan}" ip saddr {local + k} snat to {block + k}'
+            )
+            rules.append(
+                f'add rule ip cloudtwin pre iifname "{vxlan}" ip daddr {block + k} dnat to {local + k}'
+            )
+        done = subprocess.run(
+            ["ip", "netns", "exec", router, "nft", "-f", "-"],
+            input="\n".join(rules) + "\n",
+            capture_output=True,
+            text=True,
+        )
         if done.returncode:
             raise FederationError("linux", f"nft in {router} failed: {done.stderr.strip().splitlines()[:1]}")
 
@@ -213,7 +260,9 @@ class LinuxAdapter:
             self.ip.run("ip", "netns", "del", self.router_ns(network))
         self.ip.ip(self.gw, "link", "del", f"r{tag}", check=False)
 
-    def _endpoint(self, segment: DesiredSegment, k: int, bridge: str, tag: str, mtu: int, via: str | None) -> None:
+    def _endpoint(
+        self, segment: DesiredSegment, k: int, bridge: str, tag: str, mtu: int, via: str | None
+    ) -> None:
         name = self.endpoint_ns(segment.network, k)
         port = f"e{tag[:6]}{k}"
         if name not in namespaces(self.prefix):
@@ -256,7 +305,9 @@ class LinuxAdapter:
             vxlan = f"v{name[1:]}"
             home = self.gw if vxlan in links else self.router_ns(meta["network"])
             meta["peers"] = self._peers(home, vxlan)
-            ports = sum(1 for item in links.values() if item.get("master") == name and item["ifname"].startswith("e"))
+            ports = sum(
+                1 for item in links.values() if item.get("master") == name and item["ifname"].startswith("e")
+            )
             if ports != meta["endpoints"] or len(self._endpoints_of(meta["network"])) != meta["endpoints"]:
                 meta["endpoints"] = 0  # half-made: the next apply completes it
             found.append(DesiredSegment.model_validate(meta))
