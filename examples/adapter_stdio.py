@@ -2,6 +2,7 @@
 
 It models an OpenStack-like site whose objects live in the JSON file given as the first
 argument, so that the site keeps its state when this program is killed and started again.
+`CLOUDTWIN_ADAPTER_DELAY_S` slows every change down (to kill an agent half-way in tests).
 Use it as:  ProcessAdapter([sys.executable, "examples/adapter_stdio.py", "site.json"])
 """
 
@@ -10,11 +11,14 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 from cloudtwin.intercloud.adapters.base import SiteApi
 from cloudtwin.intercloud.adapters.openstack import OPENSTACK_COLLECTIONS, OpenStackLikeAdapter
 from cloudtwin.intercloud.adapters.process import handle_request
+
+DELAY_S = float(os.environ.get("CLOUDTWIN_ADAPTER_DELAY_S", "0"))
 
 
 class FileBackedSite(SiteApi):
@@ -33,11 +37,13 @@ class FileBackedSite(SiteApi):
         os.replace(tmp, self.path)
 
     def create(self, collection: str, **body: object) -> str:
+        time.sleep(DELAY_S)
         oid = super().create(collection, **body)
         self._save()
         return oid
 
     def delete(self, collection: str, oid: str) -> None:
+        time.sleep(DELAY_S)
         super().delete(collection, oid)
         self._save()
 

@@ -198,3 +198,77 @@ def test_controller_killed_and_restarted_loses_and_duplicates_nothing(tmp_path: 
     finally:
         server.kill()
         server.wait()
+
+
+def _site_file_counts(path: Path) -> dict[str, int]:
+    try:
+        saved = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return {}
+    return {c: len(objects) for c, objects in saved["collections"].items()}
+
+
+def test_agent_process_killed_mid_reconcile_converges_without_duplicates(tmp_path: Path) -> None:
+    state, port = tmp_path / "state.json", _free_port()
+    server = _serve(state, port)
+    url = f"http://127.0.0.1:{port}"
+    agent = None
+    try:
+        for name, token in (("east", EAST), ("west", WEST)):
+            httpx.post(f"{url}/federation/sites", json={"name": name, "token": token}, headers=ADMIN)
+        network = {"name": "red-net", "tenant": "red", "mode": "l3-routed", "sites": ["east", "west"]}
+        httpx.post(f"{url}/federation/networks", json=network, headers=ADMIN)
+        segment = {
+            "network": "red-net",
+            "tenant": "red",
+            "vni": 1001,
+            "address": "10.1.0.10/24",
+            "endpoints": 6,
+        }
+        httpx.post(
+            f"{url}/federation/sites/east/segments", json=segment, headers={"Authorization": f"Bearer {EAST}"}
+        )
+        httpx.post(
+            f"{url}/federation/sites/west/segments",
+            json=_west({}),
+            headers={"Authorization": f"Bearer {WEST}"},
+        )
+        site_file = tmp_path / "east-site.json"
+        adapter = f"{sys.executable} {Path(__file__).resolve().parents[2] / 'examples' / 'adapter_stdio.py'} {site_file}"
+        cli = str(Path(sys.executable).with_name("cloudtwin"))
+        argv = [
+            cli,
+            "federate",
+            "agent",
+            "east",
+            "--controller",
+            url,
+            "--adapter",
+            "command",
+            "--adapter-command",
+            adapter,
+            "--period",
+            "0.2",
+        ]
+        env = {**os.environ, "CLOUDTWIN_SITE_TOKEN": EAST, "CLOUDTWIN_ADAPTER_DELAY_S": "0.3"}
+        agent = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while sum(_site_file_counts(site_file).values()) < 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        agent.send_signal(signal.SIGKILL)  # half-way: network, subnet and a port made, not the rest
+        agent.wait()
+        halfway = _site_file_counts(site_file)
+        assert 3 <= sum(halfway.values()) < 9, halfway
+        env["CLOUDTWIN_ADAPTER_DELAY_S"] = "0"
+        agent = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        expected = {"networks": 1, "subnets": 1, "ports": 6, "interconnections": 1}
+        deadline = time.monotonic() + 60
+        while _site_file_counts(site_file) != expected and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # a few more rounds change nothing
+        assert _site_file_counts(site_file) == expected
+    finally:
+        for process in (agent, server):
+            if process is not None:
+                process.kill()
+                process.wait()

@@ -265,6 +265,91 @@ def evaluate(
         stdout.print(f"operations data in {db}: cloudtwin diagnose --db {db}")
 
 
+SITE_TOKEN_ENV = "CLOUDTWIN_SITE_TOKEN"
+ADAPTERS = ("openstack-like", "dove-like", "linux", "command")
+CONTROLLER = typer.Option("http://127.0.0.1:8750", "--controller", help="The federation controller's URL.")
+ADAPTER = typer.Option(
+    "openstack-like",
+    "--adapter",
+    help="openstack-like | dove-like (modelled in memory) | "
+    "linux (namespaces, as root) | command (a program speaking JSON lines).",
+)
+ADAPTER_COMMAND = typer.Option(None, "--adapter-command", help="The subprocess adapter's command line.")
+PERIOD = typer.Option(5.0, "--period", help="Seconds between reconciles.", min=0.01)
+ONCE = typer.Option(False, "--once", help="Reconcile once and exit (exit code 2 if it fails).")
+NS_PREFIX = typer.Option("ctw", "--prefix", help="Namespace name prefix of the linux adapter.")
+
+
+def _agent_adapter(kind: str, command: str | None, site: str, prefix: str, gateway: str):  # noqa: ANN202
+    import shlex
+
+    from cloudtwin.intercloud.adapters.dove import DoveLikeAdapter
+    from cloudtwin.intercloud.adapters.openstack import OpenStackLikeAdapter
+    from cloudtwin.intercloud.adapters.process import ProcessAdapter
+
+    if kind not in ADAPTERS:
+        raise FederationError("adapter", f"unknown adapter {kind!r}; expected one of {', '.join(ADAPTERS)}")
+    if kind == "command":
+        if not command:
+            raise FederationError("adapter_command", "the command adapter needs the program's command line")
+        return ProcessAdapter(shlex.split(command))
+    if kind == "linux":
+        from cloudtwin.intercloud.adapters.linux import LinuxAdapter
+
+        return LinuxAdapter(site, prefix, gateway)
+    return DoveLikeAdapter() if kind == "dove-like" else OpenStackLikeAdapter()
+
+
+def agent(
+    site: str = typer.Argument(..., help="The site this agent reconciles.", show_default=False),
+    controller: str = CONTROLLER,
+    adapter: str = ADAPTER,
+    adapter_command: str | None = ADAPTER_COMMAND,
+    period: float = PERIOD,
+    once: bool = ONCE,
+    prefix: str = NS_PREFIX,
+    as_json: bool = JSON,
+) -> None:
+    """Run a site's agent: pull the desired state, reconcile it through the adapter, report; repeat.
+
+    The site's token comes from the CLOUDTWIN_SITE_TOKEN environment variable.
+    """
+    import time
+
+    import httpx
+
+    from cloudtwin.intercloud.agent import Agent
+    from cloudtwin.service.federation_client import FederationClient
+
+    token = os.environ.get(SITE_TOKEN_ENV)
+    if not token:
+        raise FederationError("token", f"the site's token is needed in {SITE_TOKEN_ENV}", 401)
+    client = FederationClient(controller)
+    made = _agent_adapter(adapter, adapter_command, site, prefix, client.desired(token, site).gateway)
+    try:
+        while True:
+            try:
+                result = Agent(site, token, client, made).reconcile()
+            except (FederationError, httpx.HTTPError) as err:
+                if once:
+                    raise FederationError("agent", str(err).splitlines()[0]) from err
+                typer.echo(f"cloudtwin: agent {site}: {str(err).splitlines()[0]}; retrying", err=True)
+            else:
+                if as_json:
+                    emit_json(result.to_json())
+                else:
+                    typer.echo(
+                        f"generation {result.generation}: applied {len(result.applied)}, "
+                        f"deleted {len(result.deleted)}, unchanged {len(result.unchanged)}"
+                    )
+                if once:
+                    return
+            time.sleep(period)
+    finally:
+        made.close()
+        client.close()
+
+
 def serve(
     state: Path = STATE,
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
@@ -291,4 +376,5 @@ app.command("reachability")(reachability)
 app.command("up")(up)
 app.command("down")(down)
 app.command("evaluate")(evaluate)
+app.command("agent")(agent)
 app.command("serve")(serve)
