@@ -234,7 +234,8 @@ def test_agent_process_killed_mid_reconcile_converges_without_duplicates(tmp_pat
             headers={"Authorization": f"Bearer {WEST}"},
         )
         site_file = tmp_path / "east-site.json"
-        adapter = f"{sys.executable} {Path(__file__).resolve().parents[2] / 'examples' / 'adapter_stdio.py'} {site_file}"
+        program = Path(__file__).resolve().parents[2] / "examples" / "adapter_stdio.py"
+        adapter = f"{sys.executable} {program} {site_file}"
         cli = str(Path(sys.executable).with_name("cloudtwin"))
         argv = [
             cli,
