@@ -6,8 +6,9 @@ site is then built by the linux adapter, whatever its flavour: every tenant netw
 the site becomes a bridge and its endpoints namespaces; federated ones get their VXLAN
 tunnels to the peer gateways (l2-stretch) or a router with a VXLAN transit link,
 routes and, for global-nat, address translation (l3-routed, global-nat). Where the
-scenario gives WAN bandwidths, each gateway's `wan0` is shaped per peer with an HTB class (this kernel has no netem: WAN latency is not
-emulated, and WireGuard and Geneve devices are not available: tunnels are VXLAN).
+scenario gives WAN bandwidths, each gateway's `wan0` is shaped per peer with an HTB
+class (this kernel has no netem: WAN latency is not emulated, and WireGuard and Geneve
+devices are not available: tunnels are VXLAN).
 """
 
 from __future__ import annotations
