@@ -235,7 +235,7 @@ def evaluate(
     from cloudtwin.intercloud.run import simulate_federation
 
     run = simulate_federation(_plan(scenario, overrides))
-    summary = run.summary()
+    summary: dict[str, Any] = run.summary()
     if db is not None:
         from cloudtwin.diagnosis.federation import emit_federation
         from cloudtwin.store.database import Store

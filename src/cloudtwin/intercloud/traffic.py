@@ -203,7 +203,7 @@ def failover(plan: FederationPlan, joined: SitesTopology, site: int, at_s: float
     """The failover of site `site`'s gateway pair: the tunnel set-up takes the encapsulation's
     handshake round trips to the farthest peer site it shares a federated network with."""
     spec = plan.scenario.sites[site].gateway
-    peers = set()
+    peers: set[int] = set()
     for n in np.unique(plan.seg_network[(plan.seg_site == site) & (plan.seg_network >= 0)]).tolist():
         peers.update(int(s) for s in plan.seg_site[plan.network_segments(n)].tolist() if s != site)
     rtt = max((2 * float(joined.latency_s[joined.wan_path(site, p)].sum()) for p in peers), default=0.0)
