@@ -257,7 +257,7 @@ def evaluate(
     table.add_row("completion, with gateway faults (s)", f"{summary['completion_s']:.3f}")
     table.add_row("aggregate (Gbps)", f"{summary['aggregate_gbps']:.2f}")
     table.add_row("bytes delayed (GB)", f"{summary['bytes_delayed'] / 1e9:.3f}")
-    for fault in summary["gateway_faults"]:  # type: ignore[attr-defined]
+    for fault in summary["gateway_faults"]:
         table.add_row(f"gateway {fault['site']} failover / stall (s)", f"{fault['failover_s']:.3f}")
         table.add_row(f"  flows stalled at {fault['site']}", str(fault["flows_stalled"]))
     stdout.print(table)
