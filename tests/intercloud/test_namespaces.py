@@ -156,3 +156,28 @@ def test_routed_modes_ping_like_the_twin(mode: str) -> None:
     finally:
         unrealise(prefix)
         assert leftover(prefix) == []
+
+
+def test_cli_up_live_reachability_down() -> None:
+    import json
+
+    from tests.cli.cli_helpers import cloudtwin
+
+    prefix = unique_prefix()
+    try:
+        up = cloudtwin("federate", "up", "examples/intercloud.yaml", "--prefix", prefix, "--json")
+        assert up.returncode == 0, up.stderr
+        assert json.loads(up.stdout)["endpoints"] == 12
+        live = cloudtwin(
+            "federate", "reachability", "examples/intercloud.yaml", "--live", "--prefix", prefix, "--json"
+        )
+        twin = cloudtwin("federate", "reachability", "examples/intercloud.yaml", "--json")
+        assert live.returncode == 0, live.stderr
+        assert json.loads(live.stdout) == json.loads(twin.stdout)
+        down = cloudtwin("federate", "down", "examples/intercloud.yaml", "--prefix", prefix, "--json")
+        assert down.returncode == 0 and len(json.loads(down.stdout)["removed"]) == len(
+            json.loads(up.stdout)["namespaces"]
+        )
+    finally:
+        unrealise(prefix)
+        assert leftover(prefix) == []

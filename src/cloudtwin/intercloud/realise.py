@@ -125,6 +125,10 @@ def _shape(plan: FederationPlan, prefix: str, ip: IpRunner) -> list[str]:
     index = {name: i for i, name in enumerate(plan.site_names)}
     for site in plan.site_names:
         gw = f"{prefix}-{site}-gw"
+
+        def tc(*argv: str, check: bool = True, gw: str = gw) -> None:
+            ip.run("ip", "netns", "exec", gw, "tc", *argv, check=check)
+
         links = [
             (w, index[w.between[1] if w.between[0] == site else w.between[0]])
             for w in plan.scenario.wan
@@ -132,52 +136,14 @@ def _shape(plan: FederationPlan, prefix: str, ip: IpRunner) -> list[str]:
         ]
         if not links:
             continue
-        ip.run(
-            "ip",
-            "netns",
-            "exec",
-            gw,
-            "tc",
-            "qdisc",
-            "replace",
-            "dev",
-            "wan0",
-            "root",
-            "handle",
-            "1:",
-            "htb",
-            "default",
-            "1",
-        )
-        ip.run(
-            "ip",
-            "netns",
-            "exec",
-            gw,
-            "tc",
-            "class",
-            "replace",
-            "dev",
-            "wan0",
-            "parent",
-            "1:",
-            "classid",
-            "1:1",
-            "htb",
-            "rate",
-            "10gbit",
-        )
+        tc("qdisc", "del", "dev", "wan0", "root", check=False)  # built again from scratch
+        tc("qdisc", "add", "dev", "wan0", "root", "handle", "1:", "htb", "default", "1")
+        tc("class", "add", "dev", "wan0", "parent", "1:", "classid", "1:1", "htb", "rate", "10gbit")
         for k, (link, peer) in enumerate(links):
-            classid = f"1:{10 + k}"
-            rate = f"{int(link.bandwidth)}bit"
-            ip.run(
-                "ip",
-                "netns",
-                "exec",
-                gw,
-                "tc",
+            classid, rate = f"1:{10 + k}", f"{int(link.bandwidth)}bit"
+            tc(
                 "class",
-                "replace",
+                "add",
                 "dev",
                 "wan0",
                 "parent",
@@ -190,14 +156,9 @@ def _shape(plan: FederationPlan, prefix: str, ip: IpRunner) -> list[str]:
                 "ceil",
                 rate,
             )
-            ip.run(
-                "ip",
-                "netns",
-                "exec",
-                gw,
-                "tc",
+            tc(
                 "filter",
-                "replace",
+                "add",
                 "dev",
                 "wan0",
                 "parent",
