@@ -8,9 +8,9 @@ from cloudtwin.diagnosis import diagnose
 from cloudtwin.diagnosis.emit import EmitConfig
 from cloudtwin.diagnosis.federation import emit_federation, federation_records
 from cloudtwin.intercloud.plan import plan_federation
-from cloudtwin.intercloud.run import simulate_federation
 from cloudtwin.scenario.federation import load_federation
 from cloudtwin.store.database import Store
+from cloudtwin.twin.federation import simulate_federation
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -18,10 +18,10 @@ from fastapi.testclient import TestClient
 
 from cloudtwin.intercloud.adapters.openstack import OpenStackLikeAdapter
 from cloudtwin.intercloud.agent import Agent
+from cloudtwin.intercloud.api import federation_app
+from cloudtwin.intercloud.client import FederationClient
 from cloudtwin.intercloud.controller import FederationController, MemoryStore
-from cloudtwin.service.federation import federation_app
-from cloudtwin.service.federation_client import FederationClient
-from cloudtwin.service.federation_store import JsonFileStore
+from cloudtwin.store.federation import JsonFileStore
 
 ADMIN = {"Authorization": "Bearer admin-token"}
 EAST, WEST = "east-token-0123456789", "west-token-0123456789"

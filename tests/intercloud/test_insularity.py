@@ -14,13 +14,13 @@ from fastapi.testclient import TestClient
 from cloudtwin.diagnosis.emit import node_address
 from cloudtwin.intercloud.adapters.openstack import OpenStackLikeAdapter
 from cloudtwin.intercloud.agent import Agent
+from cloudtwin.intercloud.api import federation_app
+from cloudtwin.intercloud.client import FederationClient
 from cloudtwin.intercloud.controller import FederationController, MemoryStore
 from cloudtwin.intercloud.dataplane import WanMessage, reachability
 from cloudtwin.intercloud.federate import apply_plan
 from cloudtwin.intercloud.plan import plan_federation
 from cloudtwin.scenario.federation import load_federation
-from cloudtwin.service.federation import federation_app
-from cloudtwin.service.federation_client import FederationClient
 from cloudtwin.topology import build_topology
 
 REPO = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from cloudtwin.intercloud.plan import plan_federation
-from cloudtwin.intercloud.run import simulate_federation
 from cloudtwin.scenario.federation import load_federation
+from cloudtwin.twin.federation import simulate_federation
 
 TWO_SITES = """
 name: two-sites

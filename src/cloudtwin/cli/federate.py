@@ -112,7 +112,7 @@ def _read_tokens(state: Path) -> dict[str, Any]:
 
 
 def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
-    from cloudtwin.service.federation_store import JsonFileStore
+    from cloudtwin.store.federation import JsonFileStore
 
     tokens = _read_tokens(state)
     admin = os.environ.get(TOKEN_ENV) or tokens.get("admin")
@@ -232,7 +232,7 @@ def evaluate(
 ) -> None:
     """Run the scenario's traffic over the joined sites, fault-free and with its gateway faults:
     throughput, completion, each failover's parts, the stall and the bytes delayed."""
-    from cloudtwin.intercloud.run import simulate_federation
+    from cloudtwin.twin.federation import simulate_federation
 
     run = simulate_federation(_plan(scenario, overrides))
     summary: dict[str, Any] = run.summary()
@@ -319,7 +319,7 @@ def agent(
     import httpx
 
     from cloudtwin.intercloud.agent import Agent
-    from cloudtwin.service.federation_client import FederationClient
+    from cloudtwin.intercloud.client import FederationClient
 
     token = os.environ.get(SITE_TOKEN_ENV)
     if not token:
@@ -358,7 +358,7 @@ def serve(
     """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json)."""
     import uvicorn
 
-    from cloudtwin.service.federation import federation_app
+    from cloudtwin.intercloud.api import federation_app
 
     controller, tokens = _controller(state)
     if not os.environ.get(TOKEN_ENV):

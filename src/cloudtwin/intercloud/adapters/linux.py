@@ -122,7 +122,14 @@ class LinuxAdapter:
         for k in range(segment.endpoints):
             self._endpoint(segment, k, bridge, tag, mtu, router_address(segment.address) if routed else None)
         for name in self._endpoints_of(segment.network)[segment.endpoints :]:
-            self.ip.run("ip", "netns", "del", name)
+            self._remove_endpoint(name, tag)
+
+    def _remove_endpoint(self, name: str, tag: str) -> None:
+        """Delete the endpoint's veth first (at once), then its namespace (whose own cleanup the
+        kernel finishes later)."""
+        k = name.rsplit("-", 1)[1]
+        self.ip.ip(self.gw, "link", "del", f"e{tag[:6]}{k}", check=False)
+        self.ip.run("ip", "netns", "del", name)
 
     def _check_routed(self, segment: DesiredSegment) -> None:
         iface = ipaddress.IPv4Interface(segment.address)
@@ -256,9 +263,9 @@ class LinuxAdapter:
             raise FederationError("linux", f"nft in {router} failed: {done.stderr.strip().splitlines()[:1]}")
 
     def _remove_router(self, network: str, tag: str) -> None:
+        self.ip.ip(self.gw, "link", "del", f"r{tag}", check=False)
         if self.router_ns(network) in namespaces(self.prefix):
             self.ip.run("ip", "netns", "del", self.router_ns(network))
-        self.ip.ip(self.gw, "link", "del", f"r{tag}", check=False)
 
     def _endpoint(
         self, segment: DesiredSegment, k: int, bridge: str, tag: str, mtu: int, via: str | None
@@ -316,7 +323,7 @@ class LinuxAdapter:
     def delete(self, network: str) -> None:
         """Remove a segment's endpoints, router, bridge and tunnel."""
         for name in self._endpoints_of(network):
-            self.ip.run("ip", "netns", "del", name)
+            self._remove_endpoint(name, _short(network))
         if self.router_ns(network) in namespaces(self.prefix):
             self.ip.run("ip", "netns", "del", self.router_ns(network))
         if self.gw in namespaces(self.prefix):

@@ -1,4 +1,4 @@
-"""A federation's traffic run in the engine, with and without its gateway faults.
+"""A federation's traffic run assembled for the engine, with and without its gateway faults.
 
 The inter-site flows share every link with the site-local ones; when a site's active
 gateway fails, its links go to zero capacity (the flows through it stall) and after the

@@ -1,5 +1,5 @@
-"""The federation controller's HTTP API: a FastAPI router that `cloudtwin serve` mounts and
-`cloudtwin federate serve` serves alone.
+"""The federation controller's HTTP API: a FastAPI router that the service (`cloudtwin serve`)
+mounts and `cloudtwin federate serve` serves alone (FastAPI comes with the `web` extra).
 
 Every request but the reads carries `Authorization: Bearer TOKEN` (the admin's, or the
 site's own for what a site consents to, pulls and reports). Bad input answers 4xx with a
