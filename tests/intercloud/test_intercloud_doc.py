@@ -96,3 +96,13 @@ def test_apply_refused_leaves_no_state(tmp_path: Path) -> None:
         "federate", "status", "--state", str(state), env={"CLOUDTWIN_FEDERATION_TOKEN": "wrong"}
     )
     assert wrong.returncode == 2 and "admin token does not match" in wrong.stderr
+
+
+def test_evaluate_on_a_multi_site_scenario_shows_the_failover() -> None:
+    done = cloudtwin("evaluate", "examples/intercloud-failover.yaml", "--no-store", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    (fault,) = result["gateway_faults"]
+    assert fault["site"] == "east" and fault["failover_s"] == pytest.approx(4.09)
+    assert fault["flows_stalled"] == 32 and result["bytes_delayed"] > 0
+    assert result["completion_s"] == pytest.approx(result["baseline_completion_s"] + 4.09, rel=1e-6)
