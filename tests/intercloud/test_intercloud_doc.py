@@ -106,3 +106,12 @@ def test_evaluate_on_a_multi_site_scenario_shows_the_failover() -> None:
     assert fault["site"] == "east" and fault["failover_s"] == pytest.approx(4.09)
     assert fault["flows_stalled"] == 32 and result["bytes_delayed"] > 0
     assert result["completion_s"] == pytest.approx(result["baseline_completion_s"] + 4.09, rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "command", ["plan", "apply", "status", "reachability", "up", "down", "evaluate", "agent", "serve"]
+)
+def test_every_federate_command_has_help_with_an_example(command: str) -> None:
+    done = cloudtwin("federate", command, "--help")
+    assert done.returncode == 0 and "Example:" in done.stdout
+    assert command == "serve" or "--json" in done.stdout

@@ -56,7 +56,10 @@ def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
 
 
 def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = JSON) -> None:
-    """Validate a multi-site scenario and show its plan: segments, endpoints, tunnels, tunnel cost."""
+    """Validate a multi-site scenario and show its plan: segments, endpoints, tunnels, tunnel cost.
+
+    Example:  cloudtwin federate plan examples/intercloud.yaml --set networks.0.mode=global-nat
+    """
     planned = _plan(scenario, overrides)
     summary = planned.summary()
     networks: list[dict[str, Any]] = []
@@ -127,7 +130,10 @@ def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
 def apply(
     scenario: Path = SCENARIO, overrides: list[str] = SET, state: Path = STATE, as_json: bool = JSON
 ) -> None:
-    """Put the scenario into the controller (all or nothing) and reconcile every site's agent."""
+    """Put the scenario into the controller (all or nothing) and reconcile every site's agent.
+
+    Example:  cloudtwin federate apply examples/intercloud.yaml --state fed/state.json
+    """
     planned = _plan(scenario, overrides)
     controller, tokens = _controller(state)
     sites = tokens.setdefault("sites", {})
@@ -157,7 +163,10 @@ def _show_status(controller: FederationController, as_json: bool) -> None:
 
 
 def status(state: Path = STATE, as_json: bool = JSON) -> None:
-    """Show each federated network and interconnection: ACTIVE when both sides consented and realised it."""
+    """Show each federated network and interconnection: ACTIVE when both sides consented and realised it.
+
+    Example:  cloudtwin federate status --state fed/state.json --json
+    """
     if not state.exists():
         raise FederationError(
             "state", f"{state}: no controller state here (run cloudtwin federate apply first)", 404
@@ -175,7 +184,10 @@ def reachability(
     prefix: str = PREFIX,
     as_json: bool = JSON,
 ) -> None:
-    """Which endpoints reach which: walked through the twin's gateway tables, or pinged for real (--live)."""
+    """Which endpoints reach which: walked through the twin's gateway tables, or pinged for real (--live).
+
+    Example:  cloudtwin federate reachability examples/intercloud.yaml --json
+    """
     planned = _plan(scenario, overrides)
     names = planned.endpoint_names
     if live:
@@ -196,7 +208,10 @@ def reachability(
 def up(
     scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON
 ) -> None:
-    """Realise the federation in network namespaces (as root): endpoints, bridges, gateways, VXLAN."""
+    """Realise the federation in network namespaces (as root): endpoints, bridges, gateways, VXLAN.
+
+    Example:  cloudtwin federate up examples/intercloud.yaml
+    """
     from cloudtwin.intercloud.realise import realise
 
     planned = _plan(scenario, overrides)
@@ -213,7 +228,10 @@ def up(
 def down(
     scenario: Path = SCENARIO, overrides: list[str] = SET, prefix: str = PREFIX, as_json: bool = JSON
 ) -> None:
-    """Remove every namespace (and device) that `federate up` made for the scenario."""
+    """Remove every namespace (and device) that `federate up` made for the scenario.
+
+    Example:  cloudtwin federate down examples/intercloud.yaml
+    """
     from cloudtwin.intercloud.realise import unrealise
 
     planned = _plan(scenario, overrides)
@@ -231,7 +249,10 @@ def evaluate(
     as_json: bool = JSON,
 ) -> None:
     """Run the scenario's traffic over the joined sites, fault-free and with its gateway faults:
-    throughput, completion, each failover's parts, the stall and the bytes delayed."""
+    throughput, completion, each failover's parts, the stall and the bytes delayed.
+
+    Example:  cloudtwin federate evaluate examples/intercloud-failover.yaml --db failover.duckdb
+    """
     from cloudtwin.twin.federation import simulate_federation
 
     run = simulate_federation(_plan(scenario, overrides))
@@ -313,6 +334,8 @@ def agent(
     """Run a site's agent: pull the desired state, reconcile it through the adapter, report; repeat.
 
     The site's token comes from the CLOUDTWIN_SITE_TOKEN environment variable.
+
+    Example:  cloudtwin federate agent east --controller http://127.0.0.1:8750 --adapter dove-like
     """
     import time
 
@@ -355,7 +378,10 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
     port: int = typer.Option(8750, "--port", help="TCP port."),
 ) -> None:
-    """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json)."""
+    """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json).
+
+    Example:  CLOUDTWIN_FEDERATION_TOKEN=... cloudtwin federate serve --state fed/state.json --port 8750
+    """
     import uvicorn
 
     from cloudtwin.intercloud.api import federation_app
