@@ -8,6 +8,8 @@ __all__ = [
     "EngineError",
     "FederationError",
     "LogFormatError",
+    "NicError",
+    "P4Error",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -64,3 +66,12 @@ class AccessError(FederationError):
 
     def __init__(self, field: str, reason: str, status: int = 403) -> None:
         super().__init__(field, reason, status)
+
+
+class NicError(CloudtwinError):
+    """A NIC profile, function placement, table entry, control request or boot image is invalid."""
+
+
+class P4Error(NicError):
+    """A P4 program is outside the supported subset or inconsistent; the message starts with
+    `file:line:column`."""

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -18,7 +18,7 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose).\n\n"
+        "(logs, diagnose), and model smartNIC offload (nic).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -54,6 +54,7 @@ app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
 app.add_typer(federate.app, name="federate")
+app.add_typer(nic.app, name="nic")
 
 
 def main(argv: list[str] | None = None) -> int:
