@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium simgrid
+.PHONY: demo test lint bench clean chromium nftables simgrid
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium nftables
 	$(BIN)/python -m pytest -q src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
@@ -30,6 +30,15 @@ chromium:
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
 	fi
 
+# Federations realised in network namespaces translate global-nat addresses with nft
+# (Debian's nftables). Installed only when missing and only as root (the namespace tests
+# need root anyway; without it they skip and say why).
+nftables:
+	@if ! command -v nft >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y nftables \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; }; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -40,6 +49,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/logs.py
 	$(BIN)/python benchmarks/sweep.py
 	$(BIN)/python benchmarks/service.py
+	$(BIN)/python benchmarks/intercloud.py
 
 clean:
 	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

@@ -8,7 +8,7 @@ from importlib import import_module
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, nccl, nic, results, train
+from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import CloudtwinError
@@ -55,6 +55,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(federate.app, name="federate")
 app.add_typer(nic.app, name="nic")
 app.command("sweep")(sweep_command.sweep)
 

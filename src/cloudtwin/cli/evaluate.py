@@ -36,6 +36,17 @@ def print_document(document: dict[str, Any], title: str) -> None:
     stdout.print(f"Recommendation: {document['recommendation']}.", highlight=False)
 
 
+def _is_federation(path: Path) -> bool:
+    """Whether a scenario file describes several sites (`sites:`), as `cloudtwin federate` reads."""
+    from cloudtwin.scenario.loader import parse_yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False  # read_scenario says what is wrong with it
+    return "sites" in parse_yaml(text, str(path))[0]
+
+
 _SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 _STRATEGIES = typer.Option(
     BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class."
@@ -70,6 +81,11 @@ def evaluate(
     """
     from cloudtwin.evaluation import usecases
 
+    if _is_federation(scenario):  # a multi-site scenario: its gateway faults, its traffic
+        from cloudtwin.cli.federate import evaluate as evaluate_federation
+
+        evaluate_federation(scenario, overrides, None if no_store else db, as_json)
+        return
     names = usecases.parse_strategies(strategies, unique=True)
     loaded = read_scenario(scenario, overrides)
     folder = out if out is not None else Path(f"evaluation-{loaded.name}")

@@ -132,7 +132,7 @@ class _Inventory:
             return src, "nic"
         if self.kind.get(dst) == "nic":
             return dst, "nic"
-        a, b = sorted((src, dst), key=_sort_key)
+        a, b = sorted((src, dst), key=lambda n: (_sort_key(n), n))
         return f"{a}-{b}", "link"
 
     def switches_of(self, component: str) -> list[str]:
@@ -302,7 +302,7 @@ def _switches(
         parts = members[switch]
         best = max(p.score for p in parts)
         strong = sum(1 for p in parts if best > 0 and p.score >= 0.5 * best and p.logs > 0)
-        suspect = Suspect(switch, "switch")
+        suspect = Suspect(switch, "gateway" if inventory.kind.get(switch) == "gateway" else "switch")
         suspect.score = sum(p.score for p in parts) * strong / len(parts) + own.get(switch, 0.0)
         suspect.tomography = sum(p.tomography for p in parts) * strong / len(parts)
         suspect.logs = sum(p.logs for p in parts) * strong / len(parts) + own.get(switch, 0.0)

@@ -2,6 +2,7 @@
 workbench), routing of a job's flows, fault-free and faulted runs on the engine."""
 
 from cloudtwin.twin.faulted import FaultedRun, plan_faulted, simulate_faulted
+from cloudtwin.twin.federation import FederationRun, simulate_federation
 from cloudtwin.twin.jobs import (
     CollectiveJobRun,
     JobBuilder,
@@ -23,6 +24,7 @@ __all__ = [
     "CollectiveJobRun",
     "DataParallelRings",
     "FaultedRun",
+    "FederationRun",
     "HplRings",
     "JobBuilder",
     "JobInfo",
@@ -41,6 +43,7 @@ __all__ = [
     "run_scenario_jobs",
     "scenario_jobs",
     "simulate_faulted",
+    "simulate_federation",
     "simulate_jobs",
     "tenant_groups",
     "tenant_name",
