@@ -6,6 +6,7 @@ __all__ = [
     "CloudtwinError",
     "EngineError",
     "LogFormatError",
+    "MobilityError",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -44,3 +45,7 @@ class LogFormatError(CloudtwinError):
 
 class StoreError(CloudtwinError):
     """The results/operations store cannot be opened or queried."""
+
+
+class MobilityError(CloudtwinError):
+    """A VM or live migration is described inconsistently (sizes, rates, unknown VM or site)."""

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, logs, migrate, nccl, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -18,7 +18,7 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose).\n\n"
+        "(logs, diagnose), and plan live VM migrations between clouds (migrate).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -53,6 +53,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(migrate.app, name="migrate")
 
 
 def main(argv: list[str] | None = None) -> int:

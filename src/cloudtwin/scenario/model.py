@@ -18,6 +18,7 @@ from pydantic import (
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.scenario.mobility import Mobility, check_mobility
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -258,6 +259,7 @@ class Scenario(_Model):
     workloads: tuple[Job, ...] = ()
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
+    mobility: Mobility = Field(default_factory=Mobility)
 
     @property
     def host_count(self) -> int:
@@ -280,6 +282,7 @@ class Scenario(_Model):
         self._check_tenants()
         self._check_jobs()
         self._check_ranks()
+        check_mobility(self.mobility, self.host_count)
         return self
 
     def _check_ranks(self) -> None:
