@@ -6,11 +6,13 @@ benchmarks/qemu/dirtier.c), reads QEMU's statistics over QMP, and prints, per ru
 measured total time, downtime, bytes and dirty-bitmap syncs next to what
 `cloudtwin.mobility.plan_migration` predicts from the same inputs.
 
-Calibration, stated so it can be checked: the guest's own non-zero memory (kernel,
-initramfs, page tables) is not known in advance, so one idle guest per memory size is
-migrated first and its count of non-zero pages (QEMU's `ram.normal`) becomes the
-`resident` memory of the model, to which each run adds its dirtier buffer. Nothing else
-is fitted: bandwidth, dirty rate, working set and downtime limit are the run's inputs.
+Calibration, stated so it can be checked: one idle guest per memory size is migrated
+first without a bandwidth cap, and gives three properties of this machine and guest:
+its count of non-zero pages (QEMU's `ram.normal`; the model's `resident` memory, to
+which each run adds its dirtier buffer), the uncapped loopback migration rate (bytes /
+total time: the model's final bandwidth, since QEMU's cap does not apply to the
+stop-and-copy), and its downtime (the model's switchover floor `resume_s`). Nothing else
+is fitted: bandwidth cap, dirty rate, working set and downtime limit are the run's inputs.
 
 A run that has not finished after `--give-up` seconds is cancelled (QEMU never gives up);
 it counts as "does not converge".
@@ -47,6 +49,7 @@ GRID = [
 ]
 QUICK = [GRID[1], GRID[-2]]
 MIB = 1 << 20
+UNCAPPED_MIB_S = 1 << 20
 
 
 def measure(trials: list[qg.Trial], progress: bool = True) -> dict:
@@ -57,7 +60,7 @@ def measure(trials: list[qg.Trial], progress: bool = True) -> dict:
         sizes = sorted({t.memory_mib for t in trials})
         idle = {}
         for memory in sizes:
-            stats = qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, 128))
+            stats = qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S))
             idle[str(memory)] = stats
             _say(progress, f"idle {memory} MiB guest: {stats['ram']['normal']} non-zero pages")
         runs = []
@@ -87,10 +90,14 @@ def predict(trial: dict, idle: dict) -> dict:
         working_set_bytes=trial["dirty_mib"] * MIB,
         dirty_rate_bps=trial["rate_mib_s"] * MIB * 8,
     )
+    loopback_bps = idle["ram"]["transferred"] * 8 / (idle["total-time"] / 1000)
     options = MigrationOptions(
         bandwidth_bps=trial["bandwidth_mib_s"] * MIB * 8,
+        final_bandwidth_bps=loopback_bps,
+        resume_s=idle["downtime"] / 1000,
         downtime_limit_s=trial["downtime_limit_ms"] / 1000,
         timeout_s=trial["give_up_s"],
+        protected=False,  # QEMU migrates in clear text here
     )
     return plan_migration(memory, options).to_dict()
 
