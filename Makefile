@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium simgrid
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,4 +40,20 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/logs.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist
+
+# SimGrid 4.1, for benchmarks/vs_simgrid.py only (never needed by the tests). It has no
+# wheel: it is compiled against Debian's Boost into its own virtual environment (about 8
+# minutes on 2 cores). The benchmark finds it there by itself.
+SIMGRID_VENV := .simgrid-venv
+simgrid: $(SIMGRID_VENV)/.installed
+
+$(SIMGRID_VENV)/.installed:
+	@if ! dpkg -s libboost-dev >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libboost-dev cmake g++; \
+	fi
+	$(PYTHON) -m venv $(SIMGRID_VENV)
+	$(SIMGRID_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel 'pybind11<3' numpy pyarrow
+	MAKEFLAGS= $(SIMGRID_VENV)/bin/python -m pip install --no-build-isolation simgrid==4.1
+	touch $@
