@@ -162,7 +162,9 @@ def run(
         emit_json(document)
     else:
         stdout.print(_table(f"migrations of {loaded.name}", document["migrations"]))
-        for line in document.get("tenants", []):
-            stdout.print(line)
+        tenants = document["tenants"]
+        if tenants["flows"]:
+            stdout.print(f"tenant traffic: {tenants['flows']} flows done at {tenants['completion_s']:.3f} s "
+                         f"({tenants['completion_without_migrations_s']:.3f} s without the migrations)")
     if plot:
         _plot(plot, document["migrations"])
