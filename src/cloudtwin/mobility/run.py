@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from cloudtwin.engine import Change, Simulation
-from cloudtwin.errors import MobilityError, ScenarioError
+from cloudtwin.errors import EngineError, MobilityError, ScenarioError
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
 from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
@@ -127,14 +127,18 @@ class _Runner:
             if job.abort_at is not None:
                 timers.append((job.abort_at, "abort", index))
         for at, kind, index in sorted(timers, key=lambda t: (t[0], t[1], t[2])):
-            sim.run(until=at)
+            try:
+                sim.run(until=at)
+            except EngineError:
+                pass  # every flow in flight is stalled: nothing moves until this timer acts
+
             if kind == "abort":
                 self._abort(self.live_by_index(index), at, "consent withdrawn")
             else:
                 self._reroute(at)
         try:
             result = sim.run()
-        except Exception as err:  # an EngineError: some flow can never finish
+        except EngineError as err:
             raise ScenarioError(f"faults: some flows can never finish ({err}); give the fault an until") from err
         return self._outcome(result.events, result.finish_s)
 
