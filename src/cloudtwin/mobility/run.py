@@ -112,6 +112,8 @@ class _Runner:
         self.owner: dict[int, _Live] = {}
         self.down = np.zeros(self.capacity.size, dtype=bool)
         self.done = 0
+        self.routes: dict[tuple[int, int], np.ndarray | None] = {}
+        self.vms = {vm.name: vm for vm in self.mobility.vms}
 
     # -- set-up ------------------------------------------------------------------------
 
@@ -146,8 +148,7 @@ class _Runner:
         return next((m for m in self.live if m.index == index), None)
 
     def _admit(self, index: int, job: MigrationJob) -> None:
-        vms = {vm.name: vm for vm in self.mobility.vms}
-        vm = vms[job.vm]
+        vm = self.vms[job.vm]
         source, destination = self.clouds[vm.cloud], self.clouds[job.to]
         profile = VmProfile(vm.name, vm.memory, vm.vcpus, vm.labels, vm.mac or _mac(vm.name), vm.ip or _ip(index))
         transaction = Transaction(f"m{index}", vm.name, source, destination, profile)
@@ -185,6 +186,15 @@ class _Runner:
     def _fabric(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
         if a == b:
             return np.empty(0, dtype=np.int64)
+        intact = not down.any()
+        if intact and (a, b) in self.routes:
+            return self.routes[(a, b)]
+        links = self._route(a, b, down)
+        if intact:
+            self.routes[(a, b)] = links
+        return links
+
+    def _route(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
         from cloudtwin.evaluation.run import route_flows
         from cloudtwin.routing import load_strategy
         from cloudtwin.workloads import qp_flows
@@ -327,6 +337,7 @@ class _Runner:
                 "vm": live.vm.name,
                 "from": live.vm.cloud,
                 "to": live.job.to,
+                "start_s": live.job.start,
                 "ticket": live.transaction.ticket.ticket_id if live.transaction.ticket else None,
                 "phase": live.transaction.phase.value,
                 "running_copies": live.transaction.running_copies(),
