@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium simgrid
+.PHONY: demo test lint bench clean chromium qemu simgrid
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,7 +17,7 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium qemu
 	$(BIN)/python -m pytest -q src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
@@ -30,6 +30,19 @@ chromium:
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
 	fi
 
+# Real live migrations calibrate the migration model (benchmarks/qemu_migration.py and one
+# test): Debian's QEMU, busybox-static, the cloud kernel and a C compiler for the guest's
+# dirtier. Installed only when missing, like chromium above.
+QEMU_PACKAGES := qemu-system-x86 busybox-static linux-image-cloud-amd64 gcc libc6-dev cpio
+qemu:
+	@if ! command -v qemu-system-x86_64 >/dev/null || [ ! -x /bin/busybox ] || ! command -v gcc >/dev/null \
+	  || ! command -v cpio >/dev/null || ! ls /boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; \
+	  else echo "make: QEMU is missing and this user cannot install it (apt-get install $(QEMU_PACKAGES))" >&2; exit 1; fi; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES) \
+	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES); }; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -38,6 +51,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/migrations.py
 
 clean:
 	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

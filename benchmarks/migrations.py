@@ -27,7 +27,8 @@ def scenario_text(count: int, seed: int = 1) -> str:
     rates = rng.uniform(1, 20, count)
     starts = rng.uniform(0, 60, count)
     vms = "\n".join(
-        f"    - {{name: vm{i}, cloud: east, host: {h}, memory: 4GiB, working_set: 256MiB, dirty_rate: {r:.1f}MiB/s}}"
+        f"    - {{name: vm{i}, cloud: east, host: {h}, memory: 4GiB, working_set: 256MiB, "
+        f"dirty_rate: {r:.1f}MiB/s}}"
         for i, (h, r) in enumerate(zip(hosts, rates, strict=True))
     )
     migrations = "\n".join(f"    - {{vm: vm{i}, to: west, start: {t:.3f}s}}" for i, t in enumerate(starts))
@@ -48,19 +49,21 @@ mobility:
 
 def in_flight(migrations: list[dict]) -> int:
     """The most migrations running at one instant."""
-    edges = sorted([(m["start_s"], 1) for m in migrations] + [(m["start_s"] + m["total_time_s"], -1)
-                                                               for m in migrations])
+    edges = sorted(
+        [(m["start_s"], 1) for m in migrations] + [(m["start_s"] + m["total_time_s"], -1) for m in migrations]
+    )
     return int(np.max(np.cumsum([e[1] for e in edges])))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--migrations", type=int, default=1000)
     args = parser.parse_args()
-    from cloudtwin.mobility.run import run_migrations
-
     import yaml
 
+    from cloudtwin.mobility.run import run_migrations
     from cloudtwin.scenario import Scenario
 
     begin = time.perf_counter()
@@ -70,18 +73,24 @@ def main() -> None:
     run = run_migrations(scenario)
     wall = time.perf_counter() - begin
     converged = sum(m["converged"] for m in run.migrations)
-    print(json.dumps({
-        "migrations": len(run.migrations),
-        "hosts": scenario.host_count,
-        "wall_s": round(wall, 2),
-        "scenario_validation_s": round(validated, 2),
-        "in_flight_max": in_flight(run.migrations),
-        "engine_events": run.events,
-        "converged": converged,
-        "rounds_total": sum(m["rounds"] for m in run.migrations),
-        "longest_migration_s": max(m["total_time_s"] for m in run.migrations),
-        "mean_downtime_ms": 1e3 * float(np.mean([m["downtime_s"] for m in run.migrations if m["converged"]])),
-    }, indent=1))
+    print(
+        json.dumps(
+            {
+                "migrations": len(run.migrations),
+                "hosts": scenario.host_count,
+                "wall_s": round(wall, 2),
+                "scenario_validation_s": round(validated, 2),
+                "in_flight_max": in_flight(run.migrations),
+                "engine_events": run.events,
+                "converged": converged,
+                "rounds_total": sum(m["rounds"] for m in run.migrations),
+                "longest_migration_s": max(m["total_time_s"] for m in run.migrations),
+                "mean_downtime_ms": 1e3
+                * float(np.mean([m["downtime_s"] for m in run.migrations if m["converged"]])),
+            },
+            indent=1,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,8 @@ DIRTIER_C = HERE / "qemu" / "dirtier.c"
 QEMU = "qemu-system-x86_64"
 BUSYBOX = "/bin/busybox"
 BOOT_TIMEOUT_S = 60.0
+KVM_PROBE_S = 10.0
+"""A KVM guest boots to the dirtier in about a second; one that has not after this never will."""
 MIB = 1 << 20
 
 INIT = """#!/bin/busybox sh
@@ -79,15 +81,14 @@ def build_initramfs(workdir: Path) -> Path:
         (root / sub).mkdir(parents=True, exist_ok=True)
     subprocess.run(
         ["gcc", "-O2", "-static", "-o", str(root / "dirtier"), str(DIRTIER_C)],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     shutil.copy(BUSYBOX, root / "bin" / "busybox")
     (root / "bin" / "sh").symlink_to("busybox")
     (root / "init").write_text(INIT)
     (root / "init").chmod(0o755)
-    names = subprocess.run(
-        ["find", ".", "-print"], cwd=root, check=True, capture_output=True
-    ).stdout
+    names = subprocess.run(["find", ".", "-print"], cwd=root, check=True, capture_output=True).stdout
     archive = subprocess.run(
         ["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=names, check=True, capture_output=True
     ).stdout
@@ -163,16 +164,41 @@ class Guest:
                 self.process.wait()
 
 
-def _start(workdir: Path, name: str, accel: str, memory_mib: int, kernel: str, initrd: Path,
-           append: str, incoming: str | None = None) -> Guest:
+def _start(
+    workdir: Path,
+    name: str,
+    accel: str,
+    memory_mib: int,
+    kernel: str,
+    initrd: Path,
+    append: str,
+    incoming: str | None = None,
+) -> Guest:
     qmp_path = workdir / f"{name}.qmp"
     serial = workdir / f"{name}.serial"
     for stale in (qmp_path, serial):
         stale.unlink(missing_ok=True)  # a previous guest's "READY" must not count
     command = [
-        QEMU, "-accel", accel, "-m", str(memory_mib), "-smp", "1", "-nodefaults",
-        "-display", "none", "-kernel", kernel, "-initrd", str(initrd), "-append", append,
-        "-serial", f"file:{serial}", "-qmp", f"unix:{qmp_path},server=on,wait=off",
+        QEMU,
+        "-accel",
+        accel,
+        "-m",
+        str(memory_mib),
+        "-smp",
+        "1",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-kernel",
+        kernel,
+        "-initrd",
+        str(initrd),
+        "-append",
+        append,
+        "-serial",
+        f"file:{serial}",
+        "-qmp",
+        f"unix:{qmp_path},server=on,wait=off",
     ]
     if incoming:
         command += ["-incoming", incoming]
@@ -203,7 +229,7 @@ def pick_accel(workdir: Path, initrd: Path) -> str:
         return "tcg"
     guest = _start(workdir, "probe", "kvm", 128, kernel_path(), initrd, _append(4, 0))
     try:
-        return "kvm" if guest.wait_for("READY", 20.0) else "tcg"
+        return "kvm" if guest.wait_for("READY", KVM_PROBE_S) else "tcg"
     finally:
         guest.stop()
 
@@ -230,8 +256,9 @@ def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial) -> dict:
     append = _append(trial.dirty_mib, trial.rate_mib_s)
     port = _free_port()
     source = _start(workdir, "source", accel, trial.memory_mib, kernel, initrd, append)
-    target = _start(workdir, "target", accel, trial.memory_mib, kernel, initrd, append,
-                    incoming=f"tcp:127.0.0.1:{port}")
+    target = _start(
+        workdir, "target", accel, trial.memory_mib, kernel, initrd, append, incoming=f"tcp:127.0.0.1:{port}"
+    )
     qmp = None
     try:
         if not source.wait_for("READY", BOOT_TIMEOUT_S):

@@ -12,8 +12,9 @@ its count of non-zero pages (QEMU's `ram.normal`; the model's `resident` memory,
 which each run adds its dirtier buffer), the uncapped loopback migration rate (bytes /
 total time: the model's final bandwidth, since QEMU's cap does not apply to the
 stop-and-copy, and an upper bound on the live rounds' rate: the fastest of three tries,
-since other work on the machine slows QEMU's migration thread), and its downtime (the model's switchover floor `resume_s`). Nothing else
-is fitted: bandwidth cap, dirty rate, working set and downtime limit are the run's inputs.
+since other work on the machine slows QEMU's migration thread), and its downtime (the
+model's switchover floor `resume_s`). Nothing else is fitted: bandwidth cap, dirty rate,
+working set and downtime limit are the run's inputs.
 
 A run that has not finished after `--give-up` seconds is cancelled (QEMU never gives up);
 it counts as "does not converge".
@@ -63,20 +64,28 @@ def measure(trials: list[qg.Trial], progress: bool = True) -> dict:
         sizes = sorted({t.memory_mib for t in trials})
         idle = {}
         for memory in sizes:
-            tries = [qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S))
-                     for _ in range(CALIBRATION_TRIES)]
+            tries = [
+                qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S))
+                for _ in range(CALIBRATION_TRIES)
+            ]
             stats = max(tries, key=_rate_bps)  # the try least slowed by other work on the machine
             idle[str(memory)] = stats
-            _say(progress, f"idle {memory} MiB guest: {stats['ram']['normal']} non-zero pages, "
-                           f"uncapped {_rate_bps(stats) / 8e6:.0f} MB/s (tries: "
-                           f"{', '.join(f'{_rate_bps(t) / 8e6:.0f}' for t in tries)})")
+            _say(
+                progress,
+                f"idle {memory} MiB guest: {stats['ram']['normal']} non-zero pages, "
+                f"uncapped {_rate_bps(stats) / 8e6:.0f} MB/s (tries: "
+                f"{', '.join(f'{_rate_bps(t) / 8e6:.0f}' for t in tries)})",
+            )
         runs = []
         for number, trial in enumerate(trials, 1):
             begin = time.monotonic()
             stats = qg.migrate(work, initrd, accel, trial)
             runs.append({"trial": trial.__dict__, "stats": stats})
-            _say(progress, f"run {number}/{len(trials)} {trial}: {stats['status']}"
-                           f"{' (cancelled)' if stats['cancelled'] else ''} in {time.monotonic() - begin:.1f} s")
+            _say(
+                progress,
+                f"run {number}/{len(trials)} {trial}: {stats['status']}"
+                f"{' (cancelled)' if stats['cancelled'] else ''} in {time.monotonic() - begin:.1f} s",
+            )
     return {"accel": accel, "idle": idle, "runs": runs, "load_average": os.getloadavg()}
 
 
@@ -123,18 +132,24 @@ def compare(measured: dict) -> list[dict]:
         plan = predict(trial, measured["idle"][str(trial["memory_mib"])])
         ok = stats["status"] == "completed" and not stats["cancelled"]
         ram = stats["ram"]
-        rows.append({
-            "memory_mib": trial["memory_mib"], "working_set_mib": trial["dirty_mib"],
-            "dirty_rate_mib_s": trial["rate_mib_s"], "bandwidth_mib_s": trial["bandwidth_mib_s"],
-            "measured_converged": ok, "predicted_converged": plan["converged"],
-            "measured_total_s": stats.get("total-time", 0) / 1000 if ok else None,
-            "predicted_total_s": plan["total_time_s"] if plan["converged"] else None,
-            "measured_downtime_s": stats.get("downtime", 0) / 1000 if ok else None,
-            "predicted_downtime_s": plan["downtime_s"] if plan["converged"] else None,
-            "measured_bytes": ram["transferred"] if ok else None,
-            "predicted_bytes": plan["bytes"] if plan["converged"] else None,
-            "measured_syncs": ram["dirty-sync-count"], "predicted_rounds": plan["rounds"],
-        })
+        rows.append(
+            {
+                "memory_mib": trial["memory_mib"],
+                "working_set_mib": trial["dirty_mib"],
+                "dirty_rate_mib_s": trial["rate_mib_s"],
+                "bandwidth_mib_s": trial["bandwidth_mib_s"],
+                "measured_converged": ok,
+                "predicted_converged": plan["converged"],
+                "measured_total_s": stats.get("total-time", 0) / 1000 if ok else None,
+                "predicted_total_s": plan["total_time_s"] if plan["converged"] else None,
+                "measured_downtime_s": stats.get("downtime", 0) / 1000 if ok else None,
+                "predicted_downtime_s": plan["downtime_s"] if plan["converged"] else None,
+                "measured_bytes": ram["transferred"] if ok else None,
+                "predicted_bytes": plan["bytes"] if plan["converged"] else None,
+                "measured_syncs": ram["dirty-sync-count"],
+                "predicted_rounds": plan["rounds"],
+            }
+        )
     return rows
 
 
@@ -150,16 +165,19 @@ def table(rows: list[dict], accel: str) -> str:
         f"QEMU {accel.upper()} guests; memory/working set in MiB, rates in MiB/s; "
         "measured / predicted (error of the prediction)",
         "",
-        "| mem | ws | dirty | cap | converges (QEMU / model) | total s | downtime ms | MB sent | syncs / rounds |",
+        "| mem | ws | dirty | cap | converges (QEMU / model) | total s | downtime ms | MB sent "
+        "| syncs / rounds |",
         "|---:|---:|---:|---:|---|---|---|---|---|",
     ]
     for r in rows:
+
         def pair(m: float | None, p: float | None, scale: float = 1.0, fmt: str = ".2f") -> str:
             if m is None and p is None:
                 return "-"
             ms = "-" if m is None else format(m * scale, fmt)
             ps = "-" if p is None else format(p * scale, fmt)
             return f"{ms} / {ps} ({_error(m, p)})"
+
         lines.append(
             f"| {r['memory_mib']} | {r['working_set_mib']} | {r['dirty_rate_mib_s']:g} | "
             f"{r['bandwidth_mib_s']:g} | {'yes' if r['measured_converged'] else 'no'} / "
@@ -175,9 +193,12 @@ def table(rows: list[dict], accel: str) -> str:
 def summary(rows: list[dict], measured: dict) -> dict:
     """How many runs meet the 15% target on total time and bytes; convergence classified right."""
     both = [r for r in rows if r["measured_converged"] and r["predicted_converged"]]
+
     def within(key: str) -> int:
-        return sum(abs(r[f"predicted_{key}"] - r[f"measured_{key}"]) <= 0.15 * r[f"measured_{key}"]
-                   for r in both)
+        return sum(
+            abs(r[f"predicted_{key}"] - r[f"measured_{key}"]) <= 0.15 * r[f"measured_{key}"] for r in both
+        )
+
     return {
         "load_average": measured.get("load_average"),
         "runs": len(rows),
@@ -190,7 +211,9 @@ def summary(rows: list[dict], measured: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--quick", action="store_true", help="two runs instead of the grid")
     parser.add_argument("--json", action="store_true", help="print rows and summary as JSON")
     parser.add_argument("--measured", type=Path, help="re-use QEMU statistics saved by --save")
@@ -207,7 +230,11 @@ def main() -> None:
         args.save.write_text(json.dumps(measured, indent=1))
     rows = compare(measured)
     if args.json:
-        print(json.dumps({"accel": measured["accel"], "rows": rows, "summary": summary(rows, measured)}, indent=1))
+        print(
+            json.dumps(
+                {"accel": measured["accel"], "rows": rows, "summary": summary(rows, measured)}, indent=1
+            )
+        )
     else:
         print(table(rows, measured["accel"]))
         print()

@@ -18,8 +18,15 @@ GIB = 1 << 30
 F = 4104 / 4096  # a page and its 8-byte header
 
 
-def closed_form(memory: float, working_set: float, rate: float, bandwidth: float, limit: float,
-                final: float, resume: float) -> dict[str, float] | None:
+def closed_form(
+    memory: float,
+    working_set: float,
+    rate: float,
+    bandwidth: float,
+    limit: float,
+    final: float,
+    resume: float,
+) -> dict[str, float] | None:
     """Rounds, total time, downtime and bytes for constant bandwidth and dirty rate (bytes/s).
 
     Round 0 sends memory x F in t0 = memory F / B. The first dirty set is D1 = min(W, r t0);
@@ -48,12 +55,22 @@ def closed_form(memory: float, working_set: float, rate: float, bandwidth: float
     }
 
 
-def _plan(memory: int, working_set: int, rate: float, bandwidth: float, limit: float = 0.3,
-          final: float | None = None):
+def _plan(
+    memory: int,
+    working_set: int,
+    rate: float,
+    bandwidth: float,
+    limit: float = 0.3,
+    final: float | None = None,
+):
     vm = VmMemory(memory_bytes=memory, working_set_bytes=working_set, dirty_rate_bps=rate * 8)
     # an unprotected stream: the path's bandwidth alone limits it, as in the closed form
-    options = MigrationOptions(bandwidth_bps=bandwidth * 8, downtime_limit_s=limit, protected=False,
-                               final_bandwidth_bps=None if final is None else final * 8)
+    options = MigrationOptions(
+        bandwidth_bps=bandwidth * 8,
+        downtime_limit_s=limit,
+        protected=False,
+        final_bandwidth_bps=None if final is None else final * 8,
+    )
     return plan_migration(vm, options)
 
 
@@ -86,8 +103,9 @@ def test_idle_vm_is_one_round_and_memory_over_bandwidth() -> None:
     limit=st.floats(0.01, 2.0),
     final_share=st.floats(0.5, 20.0),
 )
-def test_plan_equals_closed_form(memory_mib: int, ws_share: float, rate_share: float, bandwidth: float,
-                                 limit: float, final_share: float) -> None:
+def test_plan_equals_closed_form(
+    memory_mib: int, ws_share: float, rate_share: float, bandwidth: float, limit: float, final_share: float
+) -> None:
     memory = memory_mib * MIB
     working_set = int(memory * ws_share)
     rate = bandwidth * rate_share
@@ -103,8 +121,23 @@ def test_plan_equals_closed_form(memory_mib: int, ws_share: float, rate_share: f
 
 
 def test_cli_plan_json_equals_closed_form() -> None:
-    done = cloudtwin("migrate", "plan", "--memory", "4GiB", "--dirty-rate", "50MiB/s", "--working-set", "1GiB",
-                     "--bandwidth", "1Gbps", "--downtime-limit", "300ms", "--final-bandwidth", "5Gbps", "--json")
+    done = cloudtwin(
+        "migrate",
+        "plan",
+        "--memory",
+        "4GiB",
+        "--dirty-rate",
+        "50MiB/s",
+        "--working-set",
+        "1GiB",
+        "--bandwidth",
+        "1Gbps",
+        "--downtime-limit",
+        "300ms",
+        "--final-bandwidth",
+        "5Gbps",
+        "--json",
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     expected = closed_form(4 * GIB, GIB, 50 * MIB, 1e9 / 8, 0.3, 5e9 / 8, 0.01)
@@ -191,19 +224,31 @@ def test_protected_stream_caps_bandwidth_per_channel() -> None:
 def test_block_storage_copies_the_disk_first_and_remote_then_local_after() -> None:
     vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
     block = plan_migration(vm, MigrationOptions(bandwidth_bps=8e9, storage="block"), disk_bytes=10 * GIB)
-    later = plan_migration(vm, MigrationOptions(bandwidth_bps=8e9, storage="remote-then-local"), disk_bytes=10 * GIB)
+    later = plan_migration(
+        vm, MigrationOptions(bandwidth_bps=8e9, storage="remote-then-local"), disk_bytes=10 * GIB
+    )
     assert block.timeline[0]["phase"] == "disk" and later.timeline[-1]["phase"] == "disk-background"
     assert block.downtime_s == later.downtime_s
     assert block.bytes == pytest.approx(later.bytes)
 
 
 def test_hot_cold_and_trace_dirtying() -> None:
-    vm = VmMemory(memory_bytes=GIB, working_set_bytes=64 * MIB, dirty_rate_bps=64 * MIB * 8,
-                  cold_set_bytes=512 * MIB, cold_rate_bps=8 * MIB * 8)
+    vm = VmMemory(
+        memory_bytes=GIB,
+        working_set_bytes=64 * MIB,
+        dirty_rate_bps=64 * MIB * 8,
+        cold_set_bytes=512 * MIB,
+        cold_rate_bps=8 * MIB * 8,
+    )
     assert vm.dirtied(0.0, 0.5) == pytest.approx(32 * MIB + 4 * MIB)
     assert vm.dirtied(0.0, 10.0) == pytest.approx(64 * MIB + 80 * MIB)
-    traced = VmMemory(memory_bytes=GIB, working_set_bytes=GIB, dirty_rate_bps=0.0,
-                      trace_rate_bps=(8.0 * MIB, 0.0), trace_interval_s=1.0)
+    traced = VmMemory(
+        memory_bytes=GIB,
+        working_set_bytes=GIB,
+        dirty_rate_bps=0.0,
+        trace_rate_bps=(8.0 * MIB, 0.0),
+        trace_interval_s=1.0,
+    )
     assert traced.dirtied(0.5, 1.0) == pytest.approx(0.5 * MIB)
     assert traced.dirtied(0.0, 4.0) == pytest.approx(2 * MIB)
 

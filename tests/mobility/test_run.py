@@ -44,8 +44,11 @@ def test_alone_the_migration_runs_at_the_nic_rate() -> None:
 
 
 def test_tenant_all_to_all_takes_its_share_of_the_source_nic() -> None:
-    text = TWO_CLOUDS.replace("name: t\n", "name: t\ntenants: [{name: t1, vni: 7, hosts: \"0-2\"}]\n"
-                              "workload: {kind: perftest, pattern: all-to-all, size: 100GiB}\n")
+    text = TWO_CLOUDS.replace(
+        "name: t\n",
+        'name: t\ntenants: [{name: t1, vni: 7, hosts: "0-2"}]\n'
+        "workload: {kind: perftest, pattern: all-to-all, size: 100GiB}\n",
+    )
     run = run_migrations(_scenario(text))
     (m,) = run.migrations
     bulk = m["timeline"][0]
@@ -73,8 +76,11 @@ mobility:
 
 def test_a_cut_leaf_stalls_the_migration_for_the_outage() -> None:
     alone = run_migrations(_scenario(FAULTED.replace("faults: [FAULTS]\n", "")))
-    cut = FAULTED.replace("FAULTS", "{kind: link, target: leaf0-spine0, at: 1s, until: 3s}, "
-                                    "{kind: link, target: leaf0-spine1, at: 1s, until: 3s}")
+    cut = FAULTED.replace(
+        "FAULTS",
+        "{kind: link, target: leaf0-spine0, at: 1s, until: 3s}, "
+        "{kind: link, target: leaf0-spine1, at: 1s, until: 3s}",
+    )
     run = run_migrations(_scenario(cut))
     base, hit = alone.migrations[0], run.migrations[0]
     assert hit["converged"]
@@ -95,8 +101,10 @@ def test_a_failed_spine_link_reroutes_the_stream() -> None:
 
 
 def test_refused_admission_never_starts_a_transfer() -> None:
-    text = TWO_CLOUDS.replace("{name: b, hosts: \"4-7\", gateway: 4}",
-                              "{name: b, hosts: \"4-7\", gateway: 4, admission: {allowed_labels: [gold]}}")
+    text = TWO_CLOUDS.replace(
+        '{name: b, hosts: "4-7", gateway: 4}',
+        '{name: b, hosts: "4-7", gateway: 4, admission: {allowed_labels: [gold]}}',
+    )
     text = text.replace("memory: 4GiB}", "memory: 4GiB, labels: [pci]}")
     run = run_migrations(_scenario(text))
     (m,) = run.migrations
@@ -125,13 +133,23 @@ mobility:
     hosts=st.lists(st.integers(0, 7), min_size=1, max_size=4),
     abort_share=st.floats(0.0, 1.2),
 )
-def test_insularity_of_logs_and_one_running_copy(seed: int, gateways: tuple[int, int], hosts: list[int],
-                                                 abort_share: float) -> None:
-    vms = ", ".join(f"{{name: v{i}, cloud: east, host: {h}, memory: 2GiB, working_set: 256MiB, "
-                    f"dirty_rate: 50MiB/s}}" for i, h in enumerate(hosts))
-    migrations = ", ".join(f"{{vm: v{i}, to: west, abort_at: {abort_share * (1 + i)}s}}" for i in range(len(hosts)))
-    text = (CLOUDS_FOR_LOGS.replace("SEED", str(seed)).replace("GWA", str(gateways[0]))
-            .replace("GWB", str(gateways[1])).replace("VMS", vms).replace("MIGRATIONS", migrations))
+def test_insularity_of_logs_and_one_running_copy(
+    seed: int, gateways: tuple[int, int], hosts: list[int], abort_share: float
+) -> None:
+    vms = ", ".join(
+        f"{{name: v{i}, cloud: east, host: {h}, memory: 2GiB, working_set: 256MiB, dirty_rate: 50MiB/s}}"
+        for i, h in enumerate(hosts)
+    )
+    migrations = ", ".join(
+        f"{{vm: v{i}, to: west, abort_at: {abort_share * (1 + i)}s}}" for i in range(len(hosts))
+    )
+    text = (
+        CLOUDS_FOR_LOGS.replace("SEED", str(seed))
+        .replace("GWA", str(gateways[0]))
+        .replace("GWB", str(gateways[1]))
+        .replace("VMS", vms)
+        .replace("MIGRATIONS", migrations)
+    )
     run = run_migrations(_scenario(text))
     for m in run.migrations:
         assert m["running_copies"] == 1
@@ -161,8 +179,16 @@ def test_forged_token_is_refused() -> None:
 
 def test_migrate_run_cli_json_and_store(tmp_path) -> None:
     db = tmp_path / "runs.duckdb"
-    done = cloudtwin("migrate", "run", "examples/migration.yaml", "--json", "--db", str(db),
-                     "--plot", str(tmp_path / "rounds.png"))
+    done = cloudtwin(
+        "migrate",
+        "run",
+        "examples/migration.yaml",
+        "--json",
+        "--db",
+        str(db),
+        "--plot",
+        str(tmp_path / "rounds.png"),
+    )
     assert done.returncode == 0, done.stderr
     result = json.loads(done.stdout)
     for m in result["migrations"]:

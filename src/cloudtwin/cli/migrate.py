@@ -27,30 +27,55 @@ app = typer.Typer(
 
 _JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 _PLOT = typer.Option(None, "--plot", help="Write a plot of the rounds (PNG) to this file.")
+_PLAN_SCENARIO = typer.Argument(
+    None,
+    help="Plan the migrations of this scenario (each alone on its path) instead of flags.",
+    show_default=False,
+)
+_RUN_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file with mobility.clouds, vms and migrations.", show_default=False
+)
+_OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+_DB_OPTION = typer.Option(None, "--db", help=f"Store the run in this DuckDB file (e.g. {DEFAULT_DB}).")
 _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set mobility.wan.bandwidth=1Gbps.")
 
 
 @app.command("plan")
 def plan(
-    scenario: Path | None = typer.Argument(
-        None, help="Plan the migrations of this scenario (each alone on its path) instead of flags.",
-        show_default=False,
-    ),
+    scenario: Path | None = _PLAN_SCENARIO,
     memory: str | None = typer.Option(None, "--memory", help="VM memory, e.g. 4GiB."),
-    dirty_rate: str = typer.Option("0", "--dirty-rate", help="Rate at which the VM dirties pages, e.g. 50MiB/s."),
-    working_set: str = typer.Option("0", "--working-set", help="Writable working set (pages it keeps dirtying)."),
-    resident: str | None = typer.Option(None, "--resident", help="Memory holding data (default: all); the rest is zero pages."),
+    dirty_rate: str = typer.Option(
+        "0", "--dirty-rate", help="Rate at which the VM dirties pages, e.g. 50MiB/s."
+    ),
+    working_set: str = typer.Option(
+        "0", "--working-set", help="Writable working set (pages it keeps dirtying)."
+    ),
+    resident: str | None = typer.Option(
+        None, "--resident", help="Memory holding data (default: all); the rest is zero pages."
+    ),
     bandwidth: str = typer.Option("10Gbps", "--bandwidth", help="Bandwidth of the path."),
-    downtime_limit: str = typer.Option("300ms", "--downtime-limit", help="Longest pause allowed (QEMU: 300ms)."),
-    final_bandwidth: str | None = typer.Option(None, "--final-bandwidth", help="Bandwidth of the stop-and-copy (default: the path's)."),
-    max_bandwidth: str | None = typer.Option(None, "--max-bandwidth", help="Cap on the live rounds (QEMU's max-bandwidth)."),
-    auto_converge: bool = typer.Option(False, "--auto-converge", help="Throttle the vCPUs while dirtying outpaces sending."),
+    downtime_limit: str = typer.Option(
+        "300ms", "--downtime-limit", help="Longest pause allowed (QEMU: 300ms)."
+    ),
+    final_bandwidth: str | None = typer.Option(
+        None, "--final-bandwidth", help="Bandwidth of the stop-and-copy (default: the path's)."
+    ),
+    max_bandwidth: str | None = typer.Option(
+        None, "--max-bandwidth", help="Cap on the live rounds (QEMU's max-bandwidth)."
+    ),
+    auto_converge: bool = typer.Option(
+        False, "--auto-converge", help="Throttle the vCPUs while dirtying outpaces sending."
+    ),
     postcopy: bool = typer.Option(False, "--postcopy", help="Switch to post-copy after the first round."),
     xbzrle: bool = typer.Option(False, "--xbzrle", help="XBZRLE-compress re-sent pages."),
     multifd: int = typer.Option(1, "--multifd", help="Number of migration streams."),
-    policy: str = typer.Option("abort", "--policy", help="When it does not converge: abort, raise-downtime, auto-converge, postcopy."),
+    policy: str = typer.Option(
+        "abort", "--policy", help="When it does not converge: abort, raise-downtime, auto-converge, postcopy."
+    ),
     storage: str = typer.Option("shared", "--storage", help="shared, block or remote-then-local."),
-    disk: str = typer.Option("0", "--disk", help="Disk size (copied with --storage block or remote-then-local)."),
+    disk: str = typer.Option(
+        "0", "--disk", help="Disk size (copied with --storage block or remote-then-local)."
+    ),
     disk_dirty_rate: str = typer.Option("0", "--disk-dirty-rate", help="Rate of disk writes."),
     overrides: list[str] | None = _SET,
     as_json: bool = _JSON,
@@ -61,7 +86,8 @@ def plan(
     From flags alone (a constant bandwidth and dirty rate), or for each migration of a
     SCENARIO on its path with no other traffic.
 
-    Example:  cloudtwin migrate plan --memory 4GiB --dirty-rate 50MiB/s --working-set 1GiB --bandwidth 1Gbps --json
+    Example:  cloudtwin migrate plan --memory 4GiB --dirty-rate 50MiB/s --working-set 1GiB
+    --bandwidth 1Gbps --json
     """
     from cloudtwin.mobility.plan import plan_request, plan_scenario
 
@@ -78,11 +104,22 @@ def plan(
     if memory is None:
         raise MobilityError("memory: give the VM's memory (or a scenario)")
     fields: dict[str, Any] = {
-        "memory": memory, "dirty_rate": dirty_rate, "working_set": working_set, "resident": resident,
-        "bandwidth": bandwidth, "downtime_limit": downtime_limit, "final_bandwidth": final_bandwidth,
-        "max_bandwidth": max_bandwidth, "auto_converge": auto_converge, "postcopy": postcopy,
-        "xbzrle": xbzrle, "multifd_channels": multifd, "policy": policy, "storage": storage,
-        "disk": disk, "disk_dirty_rate": disk_dirty_rate,
+        "memory": memory,
+        "dirty_rate": dirty_rate,
+        "working_set": working_set,
+        "resident": resident,
+        "bandwidth": bandwidth,
+        "downtime_limit": downtime_limit,
+        "final_bandwidth": final_bandwidth,
+        "max_bandwidth": max_bandwidth,
+        "auto_converge": auto_converge,
+        "postcopy": postcopy,
+        "xbzrle": xbzrle,
+        "multifd_channels": multifd,
+        "policy": policy,
+        "storage": storage,
+        "disk": disk,
+        "disk_dirty_rate": disk_dirty_rate,
     }
     result = plan_request(_request(fields)).to_dict()
     if as_json:
@@ -112,8 +149,12 @@ def _table(title: str, documents: list[dict[str, Any]]) -> Table:
     for doc in documents:
         notes = "; ".join(doc["actions"] + ([doc["reason"]] if doc["reason"] else []))
         table.add_row(
-            str(doc["vm"]), "yes" if doc["converged"] else "no", str(doc["rounds"]),
-            f"{doc['total_time_s']:.3f}", f"{doc['downtime_s'] * 1e3:.1f}", f"{doc['bytes'] / 1e9:.3f}",
+            str(doc["vm"]),
+            "yes" if doc["converged"] else "no",
+            str(doc["rounds"]),
+            f"{doc['total_time_s']:.3f}",
+            f"{doc['downtime_s'] * 1e3:.1f}",
+            f"{doc['bytes'] / 1e9:.3f}",
             notes or "-",
         )
     return table
@@ -129,12 +170,12 @@ def _plot(path: Path, documents: list[dict[str, Any]]) -> None:
 
 @app.command("run")
 def run(
-    scenario: Path = typer.Argument(..., help="Scenario YAML file with mobility.clouds, vms and migrations.", show_default=False),
+    scenario: Path = _RUN_SCENARIO,
     overrides: list[str] | None = _SET,
     as_json: bool = _JSON,
     plot: Path | None = _PLOT,
-    out: Path | None = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file."),
-    db: Path | None = typer.Option(None, "--db", help=f"Store the run in this DuckDB file (e.g. {DEFAULT_DB})."),
+    out: Path | None = _OUT,
+    db: Path | None = _DB_OPTION,
 ) -> None:
     """Run a scenario's migrations on the engine, sharing the path with its tenant traffic.
 
@@ -164,7 +205,9 @@ def run(
         stdout.print(_table(f"migrations of {loaded.name}", document["migrations"]))
         tenants = document["tenants"]
         if tenants["flows"]:
-            stdout.print(f"tenant traffic: {tenants['flows']} flows done at {tenants['completion_s']:.3f} s "
-                         f"({tenants['completion_without_migrations_s']:.3f} s without the migrations)")
+            stdout.print(
+                f"tenant traffic: {tenants['flows']} flows done at {tenants['completion_s']:.3f} s "
+                f"({tenants['completion_without_migrations_s']:.3f} s without the migrations)"
+            )
     if plot:
         _plot(plot, document["migrations"])

@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 from cryptography.exceptions import InvalidSignature
@@ -41,7 +41,7 @@ class ConsentError(MobilityError):
     """A side refused, or could not prove who it is: the migration does not start."""
 
 
-class Phase(str, Enum):
+class Phase(StrEnum):
     """Where a migration transaction stands."""
 
     REQUESTED = "requested"
@@ -60,14 +60,24 @@ class Token:
     signature: bytes
 
     @staticmethod
-    def issue(key: Ed25519PrivateKey, issuer: str, audience: str, purpose: str, migration: str,
-              now_s: float) -> Token:
-        claims = json.dumps({"iss": issuer, "aud": audience, "purpose": purpose, "migration": migration,
-                             "exp": now_s + TOKEN_LIFETIME_S}, sort_keys=True)
+    def issue(
+        key: Ed25519PrivateKey, issuer: str, audience: str, purpose: str, migration: str, now_s: float
+    ) -> Token:
+        claims = json.dumps(
+            {
+                "iss": issuer,
+                "aud": audience,
+                "purpose": purpose,
+                "migration": migration,
+                "exp": now_s + TOKEN_LIFETIME_S,
+            },
+            sort_keys=True,
+        )
         return Token(claims, key.sign(claims.encode()))
 
-    def verify(self, public: Ed25519PublicKey, issuer: str, audience: str, purpose: str, migration: str,
-               now_s: float) -> None:
+    def verify(
+        self, public: Ed25519PublicKey, issuer: str, audience: str, purpose: str, migration: str, now_s: float
+    ) -> None:
         """Raise ConsentError unless the token is signed by `issuer` for this audience, purpose, migration."""
         try:
             public.verify(self.signature, self.claims.encode())
@@ -143,8 +153,15 @@ class Cloud:
 
     # -- destination side --------------------------------------------------------------
 
-    def admit(self, profile: VmProfile, source: str, source_token: Token, source_key: Ed25519PublicKey,
-              migration: str, now_s: float) -> Ticket:
+    def admit(
+        self,
+        profile: VmProfile,
+        source: str,
+        source_token: Token,
+        source_key: Ed25519PublicKey,
+        migration: str,
+        now_s: float,
+    ) -> Ticket:
         """Check the source and the policy, pick a host, reserve it; an opaque ticket back."""
         source_token.verify(source_key, source, self.name, "migrate-request", migration, now_s)
         reason = self._refusal(profile)
@@ -154,13 +171,27 @@ class Cloud:
         host = self._pick_host(profile.memory_bytes)
         if host is None:
             self.record(now_s, "admission-refused", migration=migration, source=source, reason="no capacity")
-            raise ConsentError(f"{self.name}: admission refused: no host has {profile.memory_bytes} bytes free")
+            raise ConsentError(
+                f"{self.name}: admission refused: no host has {profile.memory_bytes} bytes free"
+            )
         self._counter += 1
-        ticket_id = hashlib.sha256(f"{self.name}/{self.seed}/{migration}/{self._counter}".encode()).hexdigest()[:16]
+        ticket_id = hashlib.sha256(
+            f"{self.name}/{self.seed}/{migration}/{self._counter}".encode()
+        ).hexdigest()[:16]
         self.reserved[ticket_id] = (profile.name, host, profile.memory_bytes)
         self.used_memory[host] = self.used_memory.get(host, 0) + profile.memory_bytes
-        self.record(now_s, "admitted", migration=migration, source=source, ticket=ticket_id, host=host,
-                    underlay=self.underlay[host], vm=profile.name, mac=profile.mac, ip=profile.ip)
+        self.record(
+            now_s,
+            "admitted",
+            migration=migration,
+            source=source,
+            ticket=ticket_id,
+            host=host,
+            underlay=self.underlay[host],
+            vm=profile.name,
+            mac=profile.mac,
+            ip=profile.ip,
+        )
         token = Token.issue(self.key, self.name, source, "migrate-admit", migration, now_s)
         return Ticket(ticket_id, token)
 
@@ -214,14 +245,25 @@ class Transaction:
         source, destination = self.source, self.destination
         if self.vm not in source.running:
             raise ConsentError(f"{source.name}: VM {self.vm!r} does not run here")
-        token = Token.issue(source.key, source.name, destination.name, "migrate-request", self.migration, now_s)
-        source.record(now_s, "migration-requested", migration=self.migration, vm=self.vm,
-                      host=source.running[self.vm], underlay=source.underlay[source.running[self.vm]],
-                      destination=destination.name)
+        token = Token.issue(
+            source.key, source.name, destination.name, "migrate-request", self.migration, now_s
+        )
+        source.record(
+            now_s,
+            "migration-requested",
+            migration=self.migration,
+            vm=self.vm,
+            host=source.running[self.vm],
+            underlay=source.underlay[source.running[self.vm]],
+            destination=destination.name,
+        )
         try:
-            ticket = destination.admit(self.profile, source.name, token, source.public_key, self.migration, now_s)
-            ticket.token.verify(destination.public_key, destination.name, source.name, "migrate-admit",
-                                self.migration, now_s)
+            ticket = destination.admit(
+                self.profile, source.name, token, source.public_key, self.migration, now_s
+            )
+            ticket.token.verify(
+                destination.public_key, destination.name, source.name, "migrate-admit", self.migration, now_s
+            )
         except ConsentError as err:
             self.phase = Phase.ABORTED
             source.record(now_s, "migration-refused", migration=self.migration, vm=self.vm, reason=str(err))
@@ -249,7 +291,9 @@ class Transaction:
         self.destination.activate(self._ticket_id, now_s)
         host = self.source.running.pop(self.vm)
         self.source.used_memory[host] -= self.profile.memory_bytes
-        self.source.record(now_s, "vm-handed-over", migration=self.migration, vm=self.vm, destination=self.destination.name)
+        self.source.record(
+            now_s, "vm-handed-over", migration=self.migration, vm=self.vm, destination=self.destination.name
+        )
         self.phase = Phase.COMMITTED
         self.paused = False
 

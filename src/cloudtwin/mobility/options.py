@@ -101,19 +101,27 @@ class MigrationOptions:
         for name, value in positive.items():
             if not value > 0:
                 raise MobilityError(f"{name}: must be positive, got {value}")
-        for name, value in (("max_bandwidth", self.max_bandwidth_bps), ("final_bandwidth", self.final_bandwidth_bps)):
-            if value is not None and not value > 0:
-                raise MobilityError(f"{name}: must be positive, got {value}")
+        optional: tuple[tuple[str, float | None], ...] = (
+            ("max_bandwidth", self.max_bandwidth_bps),
+            ("final_bandwidth", self.final_bandwidth_bps),
+        )
+        for name, maybe in optional:
+            if maybe is not None and not maybe > 0:
+                raise MobilityError(f"{name}: must be positive, got {maybe}")
         if self.max_rounds < 1 or self.stall_rounds < 1 or self.multifd_channels < 1:
             raise MobilityError("max_rounds, stall_rounds and multifd_channels: must be at least 1")
         if self.max_downtime_s < self.downtime_limit_s:
             raise MobilityError(
-                f"max_downtime: {self.max_downtime_s} s is below the downtime limit ({self.downtime_limit_s} s)"
+                f"max_downtime: {self.max_downtime_s} s is below the downtime limit "
+                f"({self.downtime_limit_s} s)"
             )
         if not 0 < self.xbzrle_ratio <= 1:
             raise MobilityError(f"xbzrle_ratio: must lie in (0, 1], got {self.xbzrle_ratio}")
-        for name, value in (("resume", self.resume_s), ("overlay_update", self.overlay_update_s),
-                            ("rtt", self.rtt_s)):
+        for name, value in (
+            ("resume", self.resume_s),
+            ("overlay_update", self.overlay_update_s),
+            ("rtt", self.rtt_s),
+        ):
             if value < 0:
                 raise MobilityError(f"{name}: must not be negative, got {value}")
 

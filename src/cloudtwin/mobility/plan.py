@@ -16,16 +16,17 @@ __all__ = ["ScenarioPlan", "memory_of", "options_of", "plan_request", "plan_scen
 
 def memory_of(vm: VmSpec | PlanRequest) -> VmMemory:
     """The memory model of a VM (or of a flags-only request)."""
-    is_vm = isinstance(vm, VmSpec)
+    if isinstance(vm, PlanRequest):
+        return VmMemory(vm.memory, vm.working_set, vm.dirty_rate, vm.resident)
     return VmMemory(
         memory_bytes=vm.memory,
         working_set_bytes=vm.working_set,
         dirty_rate_bps=vm.dirty_rate,
         resident_bytes=vm.resident,
-        cold_set_bytes=vm.cold_set if is_vm else 0,
-        cold_rate_bps=vm.cold_rate if is_vm else 0.0,
-        trace_rate_bps=vm.trace if is_vm else (),
-        trace_interval_s=vm.trace_interval if is_vm else 1.0,
+        cold_set_bytes=vm.cold_set,
+        cold_rate_bps=vm.cold_rate,
+        trace_rate_bps=vm.trace,
+        trace_interval_s=vm.trace_interval,
     )
 
 

@@ -7,8 +7,12 @@ from typing import Any
 __all__ = ["rounds_figure"]
 
 _COLOURS = {
-    "disk": "tab:brown", "bulk": "tab:blue", "live": "tab:cyan", "stop-and-copy": "tab:red",
-    "postcopy": "tab:purple", "disk-background": "tab:olive",
+    "disk": "tab:brown",
+    "bulk": "tab:blue",
+    "live": "tab:cyan",
+    "stop-and-copy": "tab:red",
+    "postcopy": "tab:purple",
+    "disk-background": "tab:olive",
 }
 
 
@@ -27,11 +31,22 @@ def rounds_figure(documents: list[dict[str, Any]]) -> Any:
             width = max(entry["end_s"] - entry["start_s"], 1e-9)
             label = entry["phase"] if entry["phase"] not in seen else None
             seen.add(entry["phase"])
-            axis.bar(entry["start_s"], entry["bytes"] / 1e6, width=width, align="edge",
-                     color=_COLOURS.get(entry["phase"], "grey"), edgecolor="black", linewidth=0.3, label=label)
+            axis.bar(
+                entry["start_s"],
+                entry["bytes"] / 1e6,
+                width=width,
+                align="edge",
+                color=_COLOURS.get(entry["phase"], "grey"),
+                edgecolor="black",
+                linewidth=0.3,
+                label=label,
+            )
         status = "converged" if doc["converged"] else "did not converge"
-        axis.set_title(f"{doc.get('vm', 'vm')}: {status}, {doc['total_time_s']:.2f} s, "
-                       f"downtime {doc['downtime_s'] * 1e3:.0f} ms", fontsize=9)
+        axis.set_title(
+            f"{doc.get('vm', 'vm')}: {status}, {doc['total_time_s']:.2f} s, "
+            f"downtime {doc['downtime_s'] * 1e3:.0f} ms",
+            fontsize=9,
+        )
         axis.set_ylabel("MB sent")
         axis.legend(fontsize=7, loc="upper right")
     axes[-1, 0].set_xlabel("time since the migration started (s)")

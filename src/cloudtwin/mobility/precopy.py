@@ -239,12 +239,17 @@ class Migration:
             self.actions.append("post-copy after the first round")
             self._switch_to_postcopy(dirty)
             return
-        elapsed = end_s - self.start_s
-        if self.stalled >= self.options.stall_rounds or self.rounds >= self.options.max_rounds \
-                or elapsed >= self.options.timeout_s:
-            if not self._apply_policy(end_s):
-                return
+        if self._stuck(end_s) and not self._apply_policy(end_s):
+            return
         self.pending = Transfer("live", self.rounds, self._wire(dirty), self.options.live_cap_bps())
+
+    def _stuck(self, now_s: float) -> bool:
+        """No convergence yet: the dirty set stopped shrinking, or the round limit or timeout hit."""
+        return (
+            self.stalled >= self.options.stall_rounds
+            or self.rounds >= self.options.max_rounds
+            or now_s - self.start_s >= self.options.timeout_s
+        )
 
     def _wire(self, dirty_bytes: float) -> float:
         """Bytes on the wire to re-send `dirty_bytes` of pages."""
@@ -263,7 +268,11 @@ class Migration:
         if self.high_periods < 2:
             return
         self.high_periods = 0
-        step = self.options.throttle_initial if self.throttle == 0 else self.throttle + self.options.throttle_increment
+        step = (
+            self.options.throttle_initial
+            if self.throttle == 0
+            else self.throttle + self.options.throttle_increment
+        )
         self.throttle = min(self.options.throttle_max, step)
         self.actions.append(f"throttle {self.throttle:.0%} after round {self.rounds}")
 
@@ -281,7 +290,9 @@ class Migration:
             return False
         if policy == "raise-downtime" and self.limit_s < self.options.max_downtime_s:
             self.limit_s = min(self.options.max_downtime_s, self.limit_s + self.options.downtime_step_s)
-            self.actions.append(f"downtime limit raised to {self.limit_s * 1000:.0f} ms after round {self.rounds}")
+            self.actions.append(
+                f"downtime limit raised to {self.limit_s * 1000:.0f} ms after round {self.rounds}"
+            )
             return True
         if policy == "auto-converge" and self.throttle < self.options.throttle_max:
             if not self.auto_converge:
@@ -302,8 +313,9 @@ class Migration:
     def _switch_to_postcopy(self, dirty: float) -> None:
         self.switched = True
         self.postcopy_bytes = dirty
-        self.pending = Transfer("stop-and-copy", self.rounds, float(self.options.device_state_bytes),
-                                self.options.final_cap_bps())
+        self.pending = Transfer(
+            "stop-and-copy", self.rounds, float(self.options.device_state_bytes), self.options.final_cap_bps()
+        )
 
     def _after_stop(self, transfer: Transfer, duration: float, end_s: float) -> None:
         self.stop_copy_s = duration
@@ -311,8 +323,9 @@ class Migration:
         resumed = end_s + self.resume_s
         self.began_s = resumed
         if self.switched:
-            self.pending = Transfer("postcopy", self.rounds + 1, self.postcopy_bytes * WIRE_FACTOR,
-                                    self.options.final_cap_bps())
+            self.pending = Transfer(
+                "postcopy", self.rounds + 1, self.postcopy_bytes * WIRE_FACTOR, self.options.final_cap_bps()
+            )
             return
         self._finish_or_background(resumed)
 
@@ -328,8 +341,9 @@ class Migration:
 
     def _finish_or_background(self, now_s: float) -> None:
         if self.options.storage == "remote-then-local" and self.disk_bytes:
-            self.pending = Transfer("disk-background", self.rounds, float(self.disk_bytes),
-                                    self.options.live_cap_bps())
+            self.pending = Transfer(
+                "disk-background", self.rounds, float(self.disk_bytes), self.options.live_cap_bps()
+            )
             return
         self.outcome = "completed"
         self.pending = None
@@ -341,15 +355,17 @@ class Migration:
         self.end_s = end_s
 
     def _record(self, transfer: Transfer, start_s: float, end_s: float) -> None:
-        self.timeline.append({
-            "phase": transfer.phase,
-            "round": transfer.round,
-            "start_s": start_s - self.start_s,
-            "end_s": end_s - self.start_s,
-            "bytes": transfer.wire_bytes,
-            "throttle": self.throttle,
-            "downtime_limit_s": self.limit_s,
-        })
+        self.timeline.append(
+            {
+                "phase": transfer.phase,
+                "round": transfer.round,
+                "start_s": start_s - self.start_s,
+                "end_s": end_s - self.start_s,
+                "bytes": transfer.wire_bytes,
+                "throttle": self.throttle,
+                "downtime_limit_s": self.limit_s,
+            }
+        )
 
 
 def plan_migration(
@@ -367,7 +383,9 @@ def plan_migration(
     (True, 1)
     """
     migration = Migration(memory, options, 0.0, disk_bytes, disk_dirty_rate_bps)
-    final_bps = options.final_bandwidth_bps if options.final_bandwidth_bps is not None else options.bandwidth_bps
+    final_bps = (
+        options.final_bandwidth_bps if options.final_bandwidth_bps is not None else options.bandwidth_bps
+    )
     final_bps = min(final_bps, options.stream_cap_bps)
     now = 0.0
     while (transfer := migration.next()) is not None:

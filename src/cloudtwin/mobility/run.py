@@ -15,6 +15,7 @@ holds its own side.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -106,7 +107,9 @@ class _Runner:
         self.base_links = base.size
         self.wan = _wan_links(self.mobility, base.size)
         self.sink = base.size + len(self.wan)
-        self.capacity = np.concatenate((base, np.full(len(self.wan), self.mobility.wan.bandwidth), [SINK_BPS]))
+        self.capacity = np.concatenate(
+            (base, np.full(len(self.wan), self.mobility.wan.bandwidth), [SINK_BPS])
+        )
         self.nic_bps = scenario_nic_bps(scenario)
         self.live: list[_Live] = []
         self.owner: dict[int, _Live] = {}
@@ -121,18 +124,23 @@ class _Runner:
         sim = Simulation(self.capacity, on_finish=self._finished)
         self.sim = sim
         if self.tenants:
-            sim.add_flows(self.tenants["paths"], self.tenants["size"], self.tenants["start"],
-                          self.tenants["cap"], latency_s=self.tenants["latency"])
+            sim.add_flows(
+                self.tenants["paths"],
+                self.tenants["size"],
+                self.tenants["start"],
+                self.tenants["cap"],
+                latency_s=self.tenants["latency"],
+            )
         timers = self._faults(sim)
         for index, job in enumerate(self.mobility.migrations):
             self._admit(index, job)
             if job.abort_at is not None:
                 timers.append((job.abort_at, "abort", index))
         for at, kind, index in sorted(timers, key=lambda t: (t[0], t[1], t[2])):
-            try:
+            with contextlib.suppress(
+                EngineError
+            ):  # all flows in flight stalled: none moves till the timer acts
                 sim.run(until=at)
-            except EngineError:
-                pass  # every flow in flight is stalled: nothing moves until this timer acts
 
             if kind == "abort":
                 self._abort(self.live_by_index(index), at, "consent withdrawn")
@@ -141,7 +149,9 @@ class _Runner:
         try:
             result = sim.run()
         except EngineError as err:
-            raise ScenarioError(f"faults: some flows can never finish ({err}); give the fault an until") from err
+            raise ScenarioError(
+                f"faults: some flows can never finish ({err}); give the fault an until"
+            ) from err
         return self._outcome(result.events, result.finish_s)
 
     def live_by_index(self, index: int) -> _Live | None:
@@ -150,7 +160,9 @@ class _Runner:
     def _admit(self, index: int, job: MigrationJob) -> None:
         vm = self.vms[job.vm]
         source, destination = self.clouds[vm.cloud], self.clouds[job.to]
-        profile = VmProfile(vm.name, vm.memory, vm.vcpus, vm.labels, vm.mac or _mac(vm.name), vm.ip or _ip(index))
+        profile = VmProfile(
+            vm.name, vm.memory, vm.vcpus, vm.labels, vm.mac or _mac(vm.name), vm.ip or _ip(index)
+        )
         transaction = Transaction(f"m{index}", vm.name, source, destination, profile)
         path_bps = min(self.nic_bps, self.mobility.wan.bandwidth)
         options = options_of(job, path_bps, 2 * self.mobility.wan.latency)
@@ -160,7 +172,9 @@ class _Runner:
             transaction.request(job.start)
         except ConsentError as err:
             migration.abort(job.start, f"refused: {err}")
-            self.live.append(_Live(index, job, vm, migration, transaction, np.empty(0, np.int64), alone=alone.to_dict()))
+            self.live.append(
+                _Live(index, job, vm, migration, transaction, np.empty(0, np.int64), alone=alone.to_dict())
+            )
             return
         host = destination.host_of_ticket(transaction.ticket.ticket_id)  # type: ignore[union-attr]
         dst_host = int(host.rsplit("-h", 1)[1])
@@ -170,7 +184,9 @@ class _Runner:
         transaction.start_transfer(job.start)
         self._launch(live)
 
-    def _path(self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray) -> np.ndarray:
+    def _path(
+        self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray
+    ) -> np.ndarray:
         """Links of host -> source gateway -> WAN -> destination gateway -> host (empty if unroutable)."""
         gw_a = _cloud_spec(self.mobility, src_cloud).gateway_host
         gw_b = _cloud_spec(self.mobility, dst_cloud).gateway_host
@@ -200,10 +216,19 @@ class _Runner:
         from cloudtwin.workloads import qp_flows
 
         topology = self.topology
-        view = topology if not down[: topology.link_count].any() else surviving_topology(
-            topology, ~down[: topology.link_count])
-        table = qp_flows(topology, topology.host_nics[[a], 0], topology.host_nics[[b], 0], np.array([1.0]), 1,
-                         np.random.default_rng([self.scenario.seed, a, b]))
+        view = (
+            topology
+            if not down[: topology.link_count].any()
+            else surviving_topology(topology, ~down[: topology.link_count])
+        )
+        table = qp_flows(
+            topology,
+            topology.host_nics[[a], 0],
+            topology.host_nics[[b], 0],
+            np.array([1.0]),
+            1,
+            np.random.default_rng([self.scenario.seed, a, b]),
+        )
         try:
             paths = route_flows(self.scenario, view, table, load_strategy(self.scenario.routing.strategy))
         except Exception:  # no route on the surviving fabric
@@ -230,8 +255,15 @@ class _Runner:
         paths = Paths(np.array([0, path.size], dtype=np.int64), path)
         cap = min(transfer.rate_cap_bps, self.nic_bps)
         latency = float(self.mobility.wan.latency) if live.path.size else 0.0
-        flow = int(self.sim.add_flows(paths, np.array([transfer.wire_bytes]), np.array([migration.began_s]),
-                                      np.array([cap]), latency_s=np.array([latency]))[0])
+        flow = int(
+            self.sim.add_flows(
+                paths,
+                np.array([transfer.wire_bytes]),
+                np.array([migration.began_s]),
+                np.array([cap]),
+                latency_s=np.array([latency]),
+            )[0]
+        )
         live.flow, live.transfer = flow, transfer
         self.owner[flow] = live
         if not live.path.size:
@@ -260,9 +292,17 @@ class _Runner:
         """Identity kept: the overlay re-points the VM's MAC/IP to the destination gateway."""
         at = now_s + live.migration.options.overlay_update_s
         profile = live.transaction.profile
-        live.transaction.destination.record(at, "endpoint-repointed", vm=profile.name, mac=profile.mac, ip=profile.ip)
-        live.transaction.source.record(at, "endpoint-moved-away", vm=profile.name, mac=profile.mac, ip=profile.ip,
-                                       destination=live.transaction.destination.name)
+        live.transaction.destination.record(
+            at, "endpoint-repointed", vm=profile.name, mac=profile.mac, ip=profile.ip
+        )
+        live.transaction.source.record(
+            at,
+            "endpoint-moved-away",
+            vm=profile.name,
+            mac=profile.mac,
+            ip=profile.ip,
+            destination=live.transaction.destination.name,
+        )
 
     def _settle(self, live: _Live) -> None:
         migration, transaction = live.migration, live.transaction
@@ -278,8 +318,13 @@ class _Runner:
         live.migration.abort(now_s, reason)
         if live.flow >= 0:
             self.owner.pop(live.flow, None)
-            self.sim.apply(Change(now_s, flows=np.array([live.flow]),
-                                  paths=Paths(np.array([0, 1], dtype=np.int64), np.array([self.sink]))))
+            self.sim.apply(
+                Change(
+                    now_s,
+                    flows=np.array([live.flow]),
+                    paths=Paths(np.array([0, 1], dtype=np.int64), np.array([self.sink])),
+                )
+            )
         self._settle(live)
 
     # -- faults ------------------------------------------------------------------------
@@ -293,8 +338,13 @@ class _Runner:
 
         self.states = expand_faults(self.scenario.faults, self.topology, self.scenario.seed)
         for state in self.states:
-            sim.apply(Change(state.time_s, link_ids=state.changed.astype(np.int64),
-                             capacity_bps=state.capacity_bps[state.changed]))
+            sim.apply(
+                Change(
+                    state.time_s,
+                    link_ids=state.changed.astype(np.int64),
+                    capacity_bps=state.capacity_bps[state.changed],
+                )
+            )
         if self.tenants:
             for change in self.tenants["repairs"]:
                 sim.apply(change)
@@ -313,17 +363,22 @@ class _Runner:
                 continue
             if live.path.size and not down[live.path].any():
                 continue
-            host = live.transaction.destination.host_of_ticket(live.transaction.ticket.ticket_id) \
-                if live.transaction.phase.value in ("transferring", "switching") else None
-            if host is None:
+            ticket = live.transaction.ticket
+            if ticket is None or live.transaction.phase.value not in ("transferring", "switching"):
                 continue
+            host = live.transaction.destination.host_of_ticket(ticket.ticket_id)
             new = self._path(live.vm.host, live.vm.cloud, int(host.rsplit("-h", 1)[1]), live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
                 live.reroutes.append({"time_s": now_s, "event": "stalled: no surviving path"})
                 continue
             live.path = new
-            self.sim.apply(Change(now_s, flows=np.array([live.flow]),
-                                  paths=Paths(np.array([0, new.size], dtype=np.int64), new)))
+            self.sim.apply(
+                Change(
+                    now_s,
+                    flows=np.array([live.flow]),
+                    paths=Paths(np.array([0, new.size], dtype=np.int64), new),
+                )
+            )
             live.reroutes.append({"time_s": now_s, "event": "re-routed", "links": int(new.size)})
 
     # -- results -----------------------------------------------------------------------
@@ -333,19 +388,21 @@ class _Runner:
         for live in sorted(self.live, key=lambda m: m.index):
             result = live.migration.result().to_dict()
             alone = live.alone.get("total_time_s", 0.0)
-            documents.append({
-                "vm": live.vm.name,
-                "from": live.vm.cloud,
-                "to": live.job.to,
-                "start_s": live.job.start,
-                "ticket": live.transaction.ticket.ticket_id if live.transaction.ticket else None,
-                "phase": live.transaction.phase.value,
-                "running_copies": live.transaction.running_copies(),
-                **result,
-                "total_time_alone_s": alone,
-                "slowdown": result["total_time_s"] / alone if alone and result["converged"] else None,
-                "path_events": live.reroutes,
-            })
+            documents.append(
+                {
+                    "vm": live.vm.name,
+                    "from": live.vm.cloud,
+                    "to": live.job.to,
+                    "start_s": live.job.start,
+                    "ticket": live.transaction.ticket.ticket_id if live.transaction.ticket else None,
+                    "phase": live.transaction.phase.value,
+                    "running_copies": live.transaction.running_copies(),
+                    **result,
+                    "total_time_alone_s": alone,
+                    "slowdown": result["total_time_s"] / alone if alone and result["converged"] else None,
+                    "path_events": live.reroutes,
+                }
+            )
         tenants = self.tenants
         count = int(tenants["size"].size) if tenants else 0
         completion = float(np.nanmax(finish[:count])) if count else 0.0
@@ -369,8 +426,12 @@ def _clouds(mobility: Mobility, seed: int) -> dict[str, Cloud]:
     for i, spec in enumerate(mobility.clouds):
         hosts = [f"{spec.name}-h{h}" for h in spec.hosts]
         underlay = {f"{spec.name}-h{h}": f"10.{i}.{h // 256}.{h % 256}" for h in spec.hosts}
-        policy = AdmissionPolicy(spec.admission.max_vms, spec.admission.max_memory, spec.admission.host_memory,
-                                 spec.admission.allowed_labels)
+        policy = AdmissionPolicy(
+            spec.admission.max_vms,
+            spec.admission.max_memory,
+            spec.admission.host_memory,
+            spec.admission.allowed_labels,
+        )
         clouds[spec.name] = Cloud(spec.name, hosts, underlay, policy, seed)
     for vm in mobility.vms:
         clouds[vm.cloud].place(vm.name, f"{vm.cloud}-h{vm.host}", vm.memory)
@@ -416,18 +477,36 @@ def _tenant_traffic(scenario: Scenario, topology: Topology) -> dict[str, Any] | 
         flow = np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
         latency = np.where(bench.latency_mask, flow, 0.0)
     if bench.dependencies is not None:
-        raise MobilityError("workload: migrations run beside perftest traffic (collectives are not wired yet)")
+        raise MobilityError(
+            "workload: migrations run beside perftest traffic (collectives are not wired yet)"
+        )
     repairs: list[Change] = []
     if scenario.faults:
         repairs = _tenant_repairs(scenario, topology, bench, connection_paths, strategy)
-    alone = simulate(paths, bench.capacity_bps, bench.size_bytes, bench.start_s, bench.rate_cap_bps,
-                     latency_s=latency, changes=repairs)
-    return {"capacity": bench.capacity_bps.astype(float), "paths": paths, "size": bench.size_bytes,
-            "start": bench.start_s, "cap": bench.rate_cap_bps, "latency": latency, "repairs": repairs,
-            "alone_s": alone.completion_s}
+    alone = simulate(
+        paths,
+        bench.capacity_bps,
+        bench.size_bytes,
+        bench.start_s,
+        bench.rate_cap_bps,
+        latency_s=latency,
+        changes=repairs,
+    )
+    return {
+        "capacity": bench.capacity_bps.astype(float),
+        "paths": paths,
+        "size": bench.size_bytes,
+        "start": bench.start_s,
+        "cap": bench.rate_cap_bps,
+        "latency": latency,
+        "repairs": repairs,
+        "alone_s": alone.completion_s,
+    }
 
 
-def _tenant_repairs(scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any) -> list[Change]:
+def _tenant_repairs(
+    scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any
+) -> list[Change]:
     from cloudtwin.evaluation.run import route_flows
     from cloudtwin.faults.events import expand_faults
     from cloudtwin.faults.plan import plan_repairs, subset_flows

@@ -128,7 +128,8 @@ class VmSpec(_Model):
     def _fits(self) -> VmSpec:
         if self.working_set + self.cold_set > self.memory:
             raise ValueError(
-                f"working_set: {self.working_set + self.cold_set} bytes is larger than memory ({self.memory} bytes)"
+                f"working_set: {self.working_set + self.cold_set} bytes is larger than memory "
+                f"({self.memory} bytes)"
             )
         if self.resident is not None and self.resident > self.memory:
             raise ValueError(f"resident: {self.resident} bytes is larger than memory ({self.memory} bytes)")
@@ -185,7 +186,9 @@ class PlanRequest(MigrationOptionsSpec):
     @model_validator(mode="after")
     def _fits(self) -> PlanRequest:
         if self.working_set > self.memory:
-            raise ValueError(f"working_set: {self.working_set} bytes is larger than memory ({self.memory} bytes)")
+            raise ValueError(
+                f"working_set: {self.working_set} bytes is larger than memory ({self.memory} bytes)"
+            )
         if self.resident is not None and self.resident > self.memory:
             raise ValueError(f"resident: {self.resident} bytes is larger than memory ({self.memory} bytes)")
         return self
@@ -201,12 +204,18 @@ def check_mobility(mobility: Mobility, host_count: int) -> None:
         clouds[cloud.name] = cloud
         for host in cloud.hosts:
             if not 0 <= host < host_count:
-                raise ValueError(f"mobility.clouds.{i}.hosts: host {host} is outside the fabric (0-{host_count - 1})")
+                raise ValueError(
+                    f"mobility.clouds.{i}.hosts: host {host} is outside the fabric (0-{host_count - 1})"
+                )
             if host in owner:
-                raise ValueError(f"mobility.clouds.{i}.hosts: host {host} already belongs to cloud {owner[host]!r}")
+                raise ValueError(
+                    f"mobility.clouds.{i}.hosts: host {host} already belongs to cloud {owner[host]!r}"
+                )
             owner[host] = cloud.name
         if cloud.gateway_host not in cloud.hosts:
-            raise ValueError(f"mobility.clouds.{i}.gateway: host {cloud.gateway_host} is not one of the cloud's hosts")
+            raise ValueError(
+                f"mobility.clouds.{i}.gateway: host {cloud.gateway_host} is not one of the cloud's hosts"
+            )
     vms: set[str] = set()
     for i, vm in enumerate(mobility.vms):
         if vm.name in vms:
