@@ -13,10 +13,10 @@ from cloudtwin.cli.output import (
     emit_json,
     progress_bar,
     read_scenario,
+    stage_progress,
     stdout,
     write_json,
 )
-from cloudtwin.errors import RoutingError
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
@@ -82,17 +82,18 @@ def run(
 
     Example:  cloudtwin run examples/leaf-spine-perftest.yaml --set routing.strategy=pinning
     """
-    from cloudtwin.evaluation.run import run_scenario
+    from cloudtwin.evaluation import usecases
 
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
-        summary = run_scenario(loaded, strategy, progress).summary
-    document = summary.to_json()
+        result = usecases.run(loaded, strategy, progress)
+    document = result.to_json()
     if out is not None:
         write_json(out, document)
     if as_json:
         emit_json(document)
         return
+    summary = result.summary
     stdout.print(_table(f"{summary.scenario} ({summary.strategy})", [summary]))
 
 
@@ -114,27 +115,17 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
-    from cloudtwin.evaluation.run import run_scenario
-    from cloudtwin.routing.strategy import strategy_names
+    from cloudtwin.evaluation import usecases
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()]
-    if not names:
-        raise RoutingError(f"--strategies: no strategy named (built-in: {', '.join(strategy_names())})")
+    names = usecases.parse_strategies(strategies)
     loaded = read_scenario(scenario, overrides)
-    results: list[RunSummary] = []
-    for name in names:
-        with progress_bar(f"{loaded.name}: {name}", not as_json) as progress:
-            results.append(run_scenario(loaded, name, progress).summary)
-    base = results[0].aggregate_gbps
-    ratios = {r.strategy: (r.aggregate_gbps / base if base > 0 else float("nan")) for r in results}
-    document = {
-        "scenario": loaded.name,
-        "results": {r.strategy: r.to_json() for r in results},
-        "ratios": ratios,
-    }
+    with stage_progress(loaded.name, not as_json) as progress:
+        comparison = usecases.compare(loaded, names, progress)
+    document = comparison.to_json()
     if out is not None:
         write_json(out, document)
     if as_json:
         emit_json(document)
         return
-    stdout.print(_table(f"{loaded.name}: routing strategies compared", results, ratios))
+    title = f"{loaded.name}: routing strategies compared"
+    stdout.print(_table(title, list(comparison.summaries), comparison.ratios))

@@ -1,4 +1,4 @@
-"""Turning YAML text and `--set key=value` overrides into a validated Scenario.
+"""Turning YAML text and `key=value` overrides into a validated Scenario.
 
 Errors come out as one ScenarioError line that names the source, the key (and the
 line in the file when it is known) and the reason.
@@ -52,11 +52,11 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ScenarioError(f"--set {item!r}: expected key=value, e.g. fabric.leaves=8")
+            raise ScenarioError(f"override {item!r}: expected key=value, e.g. fabric.leaves=8")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as err:
-            raise ScenarioError(f"--set {key}: value {raw!r} is not a YAML scalar") from err
+            raise ScenarioError(f"{key}: override value {raw!r} is not a YAML scalar") from err
         _set_path(result, key.split("."), value, key)
     return result
 
@@ -80,7 +80,7 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
             target[part] = {}
         target = target[part]
         if not isinstance(target, dict | list):
-            raise ScenarioError(f"--set {key}: {here} is a value, not a section")
+            raise ScenarioError(f"{key}: {here} is a value, not a section")
     last = parts[-1]
     if isinstance(target, list):
         target[_index(last, target, key)] = value
@@ -90,7 +90,7 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
 
 def _index(part: str, items: list[Any], key: str) -> int:
     if not part.isdigit() or int(part) >= len(items):
-        raise ScenarioError(f"--set {key}: {part!r} is not an index of a {len(items)}-item list")
+        raise ScenarioError(f"{key}: {part!r} is not an index of a {len(items)}-item list")
     return int(part)
 
 
