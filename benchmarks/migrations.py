@@ -63,7 +63,7 @@ def main() -> None:
     args = parser.parse_args()
     import yaml
 
-    from cloudtwin.mobility.run import run_migrations
+    from cloudtwin.twin.migration import run_migrations
     from cloudtwin.scenario import Scenario
 
     begin = time.perf_counter()

@@ -8,7 +8,7 @@ size follows from that. Faults from the scenario take links down and up; the ten
 flows are repaired by their strategy's reaction model, a migration's stream is moved
 to a surviving path after the converged repair delay (or stalls while there is none).
 
-Admission and consent go through the insularity protocol (`insularity.py`): the
+Admission and consent go through the insularity protocol (`mobility/insularity.py`): the
 destination cloud picks the host; the source knows the ticket only. Each cloud's log
 holds its own side.
 """
@@ -29,7 +29,8 @@ from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.topology.paths import Paths, surviving_topology
+from cloudtwin.flows import Paths
+from cloudtwin.topology.paths import surviving_topology
 from cloudtwin.topology.topology import Topology
 
 __all__ = ["MigrationRun", "run_migrations"]
@@ -211,8 +212,8 @@ class _Runner:
         return links
 
     def _route(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
-        from cloudtwin.evaluation.run import route_flows
         from cloudtwin.routing import load_strategy
+        from cloudtwin.twin.routing import route_flows
         from cloudtwin.workloads import qp_flows
 
         topology = self.topology
@@ -333,8 +334,9 @@ class _Runner:
         if not self.scenario.faults:
             return []
         from cloudtwin.faults.events import expand_faults
-        from cloudtwin.faults.reaction import phases_for, reaction_of
+        from cloudtwin.faults.reaction import phases_for
         from cloudtwin.routing import load_strategy
+        from cloudtwin.routing.facts import reaction_of
 
         self.states = expand_faults(self.scenario.faults, self.topology, self.scenario.seed)
         for state in self.states:
@@ -461,21 +463,16 @@ def _tenant_traffic(scenario: Scenario, topology: Topology) -> dict[str, Any] | 
     if not ({"workload", "workloads"} & scenario.model_fields_set):
         return None
     from cloudtwin.engine import simulate
-    from cloudtwin.evaluation.jobs import build_workbench
-    from cloudtwin.evaluation.run import route_flows
     from cloudtwin.routing import load_strategy
+    from cloudtwin.twin.jobs import build_workbench
+    from cloudtwin.twin.routing import route_flows
 
     bench = build_workbench(scenario, topology)
     strategy = load_strategy(scenario.routing.strategy)
     connection_paths = route_flows(scenario, topology, bench.connections, strategy)
     paths = bench.engine_paths(connection_paths)
-    latency = np.zeros(paths.flow_count)
-    if bench.latency_mask.any():
-        per_link = np.zeros(bench.capacity_bps.size)
-        per_link[: topology.link_count] = topology.latency_s
-        entry = per_link[paths.link_ids] * paths.entry_weights
-        flow = np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
-        latency = np.where(bench.latency_mask, flow, 0.0)
+    latency = bench.latency_s(topology, paths)
+    latency = np.zeros(paths.flow_count) if latency is None else latency
     if bench.dependencies is not None:
         raise MobilityError(
             "workload: migrations run beside perftest traffic (collectives are not wired yet)"
@@ -504,19 +501,10 @@ def _tenant_traffic(scenario: Scenario, topology: Topology) -> dict[str, Any] | 
     }
 
 
-def _tenant_repairs(
-    scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any
-) -> list[Change]:
-    from cloudtwin.evaluation.run import route_flows
+def _tenant_repairs(scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any) -> list[Change]:
     from cloudtwin.faults.events import expand_faults
-    from cloudtwin.faults.plan import plan_repairs, subset_flows
-    from cloudtwin.faults.reaction import reaction_of
-
-    flows = bench.connections
-
-    def route(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(flows, index), strategy)
+    from cloudtwin.twin.faulted import plan_faulted
 
     states = expand_faults(scenario.faults, topology, scenario.seed)
-    plan = plan_repairs(topology, flows, paths, route, reaction_of(strategy), scenario.reaction, states)
+    plan = plan_faulted(scenario, topology, bench, strategy, paths, states)
     return [bench.engine_change(c) for c in plan.changes]

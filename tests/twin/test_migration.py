@@ -1,4 +1,4 @@
-"""Migrations on the engine: contention with tenants, faults on the path, consent, logs, aborts."""
+"""Migrations on the engine (twin/migration.py): contention with tenants, faults on the path, consent, logs, aborts."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.cli.cli_helpers import cloudtwin
 from tests.conftest import scenario_from
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.mobility.run import run_migrations
+from cloudtwin.twin.migration import run_migrations
 
 GIB = 1 << 30
 F = 4104 / 4096
