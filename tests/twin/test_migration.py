@@ -1,4 +1,4 @@
-"""Migrations on the engine (twin/migration.py): contention with tenants, faults on the path, consent, logs, aborts."""
+"""Migrations on the engine (twin/migration.py): contention, faults, consent, logs, aborts."""
 
 from __future__ import annotations
 

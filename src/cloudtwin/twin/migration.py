@@ -24,12 +24,12 @@ import numpy as np
 
 from cloudtwin.engine import Change, Simulation
 from cloudtwin.errors import EngineError, MobilityError, ScenarioError
+from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
 from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.flows import Paths
 from cloudtwin.topology.paths import surviving_topology
 from cloudtwin.topology.topology import Topology
 
@@ -501,7 +501,9 @@ def _tenant_traffic(scenario: Scenario, topology: Topology) -> dict[str, Any] | 
     }
 
 
-def _tenant_repairs(scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any) -> list[Change]:
+def _tenant_repairs(
+    scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any
+) -> list[Change]:
     from cloudtwin.faults.events import expand_faults
     from cloudtwin.twin.faulted import plan_faulted
 
