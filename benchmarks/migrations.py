@@ -63,8 +63,8 @@ def main() -> None:
     args = parser.parse_args()
     import yaml
 
-    from cloudtwin.twin.migration import run_migrations
     from cloudtwin.scenario import Scenario
+    from cloudtwin.twin.migration import run_migrations
 
     begin = time.perf_counter()
     scenario = Scenario.model_validate(yaml.load(scenario_text(args.migrations), Loader=yaml.CSafeLoader))

@@ -223,3 +223,17 @@ def test_scenario_without_migrations_is_an_error() -> None:
     with pytest.raises(Exception, match="mobility.migrations"):
         run_migrations(_scenario("name: x\n"))
     assert ScenarioError
+
+
+def test_clients_keep_talking_to_the_vm_across_the_switchover() -> None:
+    with_clients = TWO_CLOUDS.replace("memory: 4GiB}", 'memory: 4GiB, clients: "1", client_bytes: 20GiB}')
+    run = run_migrations(_scenario(with_clients))
+    (m,) = run.migrations
+    assert m["converged"]
+    assert any(e["event"] == "clients re-pointed" for e in m["path_events"])
+    # the client's 20 GiB go to host 0 at 10 Gbps (the migration leaves by host 0's uplink,
+    # the client arrives by its downlink); from the pause until the overlay re-points the
+    # VM nothing moves; then it goes on at 10 Gbps across the WAN to the new host
+    alone = 20 * GIB * 8 / 10e9
+    (finish,) = m["client_finish_s"]
+    assert finish == pytest.approx(alone + m["connectivity_downtime_s"], rel=1e-9)

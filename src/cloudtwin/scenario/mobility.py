@@ -123,6 +123,18 @@ class VmSpec(_Model):
     labels: tuple[str, ...] = ()
     mac: str | None = None
     ip: str | None = None
+    clients: tuple[int, ...] = ()
+    client_bytes: Size = 1 << 30
+
+    @model_validator(mode="before")
+    @classmethod
+    def _client_ranges(cls, data: object) -> object:
+        from cloudtwin.scenario.model import parse_host_ranges
+
+        if isinstance(data, dict) and "clients" in data:
+            data = dict(data)
+            data["clients"] = parse_host_ranges(data["clients"])
+        return data
 
     @model_validator(mode="after")
     def _fits(self) -> VmSpec:
@@ -225,6 +237,12 @@ def check_mobility(mobility: Mobility, host_count: int) -> None:
             raise ValueError(f"mobility.vms.{i}.cloud: unknown site {vm.cloud!r}")
         if vm.host not in clouds[vm.cloud].hosts:
             raise ValueError(f"mobility.vms.{i}.host: host {vm.host} is not in cloud {vm.cloud!r}")
+        for client in vm.clients:
+            if not 0 <= client < host_count or client == vm.host:
+                raise ValueError(
+                    f"mobility.vms.{i}.clients: host {client} is not another host of the fabric "
+                    f"(0-{host_count - 1})"
+                )
     placed = {vm.name: vm.cloud for vm in mobility.vms}
     for i, job in enumerate(mobility.migrations):
         if job.vm not in vms:

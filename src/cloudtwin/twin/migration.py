@@ -51,6 +51,7 @@ class _Live:
     transaction: Transaction
     path: np.ndarray
     flow: int = -1
+    dst_host: int = -1
     transfer: Transfer | None = None
     alone: dict[str, Any] = field(default_factory=dict)
     reroutes: list[dict[str, Any]] = field(default_factory=list)
@@ -108,8 +109,9 @@ class _Runner:
         self.base_links = base.size
         self.wan = _wan_links(self.mobility, base.size)
         self.sink = base.size + len(self.wan)
+        self.paused_link = self.sink + 1
         self.capacity = np.concatenate(
-            (base, np.full(len(self.wan), self.mobility.wan.bandwidth), [SINK_BPS])
+            (base, np.full(len(self.wan), self.mobility.wan.bandwidth), [SINK_BPS, 0.0])
         )
         self.nic_bps = scenario_nic_bps(scenario)
         self.live: list[_Live] = []
@@ -118,6 +120,7 @@ class _Runner:
         self.done = 0
         self.routes: dict[tuple[int, int], np.ndarray | None] = {}
         self.vms = {vm.name: vm for vm in self.mobility.vms}
+        self.clients: dict[str, tuple[np.ndarray, np.ndarray, Paths]] = {}
 
     # -- set-up ------------------------------------------------------------------------
 
@@ -132,15 +135,15 @@ class _Runner:
                 self.tenants["cap"],
                 latency_s=self.tenants["latency"],
             )
+        self._add_clients(sim)
         timers = self._faults(sim)
         for index, job in enumerate(self.mobility.migrations):
             self._admit(index, job)
             if job.abort_at is not None:
                 timers.append((job.abort_at, "abort", index))
         for at, kind, index in sorted(timers, key=lambda t: (t[0], t[1], t[2])):
-            with contextlib.suppress(
-                EngineError
-            ):  # all flows in flight stalled: none moves till the timer acts
+            # when every flow in flight is stalled, nothing moves until this timer acts
+            with contextlib.suppress(EngineError):
                 sim.run(until=at)
 
             if kind == "abort":
@@ -180,7 +183,7 @@ class _Runner:
         host = destination.host_of_ticket(transaction.ticket.ticket_id)  # type: ignore[union-attr]
         dst_host = int(host.rsplit("-h", 1)[1])
         path = self._path(vm.host, vm.cloud, dst_host, job.to, self.down)
-        live = _Live(index, job, vm, migration, transaction, path, alone=alone.to_dict())
+        live = _Live(index, job, vm, migration, transaction, path, dst_host=dst_host, alone=alone.to_dict())
         self.live.append(live)
         transaction.start_transfer(job.start)
         self._launch(live)
@@ -245,6 +248,7 @@ class _Runner:
         while (transfer := migration.next()) is not None:
             if transfer.paused and transaction.phase.value == "transferring":
                 transaction.pause_source(migration.began_s)
+                self._hold_clients(live, migration.began_s)
             if transfer.wire_bytes > 0:
                 break
             migration.done(migration.began_s)
@@ -289,9 +293,54 @@ class _Runner:
             transaction.commit(migration.began_s)
             self._repoint(live, migration.began_s)
 
+    # -- the VM's clients: its identity kept -------------------------------------------
+
+    def _add_clients(self, sim: Simulation) -> None:
+        """Each client host of a VM sends it `client_bytes` from t = 0, to the VM's address."""
+        for vm in self.mobility.vms:
+            if not vm.clients:
+                continue
+            links = [self._fabric(c, vm.host, self.down) for c in vm.clients]
+            if any(path is None for path in links):
+                raise MobilityError(f"mobility.vms: a client of {vm.name} cannot reach it")
+            paths = _csr([p for p in links if p is not None])
+            count = len(vm.clients)
+            ids = sim.add_flows(
+                paths, np.full(count, float(vm.client_bytes)), np.zeros(count), np.full(count, self.nic_bps)
+            )
+            self.clients[vm.name] = (ids, np.array(vm.clients), paths)
+
+    def _hold_clients(self, live: _Live, now_s: float) -> None:
+        """The VM stops answering: its clients' flows make no progress while it is paused."""
+        if live.vm.name in self.clients:
+            ids = self.clients[live.vm.name][0]
+            held = _csr([np.array([self.paused_link])] * ids.size)
+            self.sim.apply(Change(now_s, flows=ids, paths=held))
+
+    def _release_clients(self, live: _Live, now_s: float, new_home: bool) -> None:
+        """The clients' flows go on: to the destination (after the overlay update) or back to the source."""
+        if live.vm.name not in self.clients:
+            return
+        ids, hosts, original = self.clients[live.vm.name]
+        paths = original
+        if new_home:
+            routes = [self._client_path(int(h), live.vm.cloud, live.dst_host, live.job.to) for h in hosts]
+            paths = _csr([r if r.size else np.array([self.paused_link]) for r in routes])
+            live.reroutes.append({"time_s": now_s, "event": "clients re-pointed", "flows": int(ids.size)})
+        self.sim.apply(Change(now_s, flows=ids, paths=paths))
+
+    def _client_path(self, client: int, src_cloud: str, dst_host: int, dst_cloud: str) -> np.ndarray:
+        """A client in the destination cloud reaches the VM inside it; any other crosses the WAN."""
+        in_destination = client in _cloud_spec(self.mobility, dst_cloud).hosts
+        if in_destination:
+            path = self._fabric(client, dst_host, self.down)
+            return np.empty(0, dtype=np.int64) if path is None else path
+        return self._path(client, src_cloud, dst_host, dst_cloud, self.down)
+
     def _repoint(self, live: _Live, now_s: float) -> None:
         """Identity kept: the overlay re-points the VM's MAC/IP to the destination gateway."""
         at = now_s + live.migration.options.overlay_update_s
+        self._release_clients(live, at, new_home=True)
         profile = live.transaction.profile
         live.transaction.destination.record(
             at, "endpoint-repointed", vm=profile.name, mac=profile.mac, ip=profile.ip
@@ -316,6 +365,8 @@ class _Runner:
     def _abort(self, live: _Live | None, now_s: float, reason: str) -> None:
         if live is None or live.migration.outcome != "running":
             return
+        if live.transaction.paused:
+            self._release_clients(live, now_s, new_home=False)
         live.migration.abort(now_s, reason)
         if live.flow >= 0:
             self.owner.pop(live.flow, None)
@@ -365,11 +416,9 @@ class _Runner:
                 continue
             if live.path.size and not down[live.path].any():
                 continue
-            ticket = live.transaction.ticket
-            if ticket is None or live.transaction.phase.value not in ("transferring", "switching"):
+            if live.transaction.phase.value not in ("transferring", "switching"):
                 continue
-            host = live.transaction.destination.host_of_ticket(ticket.ticket_id)
-            new = self._path(live.vm.host, live.vm.cloud, int(host.rsplit("-h", 1)[1]), live.job.to, down)
+            new = self._path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
                 live.reroutes.append({"time_s": now_s, "event": "stalled: no surviving path"})
                 continue
@@ -403,6 +452,7 @@ class _Runner:
                     "total_time_alone_s": alone,
                     "slowdown": result["total_time_s"] / alone if alone and result["converged"] else None,
                     "path_events": live.reroutes,
+                    "client_finish_s": [float(finish[i]) for i in self.clients.get(live.vm.name, ((),))[0]],
                 }
             )
         tenants = self.tenants
@@ -417,6 +467,13 @@ class _Runner:
             logs={name: cloud.log for name, cloud in self.clouds.items()},
             events=events,
         )
+
+
+def _csr(paths: list[np.ndarray]) -> Paths:
+    """Paths from a list of link arrays."""
+    indptr = np.concatenate(([0], np.cumsum([p.size for p in paths]))).astype(np.int64)
+    links = np.concatenate(paths).astype(np.int64) if paths else np.empty(0, dtype=np.int64)
+    return Paths(indptr, links)
 
 
 def _cloud_spec(mobility: Mobility, name: str) -> Any:
