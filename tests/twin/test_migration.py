@@ -200,6 +200,9 @@ def test_migrate_run_cli_json_and_store(tmp_path) -> None:
         assert con.execute("SELECT count(*) FROM mig_migrations").fetchone()[0] == len(result["migrations"])
         sources = {r[0] for r in con.execute("SELECT source FROM ops_sources").fetchall()}
     assert sources == {f"mobility/{result['run_id']}/east", f"mobility/{result['run_id']}/west"}
+    listed = cloudtwin("migrate", "list", "--db", str(db), "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sorted(r["vm"] for r in json.loads(listed.stdout)) == sorted(m["vm"] for m in result["migrations"])
 
 
 @pytest.mark.parametrize(

@@ -211,3 +211,36 @@ def run(
             )
     if plot:
         _plot(plot, document["migrations"])
+
+
+_DB_READ = typer.Option(DEFAULT_DB, "--db", help="The store written by cloudtwin migrate run --db.")
+
+
+@app.command("list")
+def list_runs(db: Path = _DB_READ, as_json: bool = _JSON) -> None:
+    """List stored migration runs, newest first, one row per migration.
+
+    Example:  cloudtwin migrate list --db migrations.duckdb --json
+    """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.migrations import list_migration_runs
+
+    with Store(db, read_only=True) as store:
+        rows = list_migration_runs(store)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"migration runs in {db}", title_justify="left")
+    for column in ("run", "scenario", "vm", "converged", "total (s)", "downtime (ms)", "rounds"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            str(row["run_id"]),
+            row["scenario"],
+            row["vm"],
+            "yes" if row["converged"] else "no",
+            f"{row['total_time_s']:.3f}",
+            f"{row['downtime_s'] * 1e3:.1f}",
+            str(row["rounds"]),
+        )
+    stdout.print(table)

@@ -92,7 +92,9 @@ def save_migration_run(
 
 
 def list_migration_runs(store: Store) -> list[dict[str, Any]]:
-    """Stored migration runs, newest first, with per-migration outcomes."""
+    """Stored migration runs, newest first, with per-migration outcomes (none yet: empty)."""
+    if store.schema_version("migrations") is None:
+        return []
     _ensure(store)
     columns, rows = store.query(
         "SELECT r.run_id, r.scenario, m.vm, m.converged, m.total_time_s, m.downtime_s, m.rounds "
