@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from tests.cli.cli_helpers import REPO, cloudtwin, run_documented
 
-DOCS = [REPO / "README.md", REPO / "docs" / "routing.md"]
+DOCS = [REPO / "README.md", REPO / "docs" / "routing.md", REPO / "docs" / "smartnic.md"]
 
 
 def console_commands(path: Path) -> list[str]:

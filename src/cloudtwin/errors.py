@@ -7,6 +7,8 @@ __all__ = [
     "EngineError",
     "LogFormatError",
     "MobilityError",
+    "NicError",
+    "P4Error",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -49,3 +51,12 @@ class StoreError(CloudtwinError):
 
 class MobilityError(CloudtwinError):
     """A VM or live migration is described inconsistently (sizes, rates, unknown VM or site)."""
+
+
+class NicError(CloudtwinError):
+    """A NIC profile, function placement, table entry, control request or boot image is invalid."""
+
+
+class P4Error(NicError):
+    """A P4 program is outside the supported subset or inconsistent; the message starts with
+    `file:line:column`."""

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, migrate, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, logs, migrate, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.errors import CloudtwinError
 
@@ -18,7 +18,8 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose), and plan live VM migrations between clouds (migrate).\n\n"
+        "(logs, diagnose), model smartNIC offload (nic), and plan live VM migrations between "
+        "clouds (migrate).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -53,6 +54,7 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(nic.app, name="nic")
 app.add_typer(migrate.app, name="migrate")
 
 

@@ -27,6 +27,12 @@ SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.leaves=8 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+FLOWS_OUT = typer.Option(
+    None,
+    "--flows-out",
+    help="Also write one row per flow (ids, source, destination, bytes, start, finish, FCT, "
+    "mean rate, path) to this Parquet file; the result names it.",
+)
 
 _ROWS: list[tuple[str, str, str]] = [
     ("flows", "flows", "{:.0f}"),
@@ -74,20 +80,29 @@ def run(
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    flows_out: Path = FLOWS_OUT,
 ) -> None:
     """Simulate a scenario and print its performance summary.
 
     Per connection (as perftest reports each pair): throughput = bytes / FCT;
     utilization is the mean of throughput / line rate.
 
+    A `flows` workload's file (CSV or Parquet) is read relative to the scenario file;
+    --flows-out writes every flow's start, finish and path.
+
     Example:  cloudtwin run examples/leaf-spine-perftest.yaml --set routing.strategy=pinning
     """
+    from cloudtwin.cli.flowfiles import read_flow_file, write_flows
     from cloudtwin.evaluation import usecases
 
-    loaded = read_scenario(scenario, overrides)
+    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         result = usecases.run(loaded, strategy, progress)
     document = result.to_json()
+    rows = 0
+    if flows_out is not None and result.detail is not None:
+        rows = write_flows(flows_out, result.detail)
+        document["flows_out"] = {"file": str(flows_out), "rows": rows}
     if out is not None:
         write_json(out, document)
     if as_json:
@@ -95,6 +110,8 @@ def run(
         return
     summary = result.summary
     stdout.print(_table(f"{summary.scenario} ({summary.strategy})", [summary]))
+    if flows_out is not None:
+        stdout.print(f"{rows:,} flows written to {flows_out}")
 
 
 def compare(
@@ -115,10 +132,11 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
+    from cloudtwin.cli.flowfiles import read_flow_file
     from cloudtwin.evaluation import usecases
 
     names = usecases.parse_strategies(strategies)
-    loaded = read_scenario(scenario, overrides)
+    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
     with stage_progress(loaded.name, not as_json) as progress:
         comparison = usecases.compare(loaded, names, progress)
     document = comparison.to_json()

@@ -245,7 +245,11 @@ def diagnose(
     config: TomographyConfig | None = None,
 ) -> list[Suspect]:
     """Suspects (links, NICs, switches) from most to least likely; StoreError if there is
-    no twin run in the store."""
+    no twin run in the store. NICs that failed measured boot come first."""
+    from cloudtwin.diagnosis.attestation import attestation_suspects
+
+    if store.schema_version("twin") is None and (attested := attestation_suspects(store, 0.0)):
+        return _ranked(attested)
     meta = read_meta(store)
     inventory = _Inventory(store, meta.run)
     window = window or timedelta(seconds=DEFAULT_WINDOW_SAMPLES * meta.sample_s)
@@ -267,10 +271,16 @@ def diagnose(
         suspect.score = suspect.tomography + suspect.logs
     log_top = max(logs.values(), default=0.0)
     ranked = list(suspects.values()) + _switches(inventory, suspects, per_device, messages, log_top)
-    ranked.sort(key=lambda s: (-round(s.score, 9), s.kind, s.component))
-    for i, suspect in enumerate(ranked, start=1):
+    failed_boot = attestation_suspects(store, max((r.score for r in ranked), default=0.0))
+    failed = {f.component for f in failed_boot}
+    return _ranked([r for r in ranked if r.component not in failed] + failed_boot)
+
+
+def _ranked(suspects: list[Suspect]) -> list[Suspect]:
+    suspects.sort(key=lambda s: (-round(s.score, 9), s.kind, s.component))
+    for i, suspect in enumerate(suspects, start=1):
         suspect.rank = i
-    return ranked
+    return suspects
 
 
 def _switches(

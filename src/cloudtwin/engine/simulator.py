@@ -24,8 +24,21 @@ from cloudtwin.topology.paths import Paths
 
 __all__ = ["Change", "Dependencies", "FinishCallback", "SimResult", "Simulation", "simulate"]
 
+COMPLETION_TOLERANCE = 1e-9
+"""A flow with at most this fraction of its bits left after an event finishes with it."""
+
 REGION_WIDENINGS = 8
 """How often `settle` widens a region before it solves every flow in flight."""
+
+FULL_SOLVE_COST = 2.5
+"""What solving every flow in flight costs, per entry, in the regional re-solve's units of
+work (entries visited), as measured with the compiled kernels. When regional re-solves
+have lately cost more (every flow coupled to every other: the region grows to all of
+them), `settle` solves everything directly."""
+
+REGIONAL_COST_DECAY = 0.9
+"""Per full solve taken instead of a regional one, the estimate of the regional cost
+shrinks by this factor, so that the region is tried again after a few events."""
 
 Progress = Callable[[int, int], None]
 """progress(finished_flows, total_flows), called now and then during a run."""
@@ -102,6 +115,7 @@ class _Active:
             self.scratch_int = np.full(2 * rate_cap_bps.size + capacity_bps.size, -1, dtype=np.int64)
         self.solves = 0
         self.local_solves = 0
+        self.regional_cost = 0.0  # recent regional re-solve cost per entry in flight
         self.active = np.zeros(rate_cap_bps.size, dtype=bool)
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -120,15 +134,13 @@ class _Active:
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
-        np.subtract.at(self.count, link, 1)
+        self.count -= np.bincount(link, minlength=self.count.size)
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
-        gone = np.zeros(self.rate.size, dtype=bool)
-        gone[done] = True
-        keep = ~gone[self.flow]
-        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
-        self.members = self.members[~gone[self.members]]
         self.active[done] = False
+        keep = np.flatnonzero(self.active[self.flow])
+        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
+        self.members = self.members[self.active[self.members]]
         self.rate[done] = 0.0
         return not held.any(), link
 
@@ -140,7 +152,7 @@ class _Active:
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
         self.active[new] = True
-        np.add.at(self.count, link, 1)
+        self.count += np.bincount(link, minlength=self.count.size)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
         fits = np.all(
@@ -203,14 +215,25 @@ class _Active:
         holds half the flows.
         """
         if self.compiled:
-            if compiled_settle(
+            entries = max(self.flow.size, 1)
+            if self.regional_cost > FULL_SOLVE_COST:
+                # lately a regional re-solve cost more than solving everything: solve
+                # everything, and let the estimate decay so the region is tried again
+                self.regional_cost *= REGIONAL_COST_DECAY
+                self.solve()
+                return
+            work = compiled_settle(
                 self.flow, self.link, self.weight, self.rate, self.cap, self.capacity, self.load,
                 np.ascontiguousarray(touched, dtype=np.int64), self.members.size, REGION_WIDENINGS,
                 RELATIVE_TOLERANCE, self.scratch_bool, self.scratch_int,
-            ):
+            )
+            cost = (work if work >= 0 else -work - 1) / entries
+            if work >= 0:
                 self.local_solves += 1
-                return
-            self.solve()
+            else:
+                cost += FULL_SOLVE_COST
+                self.solve()
+            self.regional_cost = 0.5 * (self.regional_cost + cost)
             return
         links = np.zeros(self.capacity.size, dtype=bool)
         links[touched] = True
@@ -278,8 +301,9 @@ class _Active:
             self.local[self.flow], self.link, self.weight, self.capacity, self.cap[members]
         )
         self.rate[members] = rates
-        self.load[:] = 0.0
-        np.add.at(self.load, self.link, self.weight * self.rate[self.flow])
+        self.load[:] = np.bincount(
+            self.link, self.weight * self.rate[self.flow], minlength=self.capacity.size
+        )
 
 
 class Simulation:
@@ -484,7 +508,13 @@ class Simulation:
         remaining[members] -= rate * step
         exact = True
         touched: list[np.ndarray] = []
-        done = members[to_finish <= step * (1 + 1e-12) + 1e-18]
+        # Flows whose last bit goes now, and those within a hair of it: completions that
+        # are one instant in exact arithmetic drift apart by rounding, and each would
+        # otherwise cost an event of its own.
+        done = members[
+            (to_finish <= step * (1 + 1e-12) + 1e-18)
+            | (remaining[members] <= COMPLETION_TOLERANCE * self._size_bits[members])
+        ]
         if done.size:
             remaining[done] = 0.0
             self._finish[done] = now + self._latency[done]

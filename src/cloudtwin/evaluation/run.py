@@ -8,7 +8,7 @@ from cloudtwin.engine.simulator import Progress, SimResult
 from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.metrics import RunSummary, summarize_rows
 from cloudtwin.flows import Flows, Paths
-from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
+from cloudtwin.scenario.model import CollectiveWorkload, FlowsWorkload, PerftestWorkload, Scenario
 from cloudtwin.topology.topology import Topology
 from cloudtwin.twin import build_workbench, route_flows, run_scenario_jobs, tenant_groups
 
@@ -32,7 +32,7 @@ class Run:
 def _check_runnable(scenario: Scenario) -> None:
     """WorkloadError for a single workload that is predicted, not run."""
     workload = scenario.workload
-    if scenario.workloads or isinstance(workload, PerftestWorkload | CollectiveWorkload):
+    if scenario.workloads or isinstance(workload, PerftestWorkload | CollectiveWorkload | FlowsWorkload):
         return
     kind = workload.kind
     command = "train" if kind == "training" else "hpl"

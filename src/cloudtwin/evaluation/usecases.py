@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
 from cloudtwin.engine.simulator import Progress
@@ -19,6 +19,7 @@ from cloudtwin.evaluation.collective import CollectiveMeasurement
 from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.hpl import HplResult
 from cloudtwin.evaluation.metrics import RunSummary
+from cloudtwin.evaluation.run import Run
 from cloudtwin.evaluation.training import TrainingResult
 from cloudtwin.scenario.model import CollectiveOp, Scenario
 from cloudtwin.store.database import Store
@@ -105,6 +106,8 @@ class RunResult:
     """One scenario simulated under one strategy (`cloudtwin run`)."""
 
     summary: RunSummary
+    detail: Run | None = field(default=None, compare=False, repr=False)
+    """The run itself (flows, paths, the engine's result), for per-flow output."""
 
     def to_json(self) -> dict[str, object]:
         """The run summary's JSON (`cloudtwin run --json`)."""
@@ -115,7 +118,8 @@ def run(scenario: Scenario, strategy: str | None = None, progress: Progress | No
     """Simulate the scenario under `strategy` (default: the scenario's own)."""
     from cloudtwin.evaluation.run import run_scenario
 
-    return RunResult(run_scenario(scenario, strategy, progress).summary)
+    done = run_scenario(scenario, strategy, progress)
+    return RunResult(done.summary, done)
 
 
 @dataclass(frozen=True)

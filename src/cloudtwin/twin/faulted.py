@@ -23,7 +23,7 @@ from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
 from cloudtwin.twin.jobs import Workbench, build_workbench
 from cloudtwin.twin.routing import route_flows
-from cloudtwin.twin.run import resolve_strategy, simulate_jobs
+from cloudtwin.twin.run import nic_plan, resolve_strategy, simulate_jobs
 
 __all__ = ["FaultedRun", "plan_faulted", "simulate_faulted"]
 
@@ -108,7 +108,8 @@ def simulate_faulted(
         states = expand_faults(scenario.faults, topology, scenario.seed)
     plan = plan_faulted(scenario, topology, bench, chosen, routed, states)
     try:
-        result = simulate_jobs(bench, topology, routed, plan.changes, timeline=timeline)
+        nic = nic_plan(scenario, topology)
+        result = simulate_jobs(bench, topology, routed, plan.changes, timeline=timeline, nic=nic)
     except EngineError as err:
         raise ScenarioError(
             f"faults: with {chosen.name}, some flows can never finish ({err}); "

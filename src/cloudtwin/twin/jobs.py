@@ -128,6 +128,7 @@ def build_job(kind: str, request: JobRequest, key: str = "workload.kind") -> Job
 
 def _load_builtins() -> None:
     import cloudtwin.twin.builders  # noqa: F401  (registers perftest, collective and the rings)
+    import cloudtwin.twin.flowjob  # noqa: F401  (registers flows)
 
 
 @dataclass(frozen=True, eq=False)

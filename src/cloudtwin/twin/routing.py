@@ -7,7 +7,7 @@ import numpy as np
 
 from cloudtwin.flows import Flows, Paths
 from cloudtwin.routing.strategy import RoutingContext, Strategy
-from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.model import FlowsWorkload, Scenario
 from cloudtwin.tenancy.overlay import outer_headers
 from cloudtwin.topology.topology import Topology
 from cloudtwin.workloads.perftest import TenantHosts
@@ -47,4 +47,11 @@ def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: 
         per_switch_seed=scenario.routing.per_switch_seed,
         seed=scenario.seed,
     )
-    return strategy.route(context)
+    paths = strategy.route(context)
+    if isinstance(scenario.workload, FlowsWorkload) and not scenario.workloads:
+        # rows that name their own path take it, whatever the strategy
+        from cloudtwin.workloads.flowlist import apply_explicit_paths, explicit_paths, workload_table
+
+        chosen = explicit_paths(workload_table(scenario.workload), topology)
+        paths = apply_explicit_paths(paths, flows, chosen)
+    return paths
