@@ -6,18 +6,18 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium nftables simgrid
+.PHONY: demo test lint bench clean chromium nftables qemu simgrid
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,web,nic,ray]'
+	$(BIN)/python -m pip install -q -e '.[dev,web,nic,ray,mobility]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
-test: $(STAMP) chromium nftables
+test: $(STAMP) chromium nftables qemu
 	$(BIN)/python -m pytest -q src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
@@ -39,6 +39,19 @@ nftables:
 	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; }; \
 	fi
 
+# Real live migrations calibrate the migration model (benchmarks/qemu_migration.py and one
+# test): Debian's QEMU, busybox-static, the cloud kernel and a C compiler for the guest's
+# dirtier. Installed only when missing, like chromium above.
+QEMU_PACKAGES := qemu-system-x86 busybox-static linux-image-cloud-amd64 gcc libc6-dev cpio
+qemu:
+	@if ! command -v qemu-system-x86_64 >/dev/null || [ ! -x /bin/busybox ] || ! command -v gcc >/dev/null \
+	  || ! command -v cpio >/dev/null || ! ls /boot/vmlinuz-*-cloud-amd64 >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null; then SUDO=sudo; \
+	  else echo "make: QEMU is missing and this user cannot install it (apt-get install $(QEMU_PACKAGES))" >&2; exit 1; fi; \
+	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES) \
+	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES); }; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -50,6 +63,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sweep.py
 	$(BIN)/python benchmarks/service.py
 	$(BIN)/python benchmarks/intercloud.py
+	$(BIN)/python benchmarks/migrations.py
 
 clean:
 	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist

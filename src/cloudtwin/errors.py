@@ -9,6 +9,7 @@ __all__ = [
     "FederationError",
     "LimitError",
     "LogFormatError",
+    "MobilityError",
     "NicError",
     "P4Error",
     "RoutingError",
@@ -81,6 +82,8 @@ class AccessError(FederationError):
 
     def __init__(self, field: str, reason: str, status: int = 403) -> None:
         super().__init__(field, reason, status)
+class MobilityError(CloudtwinError):
+    """A VM or live migration is described inconsistently (sizes, rates, unknown VM or site)."""
 
 
 class NicError(CloudtwinError):

@@ -8,7 +8,7 @@ from importlib import import_module
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, nic, results, train
+from cloudtwin.cli import diagnose, evaluate, federate, logs, migrate, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import CloudtwinError
@@ -20,7 +20,9 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose), model smartNIC offload (nic), and sweep any scenario keys (sweep).\n\n"
+        "(logs, diagnose), model smartNIC offload (nic), federate networks across clouds "
+        "(federate), plan live VM migrations between clouds (migrate), and sweep any "
+        "scenario keys (sweep).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -57,6 +59,7 @@ app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
 app.add_typer(federate.app, name="federate")
 app.add_typer(nic.app, name="nic")
+app.add_typer(migrate.app, name="migrate")
 app.command("sweep")(sweep_command.sweep)
 
 #: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import

@@ -19,6 +19,7 @@ from pydantic import (
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.scenario.mobility import Mobility, check_mobility
 from cloudtwin.scenario.nic import Nic
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
@@ -304,6 +305,7 @@ class Scenario(_Model):
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
     nic: Nic = Field(default_factory=Nic)
+    mobility: Mobility = Field(default_factory=Mobility)
 
     @property
     def host_count(self) -> int:
@@ -327,6 +329,7 @@ class Scenario(_Model):
         self._check_jobs()
         self._check_ranks()
         self._check_nic()
+        check_mobility(self.mobility, self.host_count)
         return self
 
     def _check_nic(self) -> None:

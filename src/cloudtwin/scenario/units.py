@@ -38,6 +38,9 @@ _RATE_UNITS: dict[str, float] = {
     "MB/s": 8e6,
     "GB/s": 8e9,
     "TB/s": 8e12,
+    "KiB/s": 8.0 * 2**10,
+    "MiB/s": 8.0 * 2**20,
+    "GiB/s": 8.0 * 2**30,
 }
 
 _SIZE_UNITS: dict[str, int] = {

@@ -16,6 +16,7 @@ from cloudtwin.twin.jobs import (
     register_job,
     scenario_jobs,
 )
+from cloudtwin.twin.migration import MigrationRun, run_migrations
 from cloudtwin.twin.rings import DataParallelRings, HplRings, nic_limited_capacity
 from cloudtwin.twin.routing import route_flows, tenant_groups, tenant_name, tenant_of_host
 from cloudtwin.twin.run import JobsRun, run_jobs, run_scenario_jobs, simulate_jobs
@@ -31,6 +32,7 @@ __all__ = [
     "JobPart",
     "JobRequest",
     "JobsRun",
+    "MigrationRun",
     "Workbench",
     "build_job",
     "build_workbench",
@@ -40,6 +42,7 @@ __all__ = [
     "register_job",
     "route_flows",
     "run_jobs",
+    "run_migrations",
     "run_scenario_jobs",
     "scenario_jobs",
     "simulate_faulted",

@@ -1,0 +1,296 @@
+"""Real QEMU live migrations between two local QEMU processes, read through QMP.
+
+The guest is Debian's cloud kernel with a busybox-static initramfs whose init runs
+`dirtier` (benchmarks/qemu/dirtier.c): it fills a buffer with data, then dirties its
+pages at a chosen rate. The source QEMU boots the guest; the destination QEMU waits with
+`-incoming`; the source migrates over TCP on 127.0.0.1 with QEMU's `max-bandwidth` and
+`downtime-limit`, and QEMU's own statistics (`query-migrate`) are returned. A migration
+that does not finish within `give_up_s` is cancelled (QEMU never gives up by itself).
+
+Used by benchmarks/qemu_migration.py and by tests/mobility/test_qemu_migration.py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import gzip
+import json
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+DIRTIER_C = HERE / "qemu" / "dirtier.c"
+QEMU = "qemu-system-x86_64"
+BUSYBOX = "/bin/busybox"
+BOOT_TIMEOUT_S = 60.0
+KVM_PROBE_S = 10.0
+"""A KVM guest boots to the dirtier in about a second; one that has not after this never will."""
+MIB = 1 << 20
+
+INIT = """#!/bin/busybox sh
+/bin/busybox mount -t proc proc /proc
+/bin/busybox mount -t devtmpfs dev /dev 2>/dev/null
+for word in $(/bin/busybox cat /proc/cmdline); do
+  case "$word" in dirty_mib=*) MIB="${word#dirty_mib=}";; dirty_rate=*) RATE="${word#dirty_rate=}";; esac
+done
+echo "GUEST-UP"
+/dirtier "${MIB:-16}" "${RATE:-0}"
+echo "DIRTIER-EXITED"
+while true; do /bin/busybox sleep 3600; done
+"""
+
+
+class QemuMissing(RuntimeError):
+    """QEMU, busybox-static, a cloud kernel or a C compiler is not installed."""
+
+
+def kernel_path() -> str:
+    """Debian's cloud kernel (linux-image-cloud-amd64), newest first."""
+    found = sorted(glob.glob("/boot/vmlinuz-*-cloud-amd64"))
+    if not found:
+        raise QemuMissing("no /boot/vmlinuz-*-cloud-amd64 (apt-get install linux-image-cloud-amd64)")
+    return found[-1]
+
+
+def missing_reason() -> str | None:
+    """Why real migrations cannot run here, or None when they can."""
+    for tool in (QEMU, "gcc", "cpio"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (apt-get install qemu-system-x86 gcc cpio)"
+    if not os.path.exists(BUSYBOX):
+        return "busybox-static is not installed"
+    try:
+        kernel_path()
+    except QemuMissing as err:
+        return str(err)
+    return None
+
+
+def build_initramfs(workdir: Path) -> Path:
+    """Compile dirtier statically and pack it with busybox into a gzip'd cpio archive."""
+    root = workdir / "root"
+    for sub in ("bin", "proc", "dev", "sys"):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        ["gcc", "-O2", "-static", "-o", str(root / "dirtier"), str(DIRTIER_C)],
+        check=True,
+        capture_output=True,
+    )
+    shutil.copy(BUSYBOX, root / "bin" / "busybox")
+    (root / "bin" / "sh").symlink_to("busybox")
+    (root / "init").write_text(INIT)
+    (root / "init").chmod(0o755)
+    names = subprocess.run(["find", ".", "-print"], cwd=root, check=True, capture_output=True).stdout
+    archive = subprocess.run(
+        ["cpio", "-o", "-H", "newc", "--quiet"], cwd=root, input=names, check=True, capture_output=True
+    ).stdout
+    image = workdir / "initramfs.cpio.gz"
+    image.write_bytes(gzip.compress(archive, compresslevel=1))
+    return image
+
+
+class Qmp:
+    """A minimal QMP client over a unix socket: one command, one answer."""
+
+    def __init__(self, path: Path, timeout_s: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout_s
+        while True:
+            try:
+                self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                self.sock.connect(str(path))
+                break
+            except OSError:
+                self.sock.close()
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        self.sock.settimeout(timeout_s)
+        self.reader = self.sock.makefile("r")
+        json.loads(self.reader.readline())  # greeting
+        self.execute("qmp_capabilities")
+
+    def execute(self, command: str, **arguments: object) -> dict:
+        message: dict[str, object] = {"execute": command}
+        if arguments:
+            message["arguments"] = arguments
+        self.sock.sendall(json.dumps(message).encode() + b"\n")
+        while True:
+            reply = json.loads(self.reader.readline())
+            if "event" in reply:
+                continue
+            if "error" in reply:
+                raise RuntimeError(f"QMP {command}: {reply['error'].get('desc')}")
+            return reply["return"]
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self.reader.close()
+            self.sock.close()
+
+
+@dataclass
+class Guest:
+    """One QEMU process with its QMP socket and serial log."""
+
+    process: subprocess.Popen
+    qmp_path: Path
+    serial: Path
+
+    def wait_for(self, text: str, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                return False
+            if self.serial.exists() and text in self.serial.read_text(errors="replace"):
+                return True
+            time.sleep(0.1)
+        return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def _start(
+    workdir: Path,
+    name: str,
+    accel: str,
+    memory_mib: int,
+    kernel: str,
+    initrd: Path,
+    append: str,
+    incoming: str | None = None,
+) -> Guest:
+    qmp_path = workdir / f"{name}.qmp"
+    serial = workdir / f"{name}.serial"
+    for stale in (qmp_path, serial):
+        stale.unlink(missing_ok=True)  # a previous guest's "READY" must not count
+    command = [
+        QEMU,
+        "-accel",
+        accel,
+        "-m",
+        str(memory_mib),
+        "-smp",
+        "1",
+        "-nodefaults",
+        "-display",
+        "none",
+        "-kernel",
+        kernel,
+        "-initrd",
+        str(initrd),
+        "-append",
+        append,
+        "-serial",
+        f"file:{serial}",
+        "-qmp",
+        f"unix:{qmp_path},server=on,wait=off",
+    ]
+    if incoming:
+        command += ["-incoming", incoming]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    return Guest(process, qmp_path, serial)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def workspace() -> Iterator[Path]:
+    """A scratch directory holding the initramfs and the guests' sockets; removed after."""
+    with tempfile.TemporaryDirectory(prefix="cloudtwin-qemu-") as path:
+        yield Path(path)
+
+
+def _append(dirty_mib: int, rate_mib_s: float) -> str:
+    return f"console=ttyS0 quiet panic=-1 dirty_mib={dirty_mib} dirty_rate={rate_mib_s:g}"
+
+
+def pick_accel(workdir: Path, initrd: Path) -> str:
+    """'kvm' if a KVM guest boots to the dirtier here, else 'tcg'."""
+    if not os.access("/dev/kvm", os.R_OK | os.W_OK):
+        return "tcg"
+    guest = _start(workdir, "probe", "kvm", 128, kernel_path(), initrd, _append(4, 0))
+    try:
+        return "kvm" if guest.wait_for("READY", KVM_PROBE_S) else "tcg"
+    finally:
+        guest.stop()
+
+
+@dataclass(frozen=True)
+class Trial:
+    """One migration to run: guest size, dirtier buffer and rate, QEMU's limits."""
+
+    memory_mib: int
+    dirty_mib: int
+    rate_mib_s: float
+    bandwidth_mib_s: float
+    downtime_limit_ms: int = 300
+    give_up_s: float = 40.0
+
+
+def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial) -> dict:
+    """Boot a source guest, migrate it to a fresh destination, return QEMU's statistics.
+
+    The returned dict is `query-migrate`'s answer plus `cancelled` (True when the
+    migration had not finished after `give_up_s` and was cancelled) and `accel`.
+    """
+    kernel = kernel_path()
+    append = _append(trial.dirty_mib, trial.rate_mib_s)
+    port = _free_port()
+    source = _start(workdir, "source", accel, trial.memory_mib, kernel, initrd, append)
+    target = _start(
+        workdir, "target", accel, trial.memory_mib, kernel, initrd, append, incoming=f"tcp:127.0.0.1:{port}"
+    )
+    qmp = None
+    try:
+        if not source.wait_for("READY", BOOT_TIMEOUT_S):
+            raise RuntimeError(f"the source guest did not boot ({accel}): {source.serial.read_text()[-300:]}")
+        time.sleep(0.5)  # the dirtier reaches its rate
+        qmp = Qmp(source.qmp_path)
+        qmp.execute(
+            "migrate-set-parameters",
+            **{"max-bandwidth": int(trial.bandwidth_mib_s * MIB), "downtime-limit": trial.downtime_limit_ms},
+        )
+        qmp.execute("migrate", uri=f"tcp:127.0.0.1:{port}")
+        return _watch(qmp, trial.give_up_s) | {"accel": accel}
+    finally:
+        if qmp is not None:
+            qmp.close()
+        source.stop()
+        target.stop()
+
+
+def _watch(qmp: Qmp, give_up_s: float) -> dict:
+    started = time.monotonic()
+    cancelled = False
+    while True:
+        state = qmp.execute("query-migrate")
+        status = state.get("status")
+        if status in ("completed", "failed", "cancelled"):
+            return state | {"cancelled": cancelled}
+        if not cancelled and time.monotonic() - started > give_up_s:
+            last = state
+            qmp.execute("migrate_cancel")
+            cancelled = True
+            time.sleep(0.2)
+            final = qmp.execute("query-migrate")
+            return last | {"status": final.get("status", "cancelled"), "cancelled": True}
+        time.sleep(0.05)

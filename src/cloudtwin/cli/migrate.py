@@ -1,0 +1,246 @@
+"""`cloudtwin migrate plan|run`: live VM migration what-ifs and migrations inside a running scenario."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
+from cloudtwin.errors import MobilityError
+from cloudtwin.store.database import DEFAULT_DB
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help=(
+        "Live VM migration between clouds: how long it takes, how long the VM stops, what "
+        "it costs the tenants sharing the path.\n\n"
+        "Example:  cloudtwin migrate plan --memory 4GiB --dirty-rate 50MiB/s "
+        "--working-set 1GiB --bandwidth 1Gbps"
+    ),
+    no_args_is_help=True,
+)
+
+_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
+_PLOT = typer.Option(None, "--plot", help="Write a plot of the rounds (PNG) to this file.")
+_PLAN_SCENARIO = typer.Argument(
+    None,
+    help="Plan the migrations of this scenario (each alone on its path) instead of flags.",
+    show_default=False,
+)
+_RUN_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file with mobility.clouds, vms and migrations.", show_default=False
+)
+_OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+_DB_OPTION = typer.Option(None, "--db", help=f"Store the run in this DuckDB file (e.g. {DEFAULT_DB}).")
+_SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set mobility.wan.bandwidth=1Gbps.")
+
+
+@app.command("plan")
+def plan(
+    scenario: Path | None = _PLAN_SCENARIO,
+    memory: str | None = typer.Option(None, "--memory", help="VM memory, e.g. 4GiB."),
+    dirty_rate: str = typer.Option(
+        "0", "--dirty-rate", help="Rate at which the VM dirties pages, e.g. 50MiB/s."
+    ),
+    working_set: str = typer.Option(
+        "0", "--working-set", help="Writable working set (pages it keeps dirtying)."
+    ),
+    resident: str | None = typer.Option(
+        None, "--resident", help="Memory holding data (default: all); the rest is zero pages."
+    ),
+    bandwidth: str = typer.Option("10Gbps", "--bandwidth", help="Bandwidth of the path."),
+    downtime_limit: str = typer.Option(
+        "300ms", "--downtime-limit", help="Longest pause allowed (QEMU: 300ms)."
+    ),
+    final_bandwidth: str | None = typer.Option(
+        None, "--final-bandwidth", help="Bandwidth of the stop-and-copy (default: the path's)."
+    ),
+    max_bandwidth: str | None = typer.Option(
+        None, "--max-bandwidth", help="Cap on the live rounds (QEMU's max-bandwidth)."
+    ),
+    auto_converge: bool = typer.Option(
+        False, "--auto-converge", help="Throttle the vCPUs while dirtying outpaces sending."
+    ),
+    postcopy: bool = typer.Option(False, "--postcopy", help="Switch to post-copy after the first round."),
+    xbzrle: bool = typer.Option(False, "--xbzrle", help="XBZRLE-compress re-sent pages."),
+    multifd: int = typer.Option(1, "--multifd", help="Number of migration streams."),
+    policy: str = typer.Option(
+        "abort", "--policy", help="When it does not converge: abort, raise-downtime, auto-converge, postcopy."
+    ),
+    storage: str = typer.Option("shared", "--storage", help="shared, block or remote-then-local."),
+    disk: str = typer.Option(
+        "0", "--disk", help="Disk size (copied with --storage block or remote-then-local)."
+    ),
+    disk_dirty_rate: str = typer.Option("0", "--disk-dirty-rate", help="Rate of disk writes."),
+    overrides: list[str] | None = _SET,
+    as_json: bool = _JSON,
+    plot: Path | None = _PLOT,
+) -> None:
+    """Predict a migration: rounds, total time, downtime, bytes.
+
+    From flags alone (a constant bandwidth and dirty rate), or for each migration of a
+    SCENARIO on its path with no other traffic.
+
+    Example:  cloudtwin migrate plan --memory 4GiB --dirty-rate 50MiB/s --working-set 1GiB
+    --bandwidth 1Gbps --json
+    """
+    from cloudtwin.mobility.plan import plan_request, plan_scenario
+
+    if scenario is not None:
+        plans = plan_scenario(read_scenario(scenario, overrides))
+        documents = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]
+        if as_json:
+            emit_json({"migrations": documents})
+        else:
+            stdout.print(_table("migration plans (each alone on its path)", documents))
+        if plot:
+            _plot(plot, documents)
+        return
+    if memory is None:
+        raise MobilityError("memory: give the VM's memory (or a scenario)")
+    fields: dict[str, Any] = {
+        "memory": memory,
+        "dirty_rate": dirty_rate,
+        "working_set": working_set,
+        "resident": resident,
+        "bandwidth": bandwidth,
+        "downtime_limit": downtime_limit,
+        "final_bandwidth": final_bandwidth,
+        "max_bandwidth": max_bandwidth,
+        "auto_converge": auto_converge,
+        "postcopy": postcopy,
+        "xbzrle": xbzrle,
+        "multifd_channels": multifd,
+        "policy": policy,
+        "storage": storage,
+        "disk": disk,
+        "disk_dirty_rate": disk_dirty_rate,
+    }
+    result = plan_request(_request(fields)).to_dict()
+    if as_json:
+        emit_json(result)
+    else:
+        stdout.print(_table("migration plan", [{"vm": "vm", **result}]))
+    if plot:
+        _plot(plot, [{"vm": "vm", **result}])
+
+
+def _request(fields: dict[str, Any]) -> Any:
+    from cloudtwin.scenario.mobility import PlanRequest
+
+    try:
+        return PlanRequest.model_validate({k: v for k, v in fields.items() if v is not None})
+    except ValidationError as err:
+        first = err.errors(include_url=False)[0]
+        key = ".".join(str(p) for p in first["loc"])
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise MobilityError(f"{key}: {message}" if key else message) from err
+
+
+def _table(title: str, documents: list[dict[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in ("vm", "converged", "rounds", "total (s)", "downtime (ms)", "GB sent", "notes"):
+        table.add_column(column)
+    for doc in documents:
+        notes = "; ".join(doc["actions"] + ([doc["reason"]] if doc["reason"] else []))
+        table.add_row(
+            str(doc["vm"]),
+            "yes" if doc["converged"] else "no",
+            str(doc["rounds"]),
+            f"{doc['total_time_s']:.3f}",
+            f"{doc['downtime_s'] * 1e3:.1f}",
+            f"{doc['bytes'] / 1e9:.3f}",
+            notes or "-",
+        )
+    return table
+
+
+def _plot(path: Path, documents: list[dict[str, Any]]) -> None:
+    from cloudtwin.mobility.plot import rounds_figure
+
+    figure = rounds_figure(documents)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=120, bbox_inches="tight")
+
+
+@app.command("run")
+def run(
+    scenario: Path = _RUN_SCENARIO,
+    overrides: list[str] | None = _SET,
+    as_json: bool = _JSON,
+    plot: Path | None = _PLOT,
+    out: Path | None = _OUT,
+    db: Path | None = _DB_OPTION,
+) -> None:
+    """Run a scenario's migrations on the engine, sharing the path with its tenant traffic.
+
+    Each round of each migration is a flow from the VM's host through both clouds'
+    gateways and the WAN to the destination host. The destination cloud admits each
+    migration and picks the host; both sides log their own side.
+
+    Example:  cloudtwin migrate run examples/migration.yaml --json
+    """
+    from cloudtwin.twin.migration import run_migrations
+
+    loaded = read_scenario(scenario, overrides)
+    with progress_bar("migrating", not as_json) as progress:
+        outcome = run_migrations(loaded, progress=progress)
+    document = outcome.to_dict()
+    if db is not None:
+        from cloudtwin.store.database import Store
+        from cloudtwin.store.migrations import save_migration_run
+
+        with Store(db) as store:
+            document["run_id"] = save_migration_run(store, loaded.name, document, outcome.log_rows())
+    if out is not None:
+        write_json(out, document)
+    if as_json:
+        emit_json(document)
+    else:
+        stdout.print(_table(f"migrations of {loaded.name}", document["migrations"]))
+        tenants = document["tenants"]
+        if tenants["flows"]:
+            stdout.print(
+                f"tenant traffic: {tenants['flows']} flows done at {tenants['completion_s']:.3f} s "
+                f"({tenants['completion_without_migrations_s']:.3f} s without the migrations)"
+            )
+    if plot:
+        _plot(plot, document["migrations"])
+
+
+_DB_READ = typer.Option(DEFAULT_DB, "--db", help="The store written by cloudtwin migrate run --db.")
+
+
+@app.command("list")
+def list_runs(db: Path = _DB_READ, as_json: bool = _JSON) -> None:
+    """List stored migration runs, newest first, one row per migration.
+
+    Example:  cloudtwin migrate list --db migrations.duckdb --json
+    """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.migrations import list_migration_runs
+
+    with Store(db, read_only=True) as store:
+        rows = list_migration_runs(store)
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title=f"migration runs in {db}", title_justify="left")
+    for column in ("run", "scenario", "vm", "converged", "total (s)", "downtime (ms)", "rounds"):
+        table.add_column(column)
+    for row in rows:
+        table.add_row(
+            str(row["run_id"]),
+            row["scenario"],
+            row["vm"],
+            "yes" if row["converged"] else "no",
+            f"{row['total_time_s']:.3f}",
+            f"{row['downtime_s'] * 1e3:.1f}",
+            str(row["rounds"]),
+        )
+    stdout.print(table)

@@ -1,0 +1,92 @@
+"""Quick what-if plans: a migration from flags alone, or each migration of a scenario on an idle path."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cloudtwin.errors import MobilityError
+from cloudtwin.mobility.memory import VmMemory
+from cloudtwin.mobility.options import MigrationOptions
+from cloudtwin.mobility.precopy import MigrationResult, plan_migration
+from cloudtwin.scenario.mobility import MigrationOptionsSpec, PlanRequest, VmSpec
+from cloudtwin.scenario.model import Scenario
+
+__all__ = ["ScenarioPlan", "memory_of", "options_of", "plan_request", "plan_scenario", "scenario_nic_bps"]
+
+
+def memory_of(vm: VmSpec | PlanRequest) -> VmMemory:
+    """The memory model of a VM (or of a flags-only request)."""
+    if isinstance(vm, PlanRequest):
+        return VmMemory(vm.memory, vm.working_set, vm.dirty_rate, vm.resident)
+    return VmMemory(
+        memory_bytes=vm.memory,
+        working_set_bytes=vm.working_set,
+        dirty_rate_bps=vm.dirty_rate,
+        resident_bytes=vm.resident,
+        cold_set_bytes=vm.cold_set,
+        cold_rate_bps=vm.cold_rate,
+        trace_rate_bps=vm.trace,
+        trace_interval_s=vm.trace_interval,
+    )
+
+
+def options_of(spec: MigrationOptionsSpec, bandwidth_bps: float, rtt_s: float) -> MigrationOptions:
+    """Migration options from a scenario's (or flags') knobs and the path's bandwidth and RTT."""
+    return MigrationOptions(
+        bandwidth_bps=bandwidth_bps,
+        downtime_limit_s=spec.downtime_limit,
+        max_bandwidth_bps=spec.max_bandwidth,
+        final_bandwidth_bps=spec.final_bandwidth,
+        auto_converge=spec.auto_converge,
+        postcopy=spec.postcopy,
+        xbzrle=spec.xbzrle,
+        multifd_channels=spec.multifd_channels,
+        policy=spec.policy,
+        storage=spec.storage,
+        max_rounds=spec.max_rounds,
+        timeout_s=spec.timeout,
+        max_downtime_s=max(2.0, spec.downtime_limit),
+        downtime_step_s=spec.downtime_limit,
+        protected=spec.protected,
+        rtt_s=rtt_s,
+    )
+
+
+def plan_request(request: PlanRequest) -> MigrationResult:
+    """`cloudtwin migrate plan --memory ... --bandwidth ...`: constant bandwidth and dirty rate."""
+    options = options_of(request, request.bandwidth, request.rtt)
+    return plan_migration(memory_of(request), options, request.disk, request.disk_dirty_rate)
+
+
+@dataclass(frozen=True)
+class ScenarioPlan:
+    """The plan of one migration of a scenario, on its path without other traffic."""
+
+    vm: str
+    source: str
+    destination: str
+    bandwidth_bps: float
+    result: MigrationResult
+
+
+def scenario_nic_bps(scenario: Scenario) -> float:
+    """A host's NIC rate in the scenario's fabric."""
+    fabric = scenario.fabric
+    nic = scenario.hosts.nic_rate
+    return float(nic if nic is not None else fabric.host_link)
+
+
+def plan_scenario(scenario: Scenario) -> list[ScenarioPlan]:
+    """Each migration of the scenario alone on its path (bottleneck: the host NIC or the WAN)."""
+    mobility = scenario.mobility
+    if not mobility.migrations:
+        raise MobilityError("mobility.migrations: the scenario has no migration to plan")
+    vms = {vm.name: vm for vm in mobility.vms}
+    bandwidth = min(scenario_nic_bps(scenario), mobility.wan.bandwidth)
+    rtt = 2 * mobility.wan.latency
+    plans = []
+    for job in mobility.migrations:
+        vm = vms[job.vm]
+        result = plan_migration(memory_of(vm), options_of(job, bandwidth, rtt), vm.disk, vm.disk_dirty_rate)
+        plans.append(ScenarioPlan(job.vm, vm.cloud, job.to, bandwidth, result))
+    return plans

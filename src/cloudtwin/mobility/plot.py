@@ -1,0 +1,54 @@
+"""A plot of migration rounds: each transfer as a bar from its start to its end, height = bytes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["rounds_figure"]
+
+_COLOURS = {
+    "disk": "tab:brown",
+    "bulk": "tab:blue",
+    "live": "tab:cyan",
+    "stop-and-copy": "tab:red",
+    "postcopy": "tab:purple",
+    "disk-background": "tab:olive",
+}
+
+
+def rounds_figure(documents: list[dict[str, Any]]) -> Any:
+    """One panel per migration: its transfers over time (the stop-and-copy in red)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = max(1, len(documents))
+    figure, axes = plt.subplots(rows, 1, figsize=(8, 2.2 * rows), squeeze=False)
+    for axis, doc in zip(axes[:, 0], documents, strict=False):
+        seen: set[str] = set()
+        for entry in doc["timeline"]:
+            width = max(entry["end_s"] - entry["start_s"], 1e-9)
+            label = entry["phase"] if entry["phase"] not in seen else None
+            seen.add(entry["phase"])
+            axis.bar(
+                entry["start_s"],
+                entry["bytes"] / 1e6,
+                width=width,
+                align="edge",
+                color=_COLOURS.get(entry["phase"], "grey"),
+                edgecolor="black",
+                linewidth=0.3,
+                label=label,
+            )
+        status = "converged" if doc["converged"] else "did not converge"
+        axis.set_title(
+            f"{doc.get('vm', 'vm')}: {status}, {doc['total_time_s']:.2f} s, "
+            f"downtime {doc['downtime_s'] * 1e3:.0f} ms",
+            fontsize=9,
+        )
+        axis.set_ylabel("MB sent")
+        axis.legend(fontsize=7, loc="upper right")
+    axes[-1, 0].set_xlabel("time since the migration started (s)")
+    figure.tight_layout()
+    return figure

@@ -1,0 +1,398 @@
+"""Pre-copy live migration as a sequence of transfers, with post-copy and the non-convergence policies.
+
+The model (docs/mobility.md gives it with its sources):
+
+1. Round 0 sends all memory: each page that holds data costs a page plus an 8-byte
+   header, each zero page a 9-byte marker.
+2. Round i+1 sends what the VM dirtied while round i was on the wire: `dirtied(t_i)`
+   (distinct bytes, capped by the working set), each page again with its header (with
+   XBZRLE, cached pages cost `xbzrle_ratio` of a page).
+3. After each round, the dirty set is compared with what the live bandwidth observed in
+   that round moves within the downtime limit (QEMU's `threshold_size = bandwidth x
+   downtime_limit`). If it fits, the VM is paused and the dirty set is sent at the final
+   bandwidth (QEMU's max-bandwidth does not apply to it), then the VM resumes at the
+   destination after `resume_s`: downtime = stop-and-copy + resume.
+4. Two rounds in a row that do not shrink the dirty set, `max_rounds`, or `timeout_s`
+   mean no convergence; the policy then aborts (the VM keeps running at the source),
+   raises the downtime limit step by step, switches auto-converge on (QEMU's throttle:
+   from 20 %, +10 % per step, up to 99 %, slowing the VM as much), or switches to
+   post-copy (pause for the device state only, then the rest is pushed while the VM runs
+   at the destination; each page it touches before it arrives costs a round trip plus
+   the page).
+
+`Migration` is a stepper: it says which transfer comes next and is told when the
+transfer ended, so the same model runs with a constant bandwidth (`plan_migration`) or
+with each round as a flow of the engine, sharing the path with tenant traffic.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from cloudtwin.mobility.memory import PAGE_BYTES, VmMemory
+from cloudtwin.mobility.options import PAGE_HEADER_BYTES, ZERO_PAGE_BYTES, MigrationOptions
+
+__all__ = ["Migration", "MigrationResult", "Phase", "Transfer", "plan_migration"]
+
+Phase = Literal["disk", "bulk", "live", "stop-and-copy", "postcopy", "disk-background"]
+Outcome = Literal["running", "completed", "aborted"]
+WIRE_FACTOR = (PAGE_BYTES + PAGE_HEADER_BYTES) / PAGE_BYTES
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One transfer of a migration: its phase, round, bytes on the wire and rate cap (bit/s)."""
+
+    phase: Phase
+    round: int
+    wire_bytes: float
+    rate_cap_bps: float
+
+    @property
+    def paused(self) -> bool:
+        """True while the VM is stopped (the stop-and-copy)."""
+        return self.phase == "stop-and-copy"
+
+
+@dataclass
+class MigrationResult:
+    """What a migration did; `to_dict` is the `--json` form."""
+
+    converged: bool
+    outcome: Outcome
+    total_time_s: float
+    downtime_s: float
+    stop_copy_s: float
+    resume_s: float
+    overlay_update_s: float
+    bytes: float
+    rounds: int
+    timeline: list[dict[str, Any]]
+    actions: list[str] = field(default_factory=list)
+    max_throttle: float = 0.0
+    downtime_limit_s: float = 0.0
+    postcopy_faults: float = 0.0
+    postcopy_stall_s: float = 0.0
+    crypto_cpu_s: float = 0.0
+    reason: str = ""
+
+    @property
+    def connectivity_downtime_s(self) -> float:
+        """How long the VM's address does not answer: stop-and-copy + resume + overlay update."""
+        return self.downtime_s + self.overlay_update_s if self.converged else 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "converged": self.converged,
+            "outcome": self.outcome,
+            "total_time_s": self.total_time_s,
+            "downtime_s": self.downtime_s,
+            "downtime_parts_s": {
+                "stop_and_copy": self.stop_copy_s,
+                "resume": self.resume_s,
+                "overlay_update": self.overlay_update_s if self.converged else 0.0,
+            },
+            "connectivity_downtime_s": self.connectivity_downtime_s,
+            "bytes": self.bytes,
+            "rounds": self.rounds,
+            "downtime_limit_s": self.downtime_limit_s,
+            "max_throttle": self.max_throttle,
+            "postcopy_faults": self.postcopy_faults,
+            "postcopy_stall_s": self.postcopy_stall_s,
+            "crypto_cpu_s": self.crypto_cpu_s,
+            "actions": list(self.actions),
+            "reason": self.reason,
+            "timeline": list(self.timeline),
+        }
+
+
+class Migration:
+    """The migration of one VM as a stepper: `next()` gives a transfer, `done(end_s)` closes it."""
+
+    def __init__(
+        self,
+        memory: VmMemory,
+        options: MigrationOptions,
+        start_s: float = 0.0,
+        disk_bytes: int = 0,
+        disk_dirty_rate_bps: float = 0.0,
+    ) -> None:
+        self.memory = memory
+        self.options = options
+        self.start_s = start_s
+        self.disk_bytes = disk_bytes
+        self.disk_dirty_rate_bps = disk_dirty_rate_bps
+        self.limit_s = options.downtime_limit_s
+        self.throttle = 0.0
+        self.auto_converge = options.auto_converge
+        self.high_periods = 0
+        self.stalled = 0
+        self.rounds = 0
+        self.outcome: Outcome = "running"
+        self.actions: list[str] = []
+        self.timeline: list[dict[str, Any]] = []
+        self.bytes = 0.0
+        self.pending: Transfer | None = self._first()
+        self.began_s = start_s
+        self.pending_dirty = 0.0
+        self.previous_dirty = math.inf
+        self.stop_copy_s = 0.0
+        self.resume_s = 0.0
+        self.end_s = start_s
+        self.faults = 0.0
+        self.stall_s = 0.0
+        self.reason = ""
+        self.switched = False
+
+    # -- the stepper -------------------------------------------------------------------
+
+    def next(self) -> Transfer | None:
+        """The transfer to run now (it starts when the previous one ended), or None when finished."""
+        return self.pending
+
+    def done(self, end_s: float) -> None:
+        """The current transfer ended at `end_s` (its start was the previous end)."""
+        transfer = self.pending
+        if transfer is None:
+            raise RuntimeError("no transfer in progress")
+        duration = end_s - self.began_s
+        self.bytes += transfer.wire_bytes
+        self._record(transfer, self.began_s, end_s)
+        self.began_s = end_s
+        handler = {
+            "disk": self._after_live,
+            "bulk": self._after_live,
+            "live": self._after_live,
+            "stop-and-copy": self._after_stop,
+            "postcopy": self._after_postcopy,
+            "disk-background": self._after_background,
+        }[transfer.phase]
+        handler(transfer, duration, end_s)
+
+    def abort(self, now_s: float, reason: str) -> None:
+        """Give up (a phase failed, consent withdrawn): the VM keeps running at the source."""
+        if self.outcome != "running":
+            return
+        if self.pending is not None and self.pending.paused:
+            self.actions.append(f"abort during stop-and-copy at {now_s:.6g} s: the source resumes")
+        self.outcome = "aborted"
+        self.reason = reason
+        self.pending = None
+        self.end_s = now_s
+
+    def result(self) -> MigrationResult:
+        """The outcome so far (final once `next()` is None)."""
+        converged = self.outcome == "completed"
+        return MigrationResult(
+            converged=converged,
+            outcome=self.outcome,
+            total_time_s=self.end_s - self.start_s,
+            downtime_s=self.stop_copy_s + self.resume_s if converged else 0.0,
+            stop_copy_s=self.stop_copy_s if converged else 0.0,
+            resume_s=self.resume_s if converged else 0.0,
+            overlay_update_s=self.options.overlay_update_s,
+            bytes=self.bytes,
+            rounds=self.rounds,
+            timeline=self.timeline,
+            actions=self.actions,
+            max_throttle=max((r["throttle"] for r in self.timeline), default=0.0),
+            downtime_limit_s=self.limit_s,
+            postcopy_faults=self.faults,
+            postcopy_stall_s=self.stall_s,
+            crypto_cpu_s=self.bytes * 8 / self.options.stream_bps if self.options.protected else 0.0,
+            reason=self.reason,
+        )
+
+    # -- transitions -------------------------------------------------------------------
+
+    def _first(self) -> Transfer:
+        if self.options.storage == "block" and self.disk_bytes:
+            return Transfer("disk", 0, float(self.disk_bytes), self.options.live_cap_bps())
+        return self._bulk()
+
+    def _bulk(self) -> Transfer:
+        data_pages = self.memory.pages(self.memory.data_bytes)
+        zero_pages = self.memory.pages(self.memory.zero_bytes)
+        wire = data_pages * (PAGE_BYTES + PAGE_HEADER_BYTES) + zero_pages * ZERO_PAGE_BYTES
+        return Transfer("bulk", 0, wire, self.options.live_cap_bps())
+
+    def _after_live(self, transfer: Transfer, duration: float, end_s: float) -> None:
+        memory_dirty = self.memory.dirtied(end_s - duration, duration, self.throttle)
+        disk_dirty = self.disk_dirty_rate_bps / 8 * duration if self.options.storage == "block" else 0.0
+        if transfer.phase == "disk":
+            # memory has not been sent yet: its first round comes next, disk writes mirrored into it
+            self.pending = Transfer("bulk", 0, self._bulk().wire_bytes + disk_dirty, transfer.rate_cap_bps)
+            return
+        self.rounds += 1
+        dirty = memory_dirty + disk_dirty
+        observed_bps = transfer.wire_bytes * 8 / duration if duration > 0 else math.inf
+        self._throttle_check(dirty, transfer.wire_bytes)
+        self.stalled = self.stalled + 1 if dirty >= self.previous_dirty else 0
+        self.previous_dirty = dirty
+        self.pending_dirty = dirty
+        if dirty * 8 <= observed_bps * self.limit_s:
+            self._stop_and_copy(dirty)
+            return
+        if self.options.postcopy and transfer.phase == "bulk":
+            self.actions.append("post-copy after the first round")
+            self._switch_to_postcopy(dirty)
+            return
+        if self._stuck(end_s) and not self._apply_policy(end_s):
+            return
+        self.pending = Transfer("live", self.rounds, self._wire(dirty), self.options.live_cap_bps())
+
+    def _stuck(self, now_s: float) -> bool:
+        """No convergence yet: the dirty set stopped shrinking, or the round limit or timeout hit."""
+        return (
+            self.stalled >= self.options.stall_rounds
+            or self.rounds >= self.options.max_rounds
+            or now_s - self.start_s >= self.options.timeout_s
+        )
+
+    def _wire(self, dirty_bytes: float) -> float:
+        """Bytes on the wire to re-send `dirty_bytes` of pages."""
+        wire = dirty_bytes * WIRE_FACTOR
+        if not self.options.xbzrle:
+            return wire
+        dirtiable = self.memory.working_set_bytes + self.memory.cold_set_bytes
+        hit = min(1.0, self.options.xbzrle_cache_bytes / dirtiable) if dirtiable else 1.0
+        return wire * (hit * self.options.xbzrle_ratio + (1 - hit))
+
+    def _throttle_check(self, dirty: float, sent: float) -> None:
+        """QEMU's auto-converge: two periods that dirtied more than the trigger share of what they sent."""
+        if not self.auto_converge or dirty <= self.options.throttle_trigger * sent:
+            return
+        self.high_periods += 1
+        if self.high_periods < 2:
+            return
+        self.high_periods = 0
+        step = (
+            self.options.throttle_initial
+            if self.throttle == 0
+            else self.throttle + self.options.throttle_increment
+        )
+        self.throttle = min(self.options.throttle_max, step)
+        self.actions.append(f"throttle {self.throttle:.0%} after round {self.rounds}")
+
+    def _apply_policy(self, now_s: float) -> bool:
+        """Non-convergence: True if the migration goes on."""
+        self.stalled = 0
+        self.previous_dirty = math.inf
+        policy = self.options.policy
+        if self.rounds >= self.options.max_rounds or now_s - self.start_s >= self.options.timeout_s:
+            if policy == "postcopy":
+                self.actions.append("post-copy: round limit or timeout reached")
+                self._switch_to_postcopy(self.pending_dirty)
+                return False
+            self.abort(now_s, "no convergence within the round limit or timeout")
+            return False
+        if policy == "raise-downtime" and self.limit_s < self.options.max_downtime_s:
+            self.limit_s = min(self.options.max_downtime_s, self.limit_s + self.options.downtime_step_s)
+            self.actions.append(
+                f"downtime limit raised to {self.limit_s * 1000:.0f} ms after round {self.rounds}"
+            )
+            return True
+        if policy == "auto-converge" and self.throttle < self.options.throttle_max:
+            if not self.auto_converge:
+                self.auto_converge = True
+                self.actions.append(f"auto-converge on after round {self.rounds}")
+            return True
+        if policy == "postcopy":
+            self.actions.append(f"post-copy after round {self.rounds}")
+            self._switch_to_postcopy(self.pending_dirty)
+            return False
+        self.abort(now_s, "the dirty set does not shrink (does not converge)")
+        return False
+
+    def _stop_and_copy(self, dirty: float) -> None:
+        wire = self._wire(dirty) + self.options.device_state_bytes
+        self.pending = Transfer("stop-and-copy", self.rounds, wire, self.options.final_cap_bps())
+
+    def _switch_to_postcopy(self, dirty: float) -> None:
+        self.switched = True
+        self.postcopy_bytes = dirty
+        self.pending = Transfer(
+            "stop-and-copy", self.rounds, float(self.options.device_state_bytes), self.options.final_cap_bps()
+        )
+
+    def _after_stop(self, transfer: Transfer, duration: float, end_s: float) -> None:
+        self.stop_copy_s = duration
+        self.resume_s = self.options.resume_s
+        resumed = end_s + self.resume_s
+        self.began_s = resumed
+        if self.switched:
+            self.pending = Transfer(
+                "postcopy", self.rounds + 1, self.postcopy_bytes * WIRE_FACTOR, self.options.final_cap_bps()
+            )
+            return
+        self._finish_or_background(resumed)
+
+    def _after_postcopy(self, transfer: Transfer, duration: float, end_s: float) -> None:
+        """Pages the VM touched before they arrived: each a fault costing a round trip and a page."""
+        self.rounds += 1
+        touched = self.memory.dirtied(end_s - duration, duration) / 2
+        self.faults = self.memory.pages(min(self.postcopy_bytes, touched))
+        rate_bps = transfer.wire_bytes * 8 / duration if duration > 0 else math.inf
+        # a vCPU waits on its faults while the push goes on: never longer than the push
+        self.stall_s = min(duration, self.faults * (self.options.rtt_s + PAGE_BYTES * 8 / rate_bps))
+        self._finish_or_background(end_s)
+
+    def _finish_or_background(self, now_s: float) -> None:
+        if self.options.storage == "remote-then-local" and self.disk_bytes:
+            self.pending = Transfer(
+                "disk-background", self.rounds, float(self.disk_bytes), self.options.live_cap_bps()
+            )
+            return
+        self.outcome = "completed"
+        self.pending = None
+        self.end_s = now_s
+
+    def _after_background(self, transfer: Transfer, duration: float, end_s: float) -> None:
+        self.outcome = "completed"
+        self.pending = None
+        self.end_s = end_s
+
+    def _record(self, transfer: Transfer, start_s: float, end_s: float) -> None:
+        self.timeline.append(
+            {
+                "phase": transfer.phase,
+                "round": transfer.round,
+                "start_s": start_s - self.start_s,
+                "end_s": end_s - self.start_s,
+                "bytes": transfer.wire_bytes,
+                "throttle": self.throttle,
+                "downtime_limit_s": self.limit_s,
+            }
+        )
+
+
+def plan_migration(
+    memory: VmMemory,
+    options: MigrationOptions,
+    disk_bytes: int = 0,
+    disk_dirty_rate_bps: float = 0.0,
+) -> MigrationResult:
+    """A migration over a path of constant bandwidth `options.bandwidth_bps` (a quick what-if).
+
+    >>> from cloudtwin.mobility import VmMemory, MigrationOptions
+    >>> vm = VmMemory(memory_bytes=1 << 30, working_set_bytes=0, dirty_rate_bps=0.0)
+    >>> plan = plan_migration(vm, MigrationOptions(bandwidth_bps=8e9))
+    >>> plan.converged, plan.rounds
+    (True, 1)
+    """
+    migration = Migration(memory, options, 0.0, disk_bytes, disk_dirty_rate_bps)
+    final_bps = (
+        options.final_bandwidth_bps if options.final_bandwidth_bps is not None else options.bandwidth_bps
+    )
+    final_bps = min(final_bps, options.stream_cap_bps)
+    now = 0.0
+    while (transfer := migration.next()) is not None:
+        if transfer.paused or transfer.phase == "postcopy":
+            rate = final_bps
+        else:
+            rate = min(options.bandwidth_bps, transfer.rate_cap_bps)
+        now = migration.began_s + transfer.wire_bytes * 8 / rate
+        migration.done(now)
+    return migration.result()

@@ -1,0 +1,68 @@
+"""Every command in docs/mobility.md runs, and its QEMU and worked-example tables are current."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from tests.cli.cli_helpers import REPO, cloudtwin
+from tests.test_docs import console_commands
+
+DOC = REPO / "docs" / "mobility.md"
+COMMANDS = console_commands(DOC)
+
+
+def test_doc_cloudtwin_commands_run(tmp_path: Path) -> None:
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    commands = [c for c in COMMANDS if c.startswith("cloudtwin ")]
+    assert len(commands) >= 5
+    for command in commands:
+        done = cloudtwin(*shlex.split(command)[1:], cwd=tmp_path)
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+        assert done.stdout.strip()
+    assert (tmp_path / "rounds.png").stat().st_size > 0
+
+
+def _python(command: str) -> subprocess.CompletedProcess[str]:
+    words = shlex.split(command)
+    assert words[0] == "python"
+    return subprocess.run([sys.executable, *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=600)
+
+
+def test_qemu_tables_are_what_the_benchmark_prints_from_the_kept_measurements() -> None:
+    commands = [c for c in COMMANDS if "qemu_migration.py" in c]
+    assert len(commands) == 2
+    for command in commands:
+        done = _python(command)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.strip() in DOC.read_text()
+
+
+def test_worked_example_table_is_current() -> None:
+    done = cloudtwin("migrate", "run", "examples/migration.yaml", "--json")
+    result = json.loads(done.stdout)
+    rows = [
+        f"| {m['vm']} | {m['rounds']} | {m['total_time_s']:.3f} | {m['total_time_alone_s']:.3f} | "
+        f"{m['downtime_s'] * 1e3:.1f} | {m['connectivity_downtime_s'] * 1e3:.1f} | {m['bytes'] / 1e9:.3f} |"
+        for m in result["migrations"]
+    ]
+    documented = re.findall(r"^\| (?:web1|cache1) \|.+\|$", DOC.read_text(), re.M)
+    assert documented == rows
+    tenants = result["tenants"]
+    assert f"{tenants['completion_s']:.3f} s instead of {tenants['completion_without_migrations_s']:.3f}" in (
+        " ".join(DOC.read_text().split())
+    )
+
+
+@pytest.mark.slow
+def test_scale_benchmark_command_runs() -> None:
+    (command,) = [c for c in COMMANDS if "benchmarks/migrations.py" in c]
+    done = _python(command)
+    assert done.returncode == 0, done.stderr
+    figures = json.loads(done.stdout)
+    assert figures["migrations"] == 1000 and figures["hosts"] == 128

@@ -1,0 +1,281 @@
+"""The pre-copy model against a closed form derived here, and its policies, options and bad input."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from tests.cli.cli_helpers import cloudtwin
+
+from cloudtwin.errors import MobilityError
+from cloudtwin.mobility import MigrationOptions, VmMemory, plan_migration
+
+MIB = 1 << 20
+GIB = 1 << 30
+F = 4104 / 4096  # a page and its 8-byte header
+
+
+def closed_form(
+    memory: float,
+    working_set: float,
+    rate: float,
+    bandwidth: float,
+    limit: float,
+    final: float,
+    resume: float,
+) -> dict[str, float] | None:
+    """Rounds, total time, downtime and bytes for constant bandwidth and dirty rate (bytes/s).
+
+    Round 0 sends memory x F in t0 = memory F / B. The first dirty set is D1 = min(W, r t0);
+    while the working set does not cap it, each later set is rho = r F / B times the one
+    before, so D_i = D1 rho^(i-1). The VM stops at the first n with D_n <= B x limit.
+    None when it does not converge (rho >= 1 with D1 above the threshold).
+    """
+    t0 = memory * F / bandwidth
+    d1 = min(working_set, rate * t0)
+    threshold = bandwidth * limit
+    rho = rate * F / bandwidth
+    if d1 <= threshold:
+        n = 1
+    elif rho >= 1:
+        return None
+    else:
+        n = 1 + math.ceil(math.log(threshold / d1) / math.log(rho))
+    live = d1 * (1 - rho ** (n - 1)) / (1 - rho) if n > 1 else 0.0
+    last = d1 * rho ** (n - 1)
+    downtime = last * F / final + resume
+    return {
+        "rounds": n,
+        "total_time_s": t0 + live * F / bandwidth + downtime,
+        "downtime_s": downtime,
+        "bytes": memory * F + live * F + last * F,
+    }
+
+
+def _plan(
+    memory: int,
+    working_set: int,
+    rate: float,
+    bandwidth: float,
+    limit: float = 0.3,
+    final: float | None = None,
+):
+    vm = VmMemory(memory_bytes=memory, working_set_bytes=working_set, dirty_rate_bps=rate * 8)
+    # an unprotected stream: the path's bandwidth alone limits it, as in the closed form
+    options = MigrationOptions(
+        bandwidth_bps=bandwidth * 8,
+        downtime_limit_s=limit,
+        protected=False,
+        final_bandwidth_bps=None if final is None else final * 8,
+    )
+    return plan_migration(vm, options)
+
+
+def _assert_matches(plan, expected: dict[str, float]) -> None:
+    assert plan.converged
+    assert plan.rounds == expected["rounds"]
+    for key in ("total_time_s", "downtime_s", "bytes"):
+        assert getattr(plan, key) == pytest.approx(expected[key], rel=1e-9, abs=1e-12), key
+
+
+def test_issue_example_equals_closed_form() -> None:
+    plan = _plan(4 * GIB, GIB, 50 * MIB, 1e9 / 8)
+    _assert_matches(plan, closed_form(4 * GIB, GIB, 50 * MIB, 1e9 / 8, 0.3, 1e9 / 8, 0.01))
+    assert plan.rounds == 5
+
+
+def test_idle_vm_is_one_round_and_memory_over_bandwidth() -> None:
+    plan = _plan(GIB, 0, 0.0, 125e6)
+    assert plan.rounds == 1
+    assert plan.total_time_s == pytest.approx(GIB * F / 125e6 + 0.01, rel=1e-12)
+    assert plan.downtime_s == pytest.approx(0.01)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    memory_mib=st.integers(64, 65536),
+    ws_share=st.floats(0.0, 1.0),
+    rate_share=st.floats(0.0, 0.95),
+    bandwidth=st.floats(10e6, 10e9),
+    limit=st.floats(0.01, 2.0),
+    final_share=st.floats(0.5, 20.0),
+)
+def test_plan_equals_closed_form(
+    memory_mib: int, ws_share: float, rate_share: float, bandwidth: float, limit: float, final_share: float
+) -> None:
+    memory = memory_mib * MIB
+    working_set = int(memory * ws_share)
+    rate = bandwidth * rate_share
+    final = bandwidth * final_share
+    expected = closed_form(memory, working_set, rate, bandwidth, limit, final, 0.01)
+    assume(expected is not None and expected["rounds"] < 30 and expected["total_time_s"] < 3600)
+    d1 = min(working_set, rate * memory * F / bandwidth)
+    rho = rate * F / bandwidth
+    if d1 > bandwidth * limit:  # keep away from a round boundary where rounding could decide
+        exponent = math.log(bandwidth * limit / d1) / math.log(rho)
+        assume(abs(exponent - round(exponent)) > 1e-6)
+    _assert_matches(_plan(memory, working_set, rate, bandwidth, limit, final), expected)
+
+
+def test_cli_plan_json_equals_closed_form() -> None:
+    done = cloudtwin(
+        "migrate",
+        "plan",
+        "--memory",
+        "4GiB",
+        "--dirty-rate",
+        "50MiB/s",
+        "--working-set",
+        "1GiB",
+        "--bandwidth",
+        "1Gbps",
+        "--downtime-limit",
+        "300ms",
+        "--final-bandwidth",
+        "5Gbps",
+        "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    expected = closed_form(4 * GIB, GIB, 50 * MIB, 1e9 / 8, 0.3, 5e9 / 8, 0.01)
+    assert result["converged"] is True
+    assert result["rounds"] == expected["rounds"]
+    for key in ("total_time_s", "downtime_s", "bytes"):
+        assert result[key] == pytest.approx(expected[key], rel=1e-9)
+    assert [e["phase"] for e in result["timeline"]][-1] == "stop-and-copy"
+    assert sum(e["bytes"] for e in result["timeline"]) == pytest.approx(result["bytes"], rel=1e-12)
+
+
+def test_dirtying_faster_than_sending_does_not_converge_and_aborts() -> None:
+    plan = _plan(GIB, 512 * MIB, 200 * MIB, 100 * MIB)
+    assert not plan.converged and plan.outcome == "aborted"
+    assert plan.downtime_s == 0.0
+    # round 0, then two rounds that resend the whole working set without shrinking it
+    assert plan.rounds == 3
+    assert plan.bytes == pytest.approx((GIB + 2 * 512 * MIB) * F)
+
+
+def _policy(policy: str, **extra: object):
+    vm = VmMemory(memory_bytes=4 * GIB, working_set_bytes=GIB, dirty_rate_bps=200 * MIB * 8)
+    return plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, policy=policy, **extra))  # type: ignore[arg-type]
+
+
+def test_auto_converge_throttles_by_qemu_steps_until_it_converges() -> None:
+    plan = _policy("auto-converge")
+    assert plan.converged
+    throttles = sorted({round(e["throttle"], 6) for e in plan.timeline} - {0.0})
+    assert throttles[0] == pytest.approx(0.2)
+    assert all(b - a == pytest.approx(0.1) for a, b in zip(throttles, throttles[1:], strict=False))
+    # converged once the throttled rate dropped below what the link sends
+    assert 200 * MIB * 8 * (1 - plan.max_throttle) < 1e9
+
+
+def test_postcopy_pauses_only_for_the_switchover() -> None:
+    plan = _policy("postcopy")
+    assert plan.converged
+    assert plan.downtime_s == pytest.approx(0.01)
+    assert plan.timeline[-1]["phase"] == "postcopy"
+    assert plan.postcopy_faults > 0 and 0 < plan.postcopy_stall_s <= plan.timeline[-1]["end_s"]
+
+
+def test_raise_downtime_raises_step_by_step_then_gives_up() -> None:
+    plan = _policy("raise-downtime")
+    limits = [e["downtime_limit_s"] for e in plan.timeline]
+    assert limits == sorted(limits) and limits[-1] == pytest.approx(2.0)
+    assert not plan.converged  # 1 GiB never fits 2 s at 1 Gbps
+
+
+def test_raise_downtime_converges_when_a_larger_limit_fits() -> None:
+    vm = VmMemory(memory_bytes=GIB, working_set_bytes=64 * MIB, dirty_rate_bps=400 * MIB * 8)
+    plan = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, policy="raise-downtime"))
+    assert plan.converged and plan.downtime_limit_s > 0.3
+    assert plan.stop_copy_s <= plan.downtime_limit_s
+
+
+def test_bandwidth_cap_applies_to_live_rounds_only() -> None:
+    vm = VmMemory(memory_bytes=GIB, working_set_bytes=64 * MIB, dirty_rate_bps=10 * MIB * 8)
+    plan = plan_migration(vm, MigrationOptions(bandwidth_bps=10e9, max_bandwidth_bps=1e9, protected=False))
+    bulk = plan.timeline[0]
+    assert bulk["end_s"] == pytest.approx(GIB * F * 8 / 1e9)
+    stop = plan.timeline[-1]
+    assert stop["end_s"] - stop["start_s"] == pytest.approx(stop["bytes"] * 8 / 10e9)
+
+
+def test_xbzrle_sends_fewer_bytes_for_resent_pages() -> None:
+    vm = VmMemory(memory_bytes=GIB, working_set_bytes=32 * MIB, dirty_rate_bps=50 * MIB * 8)
+    plain = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9))
+    packed = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, xbzrle=True))
+    assert packed.timeline[0]["bytes"] == plain.timeline[0]["bytes"]
+    assert packed.timeline[1]["bytes"] == pytest.approx(plain.timeline[1]["bytes"] * 0.25)
+
+
+def test_protected_stream_caps_bandwidth_per_channel() -> None:
+    vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
+    one = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9))
+    four = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9, multifd_channels=4))
+    assert one.timeline[0]["end_s"] == pytest.approx(GIB * F * 8 / 8e9)
+    assert four.timeline[0]["end_s"] == pytest.approx(GIB * F * 8 / 32e9)
+    assert one.crypto_cpu_s == pytest.approx(one.bytes * 8 / 8e9)
+
+
+def test_block_storage_copies_the_disk_first_and_remote_then_local_after() -> None:
+    vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
+    block = plan_migration(vm, MigrationOptions(bandwidth_bps=8e9, storage="block"), disk_bytes=10 * GIB)
+    later = plan_migration(
+        vm, MigrationOptions(bandwidth_bps=8e9, storage="remote-then-local"), disk_bytes=10 * GIB
+    )
+    assert block.timeline[0]["phase"] == "disk" and later.timeline[-1]["phase"] == "disk-background"
+    assert block.downtime_s == later.downtime_s
+    assert block.bytes == pytest.approx(later.bytes)
+
+
+def test_hot_cold_and_trace_dirtying() -> None:
+    vm = VmMemory(
+        memory_bytes=GIB,
+        working_set_bytes=64 * MIB,
+        dirty_rate_bps=64 * MIB * 8,
+        cold_set_bytes=512 * MIB,
+        cold_rate_bps=8 * MIB * 8,
+    )
+    assert vm.dirtied(0.0, 0.5) == pytest.approx(32 * MIB + 4 * MIB)
+    assert vm.dirtied(0.0, 10.0) == pytest.approx(64 * MIB + 80 * MIB)
+    traced = VmMemory(
+        memory_bytes=GIB,
+        working_set_bytes=GIB,
+        dirty_rate_bps=0.0,
+        trace_rate_bps=(8.0 * MIB, 0.0),
+        trace_interval_s=1.0,
+    )
+    assert traced.dirtied(0.5, 1.0) == pytest.approx(0.5 * MIB)
+    assert traced.dirtied(0.0, 4.0) == pytest.approx(2 * MIB)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"memory_bytes": GIB, "working_set_bytes": 2 * GIB, "dirty_rate_bps": 1.0}, "working_set"),
+        ({"memory_bytes": GIB, "working_set_bytes": 0, "dirty_rate_bps": -1.0}, "dirty_rate"),
+    ],
+)
+def test_bad_memory_names_the_field(kwargs: dict, field: str) -> None:
+    with pytest.raises(MobilityError, match=f"^{field}:"):
+        VmMemory(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        (["--dirty-rate", "-5MiB/s"], "dirty_rate"),
+        (["--working-set", "8GiB"], "working_set"),
+        (["--downtime-limit", "0ms"], "downtime_limit"),
+        (["--bandwidth", "fast"], "bandwidth"),
+    ],
+)
+def test_cli_bad_input_is_one_line_exit_2(args: list[str], field: str) -> None:
+    done = cloudtwin("migrate", "plan", "--memory", "4GiB", *args)
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and f"{field}:" in lines[0], done.stderr
