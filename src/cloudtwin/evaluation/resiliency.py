@@ -10,6 +10,10 @@ Both runs (without and with faults) give the aggregate sending rate as a step fu
 - the *dip* is the deepest shortfall between the fault and the recovery, 1 - rate /
   that same reference (so flows finishing on their own do not count as a dip).
 
+Instants less than `SAME_INSTANT_S` apart count as one, judged at the latest of them: the
+two runs reach the same event (a step of an unaffected job) at times that differ in the
+last bits, and in between one run would seem idle while the other sends.
+
 `bytes_delayed` is the most bytes the faulted run was ever behind the fault-free one.
 """
 
@@ -26,6 +30,7 @@ from cloudtwin.faults.plan import RepairPlan
 
 __all__ = [
     "RECOVERY_LEVEL",
+    "SAME_INSTANT_S",
     "PLOT_BINS",
     "TIMELINE_POINTS",
     "FaultOutcome",
@@ -38,6 +43,7 @@ __all__ = [
 ]
 
 RECOVERY_LEVEL = 0.95
+SAME_INSTANT_S = 1e-9
 TIMELINE_POINTS = 1500
 PLOT_BINS = 400
 
@@ -98,6 +104,18 @@ class FaultOutcome:
         }
 
 
+def _instants(points: np.ndarray) -> np.ndarray:
+    """Sorted `points` less the ones within `SAME_INSTANT_S` of the next (the last one stays).
+
+    >>> _instants(np.array([1.0, 1.0 + 1e-15, 2.0]))
+    array([1., 2.])
+    """
+    if points.size < 2:
+        return points
+    keep = np.append(np.diff(points) >= SAME_INSTANT_S, True)
+    return points[keep]
+
+
 def _stalled_in_flight(plan: RepairPlan, start: np.ndarray, finish: np.ndarray, at: float) -> bool:
     segment = int(np.searchsorted(plan.segment_s, at, side="right")) - 1
     if segment < 0:
@@ -122,7 +140,7 @@ def fault_outcomes(
     for at in fault_times:
         pre = _before(ft, fv, at) or float(step_value(bt, bv, at))
         points = np.union1d(np.union1d(ft, bt), plan.segment_s)
-        points = np.concatenate(([at], points[points > at]))
+        points = _instants(np.concatenate(([at], points[points > at])))
         rate = step_value(ft, fv, points)
         reference = np.minimum(pre, step_value(bt, bv, points))
         recovered_at = None
