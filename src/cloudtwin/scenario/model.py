@@ -18,6 +18,7 @@ from pydantic import (
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -258,6 +259,7 @@ class Scenario(_Model):
     workloads: tuple[Job, ...] = ()
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
+    limits: Limits = Field(default_factory=Limits)
 
     @property
     def host_count(self) -> int:
