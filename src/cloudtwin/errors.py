@@ -7,6 +7,7 @@ __all__ = [
     "EngineError",
     "LimitError",
     "LogFormatError",
+    "OutputError",
     "RoutingError",
     "ScenarioError",
     "StoreError",
@@ -41,6 +42,10 @@ class EngineError(CloudtwinError):
 
 class LogFormatError(CloudtwinError):
     """A log format string or log input cannot be understood."""
+
+
+class OutputError(CloudtwinError):
+    """An output file or folder cannot be written where it was asked for."""
 
 
 class StoreError(CloudtwinError):

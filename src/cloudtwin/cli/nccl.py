@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, refuse_ignored_sections
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import RoutingError, ScenarioError
 
@@ -83,7 +84,9 @@ STRATEGIES = typer.Option(
 )
 SET = typer.Option(None, "--set", "-s", help="Override a key (repeatable).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout and nothing else.")
-OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
 
 
 def nccl_tests(
@@ -115,6 +118,7 @@ def nccl_tests(
             raise ScenarioError(f"--op: unknown collective {op!r} (known: {', '.join(OPS)})")
         sets.append(f"workload.op={op}")
     loaded = read_scenario(scenario, sets)
+    refuse_ignored_sections(loaded, "nccl-tests")
     workload = collective_workload(loaded)
     sizes = sweep_sizes(parse_nccl_size(begin, "-b"), parse_nccl_size(end, "-e"), factor)
     names = [s.strip() for s in (strategies or loaded.routing.strategy).split(",") if s.strip()]

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, refuse_ignored_sections
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -26,7 +27,9 @@ __all__ = ["compare", "run"]
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.leaves=8 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
-OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
 
 _ROWS: list[tuple[str, str, str]] = [
     ("flows", "flows", "{:.0f}"),
@@ -85,6 +88,7 @@ def run(
     from cloudtwin.evaluation.run import run_scenario
 
     loaded = read_scenario(scenario, overrides)
+    refuse_ignored_sections(loaded, "run")
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         summary = run_scenario(loaded, strategy, progress).summary
     document = summary.to_json()
@@ -121,6 +125,7 @@ def compare(
     if not names:
         raise RoutingError(f"--strategies: no strategy named (built-in: {', '.join(strategy_names())})")
     loaded = read_scenario(scenario, overrides)
+    refuse_ignored_sections(loaded, "compare")
     results: list[RunSummary] = []
     for name in names:
         with progress_bar(f"{loaded.name}: {name}", not as_json) as progress:
