@@ -10,7 +10,7 @@ from cloudtwin.cli.app import main
 from cloudtwin.errors import LimitError, ScenarioError
 from cloudtwin.scenario import load_scenario
 from cloudtwin.topology.builders import build_topology
-from cloudtwin.topology.estimate import estimate_memory
+from cloudtwin.topology.estimate import estimate_flows, estimate_memory
 
 SMALL = "name: t\nfabric: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
 
@@ -41,7 +41,7 @@ def test_a_fabric_too_large_for_memory_is_refused_before_it_is_built(
     if "fabric.kind=fat-tree" in overrides:
         text = "name: t\nfabric: {kind: fat-tree}\n"
         overrides = overrides[1:]
-    scenario = load_scenario(text, "s.yaml", overrides)
+    scenario = load_scenario(text, "s.yaml", [*overrides, "limits.flows=100000000"])
     with pytest.raises(LimitError, match=r"needs about .* above limits.memory = 4.0GiB") as err:
         build_topology(scenario)
     assert err.value.limit == "limits.memory"
@@ -55,7 +55,7 @@ def test_the_limit_can_be_raised_and_the_cli_names_it(
         build_topology(scenario)
     assert build_topology(load_scenario(SMALL, "s.yaml", ["limits.memory=1GiB"])).link_count == 16
     path = tmp_path / "ft.yaml"
-    path.write_text("name: ft\nfabric: {kind: fat-tree, k: 180}\n")
+    path.write_text("name: ft\nfabric: {kind: fat-tree, k: 180}\nlimits: {flows: 100000000}\n")
     code = main(["run", str(path)])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "") and err.count("\n") == 1 and "limits.memory" in err
@@ -73,3 +73,35 @@ def test_the_limit_can_be_raised_and_the_cli_names_it(
 def test_absurd_quantities_are_scenario_errors(override: str, reason: str) -> None:
     with pytest.raises(ScenarioError, match=reason):
         load_scenario(SMALL, "s.yaml", [override])
+
+
+A2A = "name: a2a\nhosts: {gpus: 8}\nworkload: {kind: collective, op: alltoall}\n"
+
+
+@pytest.mark.parametrize(
+    ("fabric", "flows"),
+    [
+        ("fabric: {kind: leaf-spine, leaves: 8, spines: 8, hosts_per_leaf: 16}\n", 1024 * 1023),
+        ("fabric: {kind: fat-tree, k: 8}\n", 1024 * 1023),
+    ],
+)
+def test_an_alltoall_too_large_to_finish_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fabric: str, flows: int
+) -> None:
+    # 1,024 ranks printed nothing for 400 s; a k=8 fat-tree ran past 200 s
+    path = tmp_path / "a2a.yaml"
+    path.write_text(A2A + fabric)
+    code = main(["nccl-tests", str(path), "-b", "1M", "-e", "16M"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert f"makes {flows:,} flows" in err and "limits.flows = 300,000" in err
+    raised = load_scenario(A2A + fabric, "s.yaml", [f"limits.flows={flows}"])
+    assert estimate_flows(raised) == flows
+
+
+def test_an_alltoall_per_tenant_counts_each_jobs_pairs() -> None:
+    text = A2A + (
+        "fabric: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+        "tenants: [{name: a, vni: 1, hosts: '0-1'}, {name: b, vni: 2, hosts: '2-3'}]\n"
+    )
+    assert estimate_flows(load_scenario(text, "s.yaml")) == 2 * 16 * 15

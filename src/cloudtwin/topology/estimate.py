@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from cloudtwin.errors import LimitError
 from cloudtwin.scenario.model import (
+    CollectiveWorkload,
     FatTreeFabric,
     PerftestWorkload,
     RailOptimizedFabric,
@@ -22,7 +23,7 @@ from cloudtwin.scenario.model import (
 )
 from cloudtwin.scenario.units import format_size
 
-__all__ = ["MemoryEstimate", "check_memory", "estimate_memory"]
+__all__ = ["MemoryEstimate", "check_memory", "estimate_flows", "estimate_memory"]
 
 #: Bytes per link at the build's peak: the cable lists and their concatenation coexist
 #: (source, destination, capacity: 2 x 24), latency and state (9), and the sort order and
@@ -93,6 +94,32 @@ def _perftest_flows(workload: PerftestWorkload, hosts: int) -> int:
     return max(pairs, 0) * workload.qps
 
 
+def _alltoall_pairs(scenario: Scenario, workload: CollectiveWorkload) -> int:
+    """Rank pairs of an alltoall: one job over `ranks`, or one per tenant (or all GPUs)."""
+    if workload.op != "alltoall":
+        return 0
+    gpus = scenario.hosts.gpus
+    if workload.ranks is not None:
+        sizes = [len(workload.ranks)]
+    elif scenario.tenants:
+        sizes = [len(t.hosts) * gpus for t in scenario.tenants]
+    else:
+        sizes = [scenario.host_count * gpus]
+    return sum(n * (n - 1) for n in sizes)
+
+
+def estimate_flows(scenario: Scenario) -> int:
+    """Flows of the scenario's perftest traffic and alltoall collectives."""
+    jobs = [scenario.workload] if not scenario.workloads else list(scenario.workloads)
+    flows = 0
+    for job in jobs:
+        if isinstance(job, PerftestWorkload):
+            flows += _perftest_flows(job, scenario.host_count)
+        elif isinstance(job, CollectiveWorkload):
+            flows += _alltoall_pairs(scenario, job)
+    return flows
+
+
 def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     """The memory the scenario's fabric tables and perftest traffic will take."""
     nodes, links, edges, degree, hops = _fabric_shape(scenario)
@@ -102,11 +129,7 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         "out-link table": nodes * degree * 8,
         "hop table": nodes * edges * _HOP_CELL_BYTES,
     }
-    jobs = [scenario.workload] if not scenario.workloads else list(scenario.workloads)
-    flows = sum(
-        _perftest_flows(job, scenario.host_count)
-        for job in jobs if isinstance(job, PerftestWorkload)
-    )
+    flows = estimate_flows(scenario)
     parts["flows"] = flows * _FLOW_BYTES
     parts["paths"] = flows * (hops + 1) * _PATH_ENTRY_BYTES
     parts["next-hop candidates"] = flows * degree * _CANDIDATE_BYTES
@@ -114,7 +137,16 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
 
 
 def check_memory(scenario: Scenario) -> MemoryEstimate:
-    """The estimate, or LimitError naming `limits.memory` when it is above the limit."""
+    """The estimate, or LimitError naming `limits.memory` or `limits.flows` when the
+    scenario is above one of them."""
+    flows = estimate_flows(scenario)
+    if flows > scenario.limits.flows:
+        raise LimitError(
+            f"the scenario makes {flows:,} flows in one simulation, above limits.flows = "
+            f"{scenario.limits.flows:,} (larger runs can take many minutes); use fewer "
+            "hosts, GPUs or QPs, or raise limits.flows",
+            "limits.flows",
+        )
     estimate = estimate_memory(scenario)
     limit = scenario.limits.memory
     if estimate.total_bytes > limit:
