@@ -144,3 +144,74 @@ def test_evaluate_with_a_degradation_that_changes_nothing_reports_no_harm(
     assert (resiliency["flows_affected"], resiliency["bytes_delayed"], resiliency["dip"]) == (
         0, 0.0, 0.0,
     )
+
+
+@pytest.mark.parametrize(
+    ("args", "reason"),
+    [
+        (["compare", "{tiny}", "--strategies", "ecmp,ecmp"], "ecmp named twice"),
+        (["nccl-tests", "{tiny}", "--strategies", "pinning,ecmp,pinning"], "pinning named twice"),
+        (["run", "{tiny}", "--set", "tenants=[{name: a, vni: 7, hosts: '0-1'}, "
+          "{name: b, vni: 7, hosts: '2-3'}]"], "tenants.1.vni: VNI 7 is already tenant 'a'"),
+        (["run", "{tiny}", "--set", "workload.pattern=shift", "--set", "workload.shift=101"],
+         "workload.shift: 101 is not below the 4 hosts"),
+        (["hpl", str(EXAMPLES / "vela-hpl.yaml"), "--set", "workload.n=1", "--set", "workload.nb=1"],
+         "workload.n: N=1 gives some of the"),
+        (["nccl-tests", str(EXAMPLES / "routing-strategies.yaml"), "--op", "allgather", "-b", "1",
+          "-e", "1M"], "-b: 1 bytes gives a count of 0"),
+        (["run", "{empty}"], "the scenario is empty"),
+    ],
+)
+def test_inputs_once_accepted_with_a_wrong_result_are_refused(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], args: list[str], reason: str
+) -> None:
+    empty = tmp_path / "empty.yaml"
+    empty.write_text("# nothing yet\n")
+    line = [a.replace("{tiny}", str(tiny)).replace("{empty}", str(empty)) for a in args]
+    assert reason in one_line_error(capsys, *line)
+
+
+def test_an_empty_mask_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    log = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
+    err = one_line_error(capsys, "logs", "parse", str(log), "-f", "hdfs", "--mask", "")
+    assert "mask: an empty pattern" in err
+
+
+@pytest.mark.parametrize("command", [["run"], ["logs", "sql"], ["nccl-tests"]])
+def test_help_shows_flags_without_a_bool_type(
+    capsys: pytest.CaptureFixture[str], command: list[str]
+) -> None:
+    code, out, _ = run(capsys, *command, "--help")
+    assert code == 0 and "--json" in out and "<bool>" not in out
+
+
+def test_a_table_written_to_a_pipe_keeps_whole_numbers(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "COLUMNS"}
+    done = subprocess.run(
+        [sys.executable, "-m", "cloudtwin.cli.app", "nccl-tests",
+         str(EXAMPLES / "routing-strategies.yaml"), "-b", "1G", "-e", "1G", "--strategies",
+         "ecmp,pinning"],
+        capture_output=True, text=True, env=env, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "1073741824" in done.stdout and "268435456" in done.stdout and "…" not in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("preset", "line"),
+    [
+        ("linux", "Jun 14 15:16:01 combo sshd(pam_unix)[19939]: authentication failure;"),
+        ("openssh", "Dec 10 06:55:46 LabSZ sshd[24200]: reverse mapping checking"),
+    ],
+)
+def test_the_host_is_not_stored_as_level_or_component(preset: str, line: str) -> None:
+    from cloudtwin.ops import PRESETS
+
+    fmt = PRESETS[preset].format
+    fields = fmt.parse(line)
+    assert fields is not None and fields["Host"] in ("combo", "LabSZ")
+    assert fmt.level_field is None
+    assert fields[fmt.component_field or ""] in ("sshd(pam_unix)", "sshd")

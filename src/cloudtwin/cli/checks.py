@@ -10,10 +10,16 @@ import os
 import tempfile
 from pathlib import Path
 
-from cloudtwin.errors import OutputError, ScenarioError
+from cloudtwin.errors import OutputError, RoutingError, ScenarioError
 from cloudtwin.scenario.model import Scenario
 
-__all__ = ["check_out_dir", "check_out_file", "check_plot_file", "refuse_ignored_sections"]
+__all__ = [
+    "check_out_dir",
+    "check_out_file",
+    "check_plot_file",
+    "check_strategy_list",
+    "refuse_ignored_sections",
+]
 
 #: What `--plot` can write (matplotlib's Agg back end).
 PLOT_SUFFIXES = (".png", ".svg", ".pdf")
@@ -69,6 +75,17 @@ def check_out_dir(value: Path | None) -> Path | None:
     if value.exists() and not value.is_dir():
         raise OutputError(f"--out {value}: is a file; give a folder for the report")
     _writable_dir(value, "--out", value)
+    return value
+
+
+def check_strategy_list(value: str | None) -> str | None:
+    """`--strategies a,b`: no strategy twice (the second run would only repeat the first)."""
+    if value is None:
+        return None
+    names = [s.strip() for s in value.split(",") if s.strip()]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise RoutingError(f"--strategies: {', '.join(twice)} named twice")
     return value
 
 

@@ -23,7 +23,13 @@ __all__ = ["BUILTIN_STRATEGIES", "emit_json", "progress_bar", "read_scenario", "
 BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
 """The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
 
-stdout = Console(soft_wrap=False)
+#: Width of tables written to a file or a pipe (a terminal gives its own; COLUMNS wins).
+PIPE_WIDTH = 200
+
+stdout = Console(
+    soft_wrap=False,
+    width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH,
+)
 
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file, refuse_ignored_sections
+from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -106,6 +106,7 @@ def compare(
         BUILTIN_STRATEGIES,
         "--strategies",
         help="Comma-separated strategies; ratios are to the first. Names or package.module:Class.",
+        callback=check_strategy_list,
     ),
     overrides: list[str] = SET,
     as_json: bool = JSON,

@@ -312,10 +312,16 @@ class Scenario(_Model):
     def _check_tenants(self) -> None:
         seen: dict[int, str] = {}
         names: set[str] = set()
+        vnis: dict[int, str] = {}
         for i, tenant in enumerate(self.tenants):
             if tenant.name in names:
                 raise ValueError(f"tenants.{i}.name: duplicate tenant name {tenant.name!r}")
             names.add(tenant.name)
+            if tenant.vni in vnis:
+                raise ValueError(
+                    f"tenants.{i}.vni: VNI {tenant.vni} is already tenant {vnis[tenant.vni]!r}'s"
+                )
+            vnis[tenant.vni] = tenant.name
             for host in tenant.hosts:
                 if not 0 <= host < self.host_count:
                     raise ValueError(

@@ -23,7 +23,13 @@ from cloudtwin.scenario.model import (
 )
 from cloudtwin.scenario.units import format_size
 
-__all__ = ["MemoryEstimate", "check_memory", "estimate_flows", "estimate_memory"]
+__all__ = [
+    "MemoryEstimate",
+    "check_memory",
+    "collective_ranks",
+    "estimate_flows",
+    "estimate_memory",
+]
 
 #: Bytes per link at the build's peak: the cable lists and their concatenation coexist
 #: (source, destination, capacity: 2 x 24), latency and state (9), and the sort order and
@@ -94,18 +100,20 @@ def _perftest_flows(workload: PerftestWorkload, hosts: int) -> int:
     return max(pairs, 0) * workload.qps
 
 
-def _alltoall_pairs(scenario: Scenario, workload: CollectiveWorkload) -> int:
-    """Rank pairs of an alltoall: one job over `ranks`, or one per tenant (or all GPUs)."""
-    if workload.op != "alltoall":
-        return 0
+def collective_ranks(scenario: Scenario, workload: CollectiveWorkload) -> list[int]:
+    """Ranks of each collective job: one job over `ranks`, or one per tenant (or all GPUs)."""
     gpus = scenario.hosts.gpus
     if workload.ranks is not None:
-        sizes = [len(workload.ranks)]
-    elif scenario.tenants:
-        sizes = [len(t.hosts) * gpus for t in scenario.tenants]
-    else:
-        sizes = [scenario.host_count * gpus]
-    return sum(n * (n - 1) for n in sizes)
+        return [len(workload.ranks)]
+    if scenario.tenants:
+        return [len(t.hosts) * gpus for t in scenario.tenants]
+    return [scenario.host_count * gpus]
+
+
+def _alltoall_pairs(scenario: Scenario, workload: CollectiveWorkload) -> int:
+    if workload.op != "alltoall":
+        return 0
+    return sum(n * (n - 1) for n in collective_ranks(scenario, workload))
 
 
 def estimate_flows(scenario: Scenario) -> int:
