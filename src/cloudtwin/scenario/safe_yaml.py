@@ -36,7 +36,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             try:
                 first = seen.get(key)
@@ -48,7 +48,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} appears twice (first on line {first})",
                     key_node.start_mark,
                 )
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-untyped-call]
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
@@ -71,11 +71,11 @@ def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     _check_size(node, source)
     loader = _UniqueKeyLoader("")
     try:
-        data = loader.construct_document(node)  # type: ignore[no-untyped-call]
+        data = loader.construct_document(node)
     except yaml.YAMLError as err:
         raise ScenarioError(_yaml_problem(err, source)) from err
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
     return data, node
 
 
