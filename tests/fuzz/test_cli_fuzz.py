@@ -31,6 +31,8 @@ FUZZ = settings(
     max_examples=40, deadline=None, derandomize=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+#: Each log example runs several commands, each opening the store: fewer examples.
+FUZZ_LOGS = settings(FUZZ, max_examples=15)
 
 # Small valid fabrics, with limits low enough that any run the fuzzer builds is quick.
 BASE = {
@@ -176,11 +178,16 @@ log_files = st.one_of(
 PRESETS = ["hdfs", "linux", "openssh", "zookeeper", "jsonl", "syslog", "rfc5424", "<A> <Content>"]
 
 
+QUERIES = [["templates"], ["counts", "--window", "1s"], ["anomalies"], ["search", "a"],
+           ["sql", "SELECT count(*) AS n FROM ops_lines"]]
+
+
 @pytest.mark.slow
-@FUZZ
-@given(data=log_files, preset=st.sampled_from(PRESETS), via_stdin=st.booleans())
+@FUZZ_LOGS
+@given(data=log_files, preset=st.sampled_from(PRESETS), via_stdin=st.booleans(),
+       query=st.sampled_from(QUERIES))
 def test_any_log_is_parsed_and_ingested_or_refused_with_one_line(
-    data: bytes, preset: str, via_stdin: bool
+    data: bytes, preset: str, via_stdin: bool, query: list[str]
 ) -> None:
     with tempfile.TemporaryDirectory() as folder:
         log = Path(folder) / "x.log"
@@ -194,26 +201,31 @@ def test_any_log_is_parsed_and_ingested_or_refused_with_one_line(
             again = outcome(["logs", "ingest", source, "-f", preset, "--db", db, "--json"], data)
             assert json.loads(again[1])[0]["lines"] == 0  # stored once, not twice
             assert summary["lines"] + summary["unparsed"] >= 0
-            for query in (["templates"], ["counts", "--window", "1s"], ["anomalies"],
-                          ["search", "a"], ["sql", "SELECT count(*) AS n FROM ops_lines"]):
-                outcome(["logs", *query, "--db", db, "--json"])
+            outcome(["logs", *query, "--db", db, "--json"])
+
+
+@pytest.fixture(scope="module")
+def query_db(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A small store of timestamped lines, made once for the query flags below."""
+    db = str(tmp_path_factory.mktemp("fuzz") / "s.duckdb")
+    lines = "\n".join(
+        f"0811{9 + i // 1000:02d} {i % 24:02d}0000 {i} INFO dfs.X: block {i} done"
+        for i in range(200)
+    )
+    outcome(["logs", "ingest", "-", "-f", "hdfs", "--db", db], lines.encode())
+    return db
 
 
 @pytest.mark.slow
-@FUZZ
+@FUZZ_LOGS
 @given(args=st.lists(st.one_of(st.sampled_from(
     ["--window", "0ms", "1ms", "99999999999d", "--since", "x", "2008-11-09", "--until",
      "--limit", "0", "-1", "5", "--by", "node", "component", "--max-rows", "--timeout",
      "--max-cells", "1", "--threshold", "nan", "--history", "--json", "--pca"]),
     st.text(max_size=10)), max_size=6), command=st.sampled_from(
     ["templates", "search", "sql", "counts", "anomalies"]))
-def test_random_query_flags_give_a_result_or_one_line(args: list[str], command: str) -> None:
-    with tempfile.TemporaryDirectory() as folder:
-        db = str(Path(folder) / "s.duckdb")
-        lines = "\n".join(
-            f"0811{9 + i // 1000:02d} {i % 24:02d}0000 {i} INFO dfs.X: block {i} done"
-            for i in range(200)
-        )
-        outcome(["logs", "ingest", "-", "-f", "hdfs", "--db", db], lines.encode())
-        head = ["SELECT 1"] if command == "sql" else ["x"] if command == "search" else []
-        outcome(["logs", command, *head, *args, "--db", db])
+def test_random_query_flags_give_a_result_or_one_line(
+    query_db: str, args: list[str], command: str
+) -> None:
+    head = ["SELECT 1"] if command == "sql" else ["x"] if command == "search" else []
+    outcome(["logs", command, *head, *args, "--db", query_db])
