@@ -6,18 +6,18 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium
+.PHONY: demo test lint bench clean chromium nftables simgrid
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev]'
+	$(BIN)/python -m pip install -q -e '.[dev,web,nic,ray]'
 	touch $(STAMP)
 
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
-test: $(STAMP) chromium
+test: $(STAMP) chromium nftables
 	$(BIN)/python -m pytest -q src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
@@ -30,6 +30,15 @@ chromium:
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; }; \
 	fi
 
+# Federations realised in network namespaces translate global-nat addresses with nft
+# (Debian's nftables). Installed only when missing and only as root (the namespace tests
+# need root anyway; without it they skip and say why).
+nftables:
+	@if ! command -v nft >/dev/null && [ "$$(id -u)" = 0 ]; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y nftables \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y nftables; }; \
+	fi
+
 lint: $(STAMP)
 	$(BIN)/ruff check src tests benchmarks
 	$(BIN)/mypy
@@ -38,6 +47,25 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/collectives.py
 	$(BIN)/python benchmarks/logs.py
+	$(BIN)/python benchmarks/sweep.py
+	$(BIN)/python benchmarks/service.py
+	$(BIN)/python benchmarks/intercloud.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache build dist
+	rm -rf $(VENV) $(SIMGRID_VENV) .pytest_cache .mypy_cache .ruff_cache build dist
+
+# SimGrid 4.1, for benchmarks/vs_simgrid.py only (never needed by the tests). It has no
+# wheel: it is compiled against Debian's Boost into its own virtual environment (about 8
+# minutes on 2 cores). The benchmark finds it there by itself.
+SIMGRID_VENV := .simgrid-venv
+simgrid: $(SIMGRID_VENV)/.installed
+
+$(SIMGRID_VENV)/.installed:
+	@if ! dpkg -s libboost-dev >/dev/null 2>&1; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; else SUDO=sudo; fi; \
+	  $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y libboost-dev cmake g++; \
+	fi
+	$(PYTHON) -m venv $(SIMGRID_VENV)
+	$(SIMGRID_VENV)/bin/python -m pip install -q --upgrade pip setuptools wheel 'pybind11<3' numpy pyarrow
+	MAKEFLAGS= $(SIMGRID_VENV)/bin/python -m pip install --no-build-isolation simgrid==4.1
+	touch $@

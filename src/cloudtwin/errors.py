@@ -4,13 +4,18 @@ from __future__ import annotations
 
 __all__ = [
     "CloudtwinError",
+    "AccessError",
     "EngineError",
+    "FederationError",
     "LimitError",
     "LogFormatError",
+    "NicError",
     "OutputError",
+    "P4Error",
     "RoutingError",
     "ScenarioError",
     "StoreError",
+    "SweepError",
     "TopologyError",
     "WorkloadError",
 ]
@@ -63,3 +68,34 @@ class LimitError(CloudtwinError):
     def __init__(self, message: str, limit: str) -> None:
         super().__init__(message)
         self.limit = limit
+
+
+class FederationError(CloudtwinError):
+    """A federation object or request is inconsistent (unknown site, overlapping prefixes,
+    conflicting VNIs); `field` names the offending field, the HTTP API answers 4xx with it."""
+
+    def __init__(self, field: str, reason: str, status: int = 422) -> None:
+        self.field = field
+        self.reason = reason
+        self.status = status
+        super().__init__(f"{field}: {reason}")
+
+
+class AccessError(FederationError):
+    """A federation request carries no token (401) or a token that does not grant it (403)."""
+
+    def __init__(self, field: str, reason: str, status: int = 403) -> None:
+        super().__init__(field, reason, status)
+
+
+class NicError(CloudtwinError):
+    """A NIC profile, function placement, table entry, control request or boot image is invalid."""
+
+
+class P4Error(NicError):
+    """A P4 program is outside the supported subset or inconsistent; the message starts with
+    `file:line:column`."""
+
+
+class SweepError(CloudtwinError):
+    """A parameter sweep is malformed (a varied key or value) or cannot reach its executor."""

@@ -15,8 +15,16 @@ CLOUDTWIN = Path(sys.executable).with_name("cloudtwin")
 def cloudtwin(
     *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run `cloudtwin ARGS...` and capture its output."""
-    full_env = {**os.environ, "COLUMNS": "200", **(env or {})}
+    """Run `cloudtwin ARGS...` and capture its output.
+
+    A PYTHONPATH in `env` goes before the one the tests run with (which may point at a
+    work tree's sources rather than the installed package).
+    """
+    extra = dict(env or {})
+    outer = os.environ.get("PYTHONPATH")
+    if "PYTHONPATH" in extra and outer:
+        extra["PYTHONPATH"] = f"{extra['PYTHONPATH']}{os.pathsep}{outer}"
+    full_env = {**os.environ, "COLUMNS": "200", **extra}
     return subprocess.run(
         [str(CLOUDTWIN), *args], cwd=cwd or REPO, env=full_env, capture_output=True, text=True, timeout=600
     )

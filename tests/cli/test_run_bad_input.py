@@ -91,12 +91,12 @@ def test_json_out_gets_the_usual_mode_and_keeps_a_replaced_files_mode(
 
 
 @pytest.mark.parametrize("command", ["run", "compare"])
-def test_run_and_compare_refuse_jobs_and_faults_they_would_ignore(
+def test_run_and_compare_refuse_faults_they_would_ignore(
     capsys: pytest.CaptureFixture[str], command: str
 ) -> None:
     # they used to simulate the default permutation instead of the example's two jobs
     err = one_line_error(capsys, command, str(EXAMPLES / "resiliency.yaml"))
-    assert "workloads:" in err and "evaluate" in err
+    assert "faults:" in err and "evaluate" in err
 
 
 def test_run_refuses_faults_even_on_a_link_that_does_not_exist(

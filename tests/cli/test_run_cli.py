@@ -129,7 +129,8 @@ def test_empty_file_runs_the_defaults(tmp_path: Path) -> None:
 
 def test_the_default_strategy_list_is_the_registry() -> None:
     from cloudtwin.cli.output import BUILTIN_STRATEGIES
+    from cloudtwin.evaluation.usecases import BASELINE_STRATEGIES
     from cloudtwin.routing import strategy_names
 
-    assert sorted(BUILTIN_STRATEGIES.split(",")) == sorted(strategy_names())
+    assert sorted([*BUILTIN_STRATEGIES.split(","), *BASELINE_STRATEGIES]) == sorted(strategy_names())
     assert BUILTIN_STRATEGIES.split(",")[0] == "ecmp"  # ratios are to the first

@@ -37,5 +37,5 @@ def test_train_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
     done = cloudtwin("train", str(path), "--gpus", "24")
     assert done.returncode == 2
     assert done.stderr.strip().splitlines() == [
-        "cloudtwin: error: --gpus: 24 GPUs is not a multiple of tensor x pipeline = 16"
+        "cloudtwin: error: gpus: 24 GPUs is not a multiple of tensor x pipeline = 16"
     ]

@@ -11,10 +11,11 @@ import yaml
 from tests.cli.cli_helpers import REPO, cloudtwin
 
 from cloudtwin.cli.app import main
-from cloudtwin.diagnosis import EmitConfig, emit_run, sample_rates, simulate_twin
+from cloudtwin.diagnosis import EmitConfig, emit_run, sample_rates
 from cloudtwin.diagnosis.emit import run_records
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.store import Store
+from cloudtwin.twin import simulate_faulted
 
 EXAMPLE = REPO / "examples" / "diagnose.yaml"
 
@@ -72,9 +73,9 @@ def test_tomography_alone_cannot_tell_the_two_links_of_the_stalled_paths_apart(
 
 def test_emitting_is_deterministic_and_idempotent(tmp_path: Path) -> None:
     scenario = load_scenario(EXAMPLE.read_text())
-    run = simulate_twin(scenario)
+    run = simulate_faulted(scenario)
     end = float(run.result.finish_s.max())
-    assert run_records(run, EmitConfig(), end) == run_records(simulate_twin(scenario), EmitConfig(), end)
+    assert run_records(run, EmitConfig(), end) == run_records(simulate_faulted(scenario), EmitConfig(), end)
     with Store(tmp_path / "d.duckdb") as store:
         emit_run(store, run)
         sql = "SELECT (SELECT count(*) FROM ops_lines), (SELECT count(*) FROM twin_flow_samples)"
@@ -113,7 +114,7 @@ def test_overlapping_faults_rank_in_the_top_six_as_the_doc_says(
 
 
 def test_sampled_rates_are_the_engines_they_add_up_to_each_flows_bytes() -> None:
-    run = simulate_twin(load_scenario(EXAMPLE.read_text()))
+    run = simulate_faulted(load_scenario(EXAMPLE.read_text()))
     samples = sample_rates(run, 1e-3)
     sent_bits = np.nansum(samples.rate_bps, axis=0) * samples.interval_s
     size_bits = run.bench.size_bytes[samples.flows] * 8

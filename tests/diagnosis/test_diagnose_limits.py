@@ -16,7 +16,7 @@ EXAMPLE = REPO / "examples" / "diagnose.yaml"
 def _scenario(tmp_path: Path, with_faults: bool) -> Path:
     text = EXAMPLE.read_text().replace("size: 4GiB", "size: 512MiB")
     if not with_faults:
-        text = text[: text.index("faults:")]
+        text = text[: text.index("\nfaults:") + 1]
     path = tmp_path / "s.yaml"
     path.write_text(text)
     return path

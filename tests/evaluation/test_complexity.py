@@ -7,10 +7,10 @@ import math
 import pytest
 
 from cloudtwin.evaluation import build_flows, route_flows
-from cloudtwin.evaluation.complexity import PROFILES, USER_PROFILE, complexity, profile_of, routing_state
+from cloudtwin.evaluation.complexity import complexity, routing_state
 from cloudtwin.faults import expand_faults
 from cloudtwin.faults.plan import Repair
-from cloudtwin.routing import load_strategy
+from cloudtwin.routing import USER_PROFILE, load_strategy, profile_of
 from cloudtwin.scenario.faults import Fault
 from cloudtwin.topology import NodeKind, build_topology
 
@@ -41,7 +41,7 @@ def test_counts_and_score_for_ecmp_and_pinning(small) -> None:
     assert len(flows) == 4  # host i -> host i+2: every flow crosses the spines
     states = expand_faults([Fault(kind="link", target="leaf0-spine0", at="1ms")], topology, 1)
     ecmp_paths = route_flows(scenario, topology, flows, load_strategy("ecmp"))
-    ecmp = complexity(topology, flows, ecmp_paths, PROFILES["ecmp"], states, [])
+    ecmp = complexity(topology, flows, ecmp_paths, load_strategy("ecmp").profile, states, [])
     # leaf0 -> leaf1 and leaf1 -> leaf0 lose spine0; spine0 reaches leaf0 the long way now
     assert ecmp["route_updates_per_fault"] == 3
     assert ecmp["forwarding_entries"] == 3 + 1
@@ -50,7 +50,7 @@ def test_counts_and_score_for_ecmp_and_pinning(small) -> None:
 
     pin_paths = route_flows(scenario, topology, flows, load_strategy("pinning"))
     repairs = [Repair("controller", 0.001, 0.061, 0.063, 2, 2)]
-    pinning = complexity(topology, flows, pin_paths, PROFILES["pinning"], states, repairs)
+    pinning = complexity(topology, flows, pin_paths, load_strategy("pinning").profile, states, repairs)
     # one rule per flow, at its source leaf (the only switch with a choice): 2 per leaf
     assert pinning["flow_rules_per_switch_max"] == 2 and pinning["flow_rules_total"] == 4
     assert pinning["forwarding_entries"] == 3 + 1 + 2
@@ -67,20 +67,19 @@ def test_user_strategies_are_assumed_to_need_a_controller(monkeypatch) -> None:
     from pathlib import Path
 
     monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2] / "examples"))
-    assert profile_of(load_strategy("user_strategy:LowestSpine")) is USER_PROFILE
-    assert profile_of(load_strategy("ecmp")) is PROFILES["ecmp"]
+    assert profile_of(load_strategy("user_strategy:LowestSpine")) == USER_PROFILE  # declared in its module
+    assert profile_of(load_strategy("ecmp")) is load_strategy("ecmp").profile
 
     class Declared:
         name = "mine"
         profile = "adaptive"
 
-    assert profile_of(Declared()) is PROFILES["adaptive"]  # type: ignore[arg-type]
+    assert profile_of(Declared()) is load_strategy("adaptive").profile  # type: ignore[arg-type]
 
 
 def test_source_port_pinning_moves_the_state_to_the_hosts(small) -> None:
-    from cloudtwin.evaluation.complexity import PINNING_SOURCE_PORT
-
     scenario, topology, flows = small
+    PINNING_SOURCE_PORT = load_strategy("pinning").source_port_profile
     assert profile_of(load_strategy("pinning"), "source-port") is PINNING_SOURCE_PORT
     paths = route_flows(scenario, topology, flows, load_strategy("pinning"))
     counts = complexity(topology, flows, paths, PINNING_SOURCE_PORT, [], [])

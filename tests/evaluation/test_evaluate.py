@@ -199,14 +199,3 @@ def test_collective_and_perftest_jobs_share_the_fabric() -> None:
         assert set(outcome.performance["per_tenant"]) == {"ai", "web"}
         assert set(outcome.resiliency["job_slowdown"]) == {"ring", "rdma-test"}
         assert outcome.resiliency["busbw_faulted"]["busbw_GBps"] <= busbw["busbw_GBps"] * (1 + 1e-9)
-
-
-@pytest.mark.parametrize("example", ["leaf-spine-perftest.yaml", "routing-strategies.yaml"])
-def test_performance_is_what_cloudtwin_run_reports(example: str) -> None:
-    from cloudtwin.evaluation import run_scenario
-
-    scenario = load_scenario((EXAMPLES / example).read_text(), example)
-    outcome = evaluate(scenario, ["pinning"]).outcomes[0]
-    summary = run_scenario(scenario, "pinning").summary.to_json()
-    for key in ("flows", "aggregate_gbps", "utilization", "completion_s"):
-        assert outcome.performance[key] == pytest.approx(summary[key]), key

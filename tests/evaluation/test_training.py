@@ -136,7 +136,7 @@ def test_tensor_parallelism_stays_inside_a_node() -> None:
 
 
 def test_a_group_with_several_gpus_per_node_crosses_the_fabric_once_per_node() -> None:
-    from cloudtwin.evaluation.training import _ring_job
+    from cloudtwin.twin.rings import _ring_job
 
     owner = np.full(4, -1)
     job = _ring_job(np.array([0, 4, 8, 12]), 8, owner)

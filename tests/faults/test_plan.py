@@ -7,7 +7,7 @@ import pytest
 
 from cloudtwin.engine import simulate
 from cloudtwin.evaluation import build_flows, route_flows
-from cloudtwin.faults import expand_faults, plan_repairs, subset_flows
+from cloudtwin.faults import expand_faults, plan_repairs
 from cloudtwin.routing import load_strategy
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.topology import NodeKind, build_topology
@@ -21,7 +21,7 @@ def _setup(make_scenario, strategy: str, *overrides: str):
     paths = route_flows(scenario, topology, flows, chosen)
 
     def route(view, index):
-        return route_flows(scenario, view, subset_flows(flows, index), chosen)
+        return route_flows(scenario, view, flows.take(index), chosen)
 
     return scenario, topology, flows, paths, route
 
@@ -174,7 +174,7 @@ def test_a_dead_nic_stalls_its_flows_until_it_returns(make_scenario) -> None:
 
 def test_a_strategy_may_declare_its_reaction() -> None:
     from cloudtwin.errors import RoutingError
-    from cloudtwin.faults import reaction_of
+    from cloudtwin.routing import reaction_of
 
     class Declared:
         name = "mine"
@@ -208,7 +208,7 @@ def test_many_overlapping_repairs_on_a_fat_tree(make_scenario, strategy: str) ->
 
 
 def reaction_of_name(strategy: str):
-    from cloudtwin.faults import reaction_of
+    from cloudtwin.routing import reaction_of
 
     return reaction_of(load_strategy(strategy))
 
@@ -228,7 +228,7 @@ def test_source_port_pinning_is_repaired_by_the_switches_first(make_scenario) ->
     ecmp = load_strategy("ecmp")
 
     def data_plane(view, index):
-        return route_flows(scenario, view, subset_flows(flows, index), ecmp)
+        return route_flows(scenario, view, flows.take(index), ecmp)
 
     states = expand_faults([Fault(kind="link", target="leaf0-spine0", at="5ms")], topology, 1)
     timings = scenario.reaction

@@ -9,8 +9,8 @@ from tests.conftest import check_paths, scenario_from
 
 from cloudtwin.engine import simulate
 from cloudtwin.evaluation import build_flows, route_flows
-from cloudtwin.faults import expand_faults, plan_repairs, reaction_of, subset_flows
-from cloudtwin.routing import load_strategy
+from cloudtwin.faults import expand_faults, plan_repairs
+from cloudtwin.routing import load_strategy, reaction_of
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.topology import build_topology
 
@@ -68,7 +68,7 @@ def test_repairs_are_valid_paths_and_every_flow_finishes(case) -> None:
     paths = route_flows(scenario, topology, flows, strategy)
 
     def route(view, index):
-        return route_flows(scenario, view, subset_flows(flows, index), strategy)
+        return route_flows(scenario, view, flows.take(index), strategy)
 
     states = expand_faults(faults, topology, seed)
     plan = plan_repairs(topology, flows, paths, route, reaction_of(strategy), Reaction(), states)

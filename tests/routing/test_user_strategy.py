@@ -74,3 +74,27 @@ def test_a_strategy_class_defined_anywhere_works(make_scenario) -> None:
     run = run_scenario(make_scenario("fabric.leaves=4"), "cloudtwin.routing:Pinning")
     assert run.strategy == "pinning"
     assert np.isfinite(run.summary.utilization)
+
+
+def test_example_declares_its_own_facts_from_routing_alone(examples_on_path) -> None:
+    from cloudtwin.routing import PLAIN_ECMP, profile_of, reaction_of
+
+    strategy = load_strategy(SPEC)
+    assert reaction_of(strategy) == "protocol"
+    profile = profile_of(strategy)
+    assert profile.controller and profile.flow_rules and PLAIN_ECMP in profile.switch_features
+    source = (EXAMPLES / "user_strategy.py").read_text()
+    imported = {line.split()[1] for line in source.splitlines() if line.startswith(("from ", "import "))}
+    assert {m for m in imported if m.startswith("cloudtwin")} <= {"cloudtwin.routing", "cloudtwin.topology"}
+
+
+def test_each_builtin_declares_its_facts_in_its_own_class() -> None:
+    from cloudtwin.routing import Profile, profile_of, reaction_of, strategy_names
+
+    for name in strategy_names():
+        strategy = load_strategy(name)
+        assert isinstance(type(strategy).__dict__.get("profile"), Profile), name
+        assert profile_of(strategy) is type(strategy).profile
+        assert reaction_of(strategy) in ("local-then-protocol", "controller")
+    pinning = load_strategy("pinning")
+    assert profile_of(pinning, "source-port").host_steering and not profile_of(pinning).host_steering

@@ -120,11 +120,11 @@ def test_apply_overrides_does_not_touch_its_input() -> None:
     [
         ("fabric.spine=4", "fabric.spine: unknown key"),
         ("colour=red", "colour: unknown key"),
-        ("tenants.3.vni=7", "--set tenants.3.vni: '3' is not an index of a 1-item list"),
-        ("tenants.x.vni=7", "--set tenants.x.vni: 'x' is not an index"),
-        ("seed", "--set 'seed': expected key=value"),
+        ("tenants.3.vni=7", "tenants.3.vni: '3' is not an index of a 1-item list"),
+        ("tenants.x.vni=7", "tenants.x.vni: 'x' is not an index"),
+        ("seed", "override 'seed': expected key=value"),
         ("=3", "expected key=value"),
-        ("seed.x=1", "--set seed.x: seed is a value, not a section"),
+        ("seed.x=1", "seed.x: seed is a value, not a section"),
         ("fabric.leaves=abc", "fabric.leaves: Input should be a valid integer"),
     ],
 )

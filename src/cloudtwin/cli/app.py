@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import sys
+from importlib import import_module
 
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, logs, nccl, results, train
+from cloudtwin.cli import diagnose, evaluate, federate, logs, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
+from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import CloudtwinError
 
 app = typer.Typer(
@@ -18,7 +20,7 @@ app = typer.Typer(
         "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
         "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
         "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose).\n\n"
+        "(logs, diagnose), model smartNIC offload (nic), and sweep any scenario keys (sweep).\n\n"
         "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
         "--strategies ecmp,pinning"
     ),
@@ -54,6 +56,16 @@ app.command("evaluate")(evaluate.evaluate)
 app.add_typer(results.app, name="results")
 app.add_typer(logs.app, name="logs")
 app.command("diagnose")(diagnose.diagnose)
+app.add_typer(federate.app, name="federate")
+app.add_typer(nic.app, name="nic")
+app.command("sweep")(sweep_command.sweep)
+
+#: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import
+#: each other), loaded by name: command -> "module:function".
+PEER_COMMANDS = {"serve": "cloudtwin.service.command:serve"}
+for _name, _target in PEER_COMMANDS.items():
+    _module, _, _function = _target.partition(":")
+    app.command(_name)(getattr(import_module(_module), _function))
 
 
 def main(argv: list[str] | None = None) -> int:

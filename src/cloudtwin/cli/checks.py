@@ -89,10 +89,11 @@ def check_strategy_list(value: str | None) -> str | None:
     return value
 
 
-def refuse_ignored_sections(scenario: Scenario, command: str) -> None:
-    """`run`, `compare` and `nccl-tests` simulate `workload:` alone; refuse what they would
-    silently drop (`workloads:` jobs and `faults:`), naming the command that uses it."""
-    if scenario.workloads:
+def refuse_ignored_sections(scenario: Scenario, command: str, jobs_too: bool = True) -> None:
+    """Refuse what a command would silently drop, naming the command that uses it:
+    `faults:` (run, compare and nccl-tests simulate a fault-free fabric) and, with
+    `jobs_too`, `workloads:` jobs (nccl-tests sweeps the single `workload:`)."""
+    if jobs_too and scenario.workloads:
         raise ScenarioError(
             f"workloads: {command} simulates the single `workload:`; this scenario's "
             f"{len(scenario.workloads)} jobs run under `cloudtwin evaluate` or `diagnose`"

@@ -50,25 +50,23 @@ def diagnose(
 
     Example:  cloudtwin diagnose examples/diagnose.yaml --db diagnose.duckdb
     """
-    from cloudtwin.diagnosis import diagnose as rank
-    from cloudtwin.diagnosis import emit_run, simulate_twin
+    from cloudtwin.diagnosis.usecase import diagnose as run_diagnosis
 
     loaded = read_scenario(scenario, overrides) if scenario is not None else None
+    window = timedelta(milliseconds=window_ms) if window_ms else None
     with _open_store(db, create=loaded is not None) as store:
-        if loaded is not None:
-            emit_run(store, simulate_twin(loaded))
-        window = timedelta(milliseconds=window_ms) if window_ms else None
         try:
-            suspects = rank(store, window, max_cells=max_cells)[:top]
+            diagnosis = run_diagnosis(store, loaded, top, window, max_cells)
         except LimitError as err:
             raise LimitError(f"{err} (with --max-cells)", err.limit) from err
     if as_json:
-        emit_json({"fault_found": bool(suspects), "suspects": [s.to_json() for s in suspects]})
+        emit_json(diagnosis.to_json())
         return
-    if not suspects:
+    if not diagnosis.fault_found:
         stdout.print("No fault found: no flow was degraded and no anomalous log line was an "
                      "error.")
         return
+    suspects = diagnosis.suspects
     table = Table(title="Likely root causes", title_justify="left")
     for name in ("rank", "component", "kind", "score", "evidence"):
         table.add_column(name, justify="right" if name in ("rank", "score") else "left")

@@ -4,29 +4,18 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_dir
-from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_json
-from cloudtwin.errors import RoutingError, StoreError
-from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_text
+from cloudtwin.errors import StoreError
+from cloudtwin.store.database import DEFAULT_DB, Store
 
-if TYPE_CHECKING:
-    from cloudtwin.evaluation.evaluate import Evaluation
-    from cloudtwin.store.runs import FlowRows
-
-__all__ = ["evaluate", "print_document", "write_text"]
-
-
-def write_text(path: Path, text: str) -> None:
-    """Write a text file atomically (a crash never leaves half a report)."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
+__all__ = ["evaluate", "print_document"]
 
 
 def print_document(document: dict[str, Any], title: str) -> None:
@@ -48,29 +37,15 @@ def print_document(document: dict[str, Any], title: str) -> None:
     stdout.print(f"Recommendation: {document['recommendation']}.", highlight=False)
 
 
-def _flow_rows(evaluation: Evaluation) -> list[FlowRows]:
-    from cloudtwin.evaluation.jobs import tenant_name
-    from cloudtwin.store.runs import FlowRows
+def _is_federation(path: Path) -> bool:
+    """Whether a scenario file describes several sites (`sites:`), as `cloudtwin federate` reads."""
+    from cloudtwin.scenario.loader import parse_yaml
 
-    flows = evaluation.bench.connections
-    jobs = [evaluation.bench.jobs[int(j)].name for j in flows.job]
-    tenants = [tenant_name(evaluation.scenario, int(t)) for t in flows.tenant]
-    return [
-        FlowRows(
-            strategy=o.name,
-            job=jobs,
-            tenant=tenants,
-            src=flows.src,
-            dst=flows.dst,
-            size_bytes=flows.size_bytes,
-            start_s=o.connection_start_s,
-            finish_s=o.connection_finish_s,
-            baseline_finish_s=o.baseline_finish_s,
-            stall_s=o.stall_s,
-            affected=o.affected,
-        )
-        for o in evaluation.outcomes
-    ]
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return False  # read_scenario says what is wrong with it
+    return "sites" in parse_yaml(text, str(path))[0]
 
 
 _SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
@@ -106,40 +81,32 @@ def evaluate(
 
     Example:  cloudtwin evaluate examples/resiliency.yaml --strategies ecmp,adaptive,pinning --out report
     """
-    from cloudtwin.evaluation.evaluate import evaluate as run_evaluation
-    from cloudtwin.evaluation.report import render_html, render_markdown, results_document
+    from cloudtwin.evaluation import usecases
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()]
-    if not names:
-        raise RoutingError("--strategies: no strategy named")
-    twice = sorted({n for n in names if names.count(n) > 1})
-    if twice:
-        raise RoutingError(f"--strategies: {', '.join(twice)} named twice")
+    if _is_federation(scenario):  # a multi-site scenario: its gateway faults, its traffic
+        from cloudtwin.cli.federate import evaluate as evaluate_federation
+
+        evaluate_federation(scenario, overrides, None if no_store else db, as_json)
+        return
+    names = usecases.parse_strategies(strategies, unique=True)
     loaded = read_scenario(scenario, overrides)
-    talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
-    evaluation = run_evaluation(loaded, names, (lambda m: talk.log(m)) if talk else None)
-    seen = [o.name for o in evaluation.outcomes]
-    if len(set(seen)) != len(seen):
-        raise RoutingError(f"--strategies: a strategy is named twice ({', '.join(seen)})")
-    document = results_document(evaluation)
     folder = out if out is not None else Path(f"evaluation-{loaded.name}")
+    talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
+    say = (lambda m: talk.log(m)) if talk else None
+    result = usecases.evaluate(loaded, names, say)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise StoreError(f"--out {folder}: cannot create the report directory: {err}") from err
-    write_json(folder / "results.json", document)
-    write_text(folder / "report.md", render_markdown(document))
-    write_text(folder / "report.html", render_html(document))
-    run_id = None
+    for name, text in result.files.items():
+        write_text(folder / name, text)
     if not no_store:
-        from cloudtwin.store.database import Store
-        from cloudtwin.store.runs import save_run
-
         with Store(db) as store:
-            run_id = save_run(store, document, _flow_rows(evaluation))
+            result = usecases.record_evaluation(store, result)
     if as_json:
-        emit_json({"run_id": run_id, **document})
+        emit_json(result.to_json())
         return
-    print_document(document, f"{loaded.name}: three-fold evaluation")
+    print_document(result.document, f"{loaded.name}: three-fold evaluation")
+    run_id = result.run_id
     stored = f"; stored as run {run_id} in {db}" if run_id is not None else ""
     stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)

@@ -12,16 +12,34 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TaskID,
+    TextColumn,
+    TimeElapsedColumn,
+)
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
 
-__all__ = ["BUILTIN_STRATEGIES", "emit_json", "progress_bar", "read_scenario", "stdout", "write_json"]
+__all__ = [
+    "BUILTIN_STRATEGIES",
+    "emit_json",
+    "progress_bar",
+    "read_scenario",
+    "read_scenario_text",
+    "stage_progress",
+    "stdout",
+    "write_json",
+    "write_text",
+]
 
 BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
-"""The built-in strategies in the order tables show them (ECMP first: ratios are to it)."""
+"""The strategies compared by default, in the order tables show them (ECMP first: ratios are to it);
+`dmodk`, a single-path baseline, is named explicitly when wanted."""
 
 #: Width of tables written to a file or a pipe (a terminal gives its own; COLUMNS wins).
 PIPE_WIDTH = 200
@@ -34,13 +52,17 @@ stdout = Console(
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
     """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
+    return load_scenario(read_scenario_text(path), str(path), overrides or ())
+
+
+def read_scenario_text(path: Path) -> str:
+    """The text of a scenario file; ScenarioError when it cannot be read."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError as err:
         raise ScenarioError(f"{path}: no such scenario file") from err
     except (OSError, UnicodeDecodeError) as err:
         raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
-    return load_scenario(text, str(path), overrides or ())
 
 
 def emit_json(document: object) -> None:
@@ -77,6 +99,13 @@ def _file_mode(path: Path) -> int:
         return 0o666 & ~umask
 
 
+def write_text(path: Path, text: str) -> None:
+    """Write a text file atomically (a crash never leaves half a report)."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
 @contextmanager
 def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, int], None] | None]:
     """A progress callback drawing on stderr when stderr is a terminal; None otherwise."""
@@ -95,5 +124,24 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
 
         def update(done: int, total: int) -> None:
             progress.update(task, completed=done, total=total)
+
+        yield update
+
+
+@contextmanager
+def stage_progress(label: str, enabled: bool = True) -> Iterator[Callable[[str, int, int], None] | None]:
+    """A use case's (stage, done, total) progress as one bar per stage on a terminal's stderr."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    console = Console(stderr=True)
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with Progress(*columns, console=console, transient=True) as progress:
+        tasks: dict[str, TaskID] = {}
+
+        def update(stage: str, done: int, total: int) -> None:
+            if stage not in tasks:
+                tasks[stage] = progress.add_task(f"{label}: {stage}", total=None)
+            progress.update(tasks[stage], completed=done, total=total or None)
 
         yield update

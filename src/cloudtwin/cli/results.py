@@ -30,11 +30,11 @@ def list_runs(db: Path = _DB, as_json: bool = _JSON) -> None:
 
     Example:  cloudtwin results list --json
     """
+    from cloudtwin.evaluation.usecases import list_results
     from cloudtwin.store.database import Store
-    from cloudtwin.store.runs import list_runs as stored_runs
 
     with Store(db, read_only=True) as store:
-        runs = stored_runs(store)
+        runs = list_results(store)
     if as_json:
         emit_json(runs)
         return
@@ -60,11 +60,11 @@ def show(
     Example:  cloudtwin results show 1 --json
     """
     from cloudtwin.cli.evaluate import print_document
+    from cloudtwin.evaluation.usecases import show_result
     from cloudtwin.store.database import Store
-    from cloudtwin.store.runs import load_run
 
     with Store(db, read_only=True) as store:
-        document = load_run(store, run)
+        document = show_result(store, run).to_json()
     if as_json:
         emit_json(document)
         return

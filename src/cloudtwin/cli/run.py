@@ -14,10 +14,10 @@ from cloudtwin.cli.output import (
     emit_json,
     progress_bar,
     read_scenario,
+    stage_progress,
     stdout,
     write_json,
 )
-from cloudtwin.errors import RoutingError
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
@@ -29,6 +29,13 @@ SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.leave
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(
     None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
+FLOWS_OUT = typer.Option(
+    None,
+    "--flows-out",
+    help="Also write one row per flow (ids, source, destination, bytes, start, finish, FCT, "
+    "mean rate, path) to this Parquet file; the result names it.",
+    callback=check_out_file,
 )
 
 _ROWS: list[tuple[str, str, str]] = [
@@ -77,27 +84,39 @@ def run(
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    flows_out: Path = FLOWS_OUT,
 ) -> None:
     """Simulate a scenario and print its performance summary.
 
     Per connection (as perftest reports each pair): throughput = bytes / FCT;
     utilization is the mean of throughput / line rate.
 
+    A `flows` workload's file (CSV or Parquet) is read relative to the scenario file;
+    --flows-out writes every flow's start, finish and path.
+
     Example:  cloudtwin run examples/leaf-spine-perftest.yaml --set routing.strategy=pinning
     """
-    from cloudtwin.evaluation.run import run_scenario
+    from cloudtwin.cli.flowfiles import read_flow_file, write_flows
+    from cloudtwin.evaluation import usecases
 
-    loaded = read_scenario(scenario, overrides)
-    refuse_ignored_sections(loaded, "run")
+    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    refuse_ignored_sections(loaded, "run", jobs_too=False)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
-        summary = run_scenario(loaded, strategy, progress).summary
-    document = summary.to_json()
+        result = usecases.run(loaded, strategy, progress)
+    document = result.to_json()
+    rows = 0
+    if flows_out is not None and result.detail is not None:
+        rows = write_flows(flows_out, result.detail)
+        document["flows_out"] = {"file": str(flows_out), "rows": rows}
     if out is not None:
         write_json(out, document)
     if as_json:
         emit_json(document)
         return
+    summary = result.summary
     stdout.print(_table(f"{summary.scenario} ({summary.strategy})", [summary]))
+    if flows_out is not None:
+        stdout.print(f"{rows:,} flows written to {flows_out}")
 
 
 def compare(
@@ -119,28 +138,19 @@ def compare(
 
     Example:  cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,adaptive,pinning
     """
-    from cloudtwin.evaluation.run import run_scenario
-    from cloudtwin.routing.strategy import strategy_names
+    from cloudtwin.cli.flowfiles import read_flow_file
+    from cloudtwin.evaluation import usecases
 
-    names = [s.strip() for s in strategies.split(",") if s.strip()]
-    if not names:
-        raise RoutingError(f"--strategies: no strategy named (built-in: {', '.join(strategy_names())})")
-    loaded = read_scenario(scenario, overrides)
-    refuse_ignored_sections(loaded, "compare")
-    results: list[RunSummary] = []
-    for name in names:
-        with progress_bar(f"{loaded.name}: {name}", not as_json) as progress:
-            results.append(run_scenario(loaded, name, progress).summary)
-    base = results[0].aggregate_gbps
-    ratios = {r.strategy: (r.aggregate_gbps / base if base > 0 else float("nan")) for r in results}
-    document = {
-        "scenario": loaded.name,
-        "results": {r.strategy: r.to_json() for r in results},
-        "ratios": ratios,
-    }
+    names = usecases.parse_strategies(strategies)
+    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    refuse_ignored_sections(loaded, "compare", jobs_too=False)
+    with stage_progress(loaded.name, not as_json) as progress:
+        comparison = usecases.compare(loaded, names, progress)
+    document = comparison.to_json()
     if out is not None:
         write_json(out, document)
     if as_json:
         emit_json(document)
         return
-    stdout.print(_table(f"{loaded.name}: routing strategies compared", results, ratios))
+    title = f"{loaded.name}: routing strategies compared"
+    stdout.print(_table(title, list(comparison.summaries), comparison.ratios))

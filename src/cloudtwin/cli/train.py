@@ -31,7 +31,7 @@ STRATEGY = typer.Option(None, "--strategy", help="Routing strategy (default: the
 
 
 def parse_gpus(text: str | None) -> list[int] | None:
-    """`64,128,256` -> [64, 128, 256]; WorkloadError naming --gpus on anything else.
+    """`64,128,256` -> [64, 128, 256]; WorkloadError naming the gpus field on anything else.
 
     >>> parse_gpus("64, 128")
     [64, 128]
@@ -41,9 +41,9 @@ def parse_gpus(text: str | None) -> list[int] | None:
     try:
         sizes = [int(part) for part in text.split(",") if part.strip()]
     except ValueError as err:
-        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts") from err
+        raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts") from err
     if not sizes or min(sizes) < 1:
-        raise WorkloadError(f"--gpus: {text!r} is not a comma-separated list of GPU counts")
+        raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts")
     return sizes
 
 
@@ -72,28 +72,13 @@ def _table(title: str, results: list[TrainingResult]) -> Table:
 
 
 def write_plot(path: Path, title: str, results: list[TrainingResult]) -> None:
-    """Tokens/s against GPUs, with ideal linear scaling and the scaling efficiency."""
-    import matplotlib
+    """The scaling plot in the format its suffix names (PNG, SVG, PDF; PNG otherwise)."""
+    from cloudtwin.evaluation.plots import PLOT_FORMATS, scaling_plot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    gpus = [r.gpus for r in results]
-    tokens = [r.tokens_per_s for r in results]
-    ideal = [r.tokens_per_s / r.scaling_efficiency for r in results]
-    figure, axis = plt.subplots(figsize=(7, 4.5))
-    axis.plot(gpus, ideal, "--", color="grey", label="ideal linear scaling")
-    axis.plot(gpus, tokens, "o-", label="predicted")
-    for g, t, r in zip(gpus, tokens, results, strict=True):
-        axis.annotate(f"{r.scaling_efficiency:.0%}", (g, t), textcoords="offset points", xytext=(4, -12))
-    axis.set_xlabel("GPUs")
-    axis.set_ylabel("tokens / s")
-    axis.set_title(title)
-    axis.legend()
-    axis.grid(alpha=0.3)
+    suffix = path.suffix.lower().lstrip(".")
+    data = scaling_plot(results, title, suffix if suffix in PLOT_FORMATS else "png")
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(figure)
+    path.write_bytes(data)
 
 
 def train(
@@ -116,21 +101,22 @@ def train(
 
     Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
     """
-    from cloudtwin.evaluation.training import predict_training
+    from cloudtwin.evaluation import usecases
 
+    sizes = parse_gpus(gpus)
     loaded = read_scenario(scenario, overrides)
     with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
-        results = predict_training(loaded, parse_gpus(gpus), strategy, progress)
-    documents = [r.to_json() for r in results]
-    document: object = documents if gpus else documents[0]
+        prediction = usecases.train(loaded, sizes, strategy, progress)
+    document = prediction.to_json()
+    results = list(prediction.results)
     if out is not None:
         write_json(out, document)
     if plot is not None:
-        write_plot(plot, f"{loaded.name}: {strategy or loaded.routing.strategy}", results)
+        write_plot(plot, f"{loaded.name}: {prediction.strategy}", results)
     if as_json:
         emit_json(document)
         return
-    stdout.print(_table(f"{loaded.name}: training ({strategy or loaded.routing.strategy})", results))
+    stdout.print(_table(f"{loaded.name}: training ({prediction.strategy})", results))
 
 
 def hpl(
@@ -147,10 +133,10 @@ def hpl(
 
     Example:  cloudtwin hpl examples/vela-hpl.yaml --set routing.strategy=pinning
     """
-    from cloudtwin.evaluation.hpl import predict_hpl
+    from cloudtwin.evaluation import usecases
 
     loaded = read_scenario(scenario, overrides)
-    result = predict_hpl(loaded, strategy)
+    result = usecases.hpl(loaded, strategy)
     document = result.to_json()
     if out is not None:
         write_json(out, document)

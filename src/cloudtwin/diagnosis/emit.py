@@ -27,13 +27,13 @@ import numpy as np
 
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, FlowSamples, sample_rates
 from cloudtwin.diagnosis.tables import TwinMeta, replace_rows
-from cloudtwin.diagnosis.twin import TwinRun
 from cloudtwin.faults.reaction import phases_for
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.scenario.faults import Reaction
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
 from cloudtwin.topology.topology import NodeKind, Topology
+from cloudtwin.twin import FaultedRun
 
 __all__ = [
     "ACK_TIMEOUT_S",
@@ -111,7 +111,7 @@ class _Log:
         self.records.append(LogRecord(when, device, level, component, content))
 
 
-def _port_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
+def _port_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
     """Link down/up/degraded lines from the switches (and hosts) at both ends of each link."""
     topology = run.topology
     base = topology.capacity_bps.astype(float)
@@ -164,7 +164,7 @@ def _session_events(log: _Log, t: float, device: str, port: str, peer: str, up: 
     log.at(t + timing.bfd_detect, device, "info", "bgp", f"%BGP-5-ADJCHANGE: neighbor {peer} Up")
 
 
-def _routing_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
+def _routing_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
     """BFD/BGP sessions and ECMP members where switches repair, and controller events
     where a controller does (both with pinning through UDP source ports)."""
     topology, timing = run.topology, run.scenario.reaction
@@ -198,7 +198,7 @@ def _routing_events(log: _Log, run: TwinRun, ports: list[str]) -> None:
                    f"installed {repair.rules_changed} flow rules")
 
 
-def _job_events(log: _Log, run: TwinRun) -> None:
+def _job_events(log: _Log, run: FaultedRun) -> None:
     """Job start/finish and slow steps: a flow that took over SLOW_FACTOR times its line-rate time,
     the time its bytes take at its share of the NIC among its connection's QPs."""
     bench, result, topology = run.bench, run.result, run.topology
@@ -223,7 +223,7 @@ def _job_events(log: _Log, run: TwinRun) -> None:
                f"({fct[f] / ideal[f]:.1f}x line rate)")
 
 
-def _noise(log: _Log, run: TwinRun, ports: list[str], end_s: float, rng: np.random.Generator) -> None:
+def _noise(log: _Log, run: FaultedRun, ports: list[str], end_s: float, rng: np.random.Generator) -> None:
     """Healthy periodic lines from every switch, and rare harmless transceiver warnings."""
     topology, config = run.topology, log.config
     switches = np.flatnonzero(topology.node_kind != NodeKind.NIC)
@@ -252,7 +252,7 @@ def _noise(log: _Log, run: TwinRun, ports: list[str], end_s: float, rng: np.rand
                f"rx power -{rng.uniform(7, 9):.1f} dBm below warning threshold")
 
 
-def run_records(run: TwinRun, config: EmitConfig, end_s: float) -> list[LogRecord]:
+def run_records(run: FaultedRun, config: EmitConfig, end_s: float) -> list[LogRecord]:
     """Every log record of the run (fault, routing, job and noise lines), in time order."""
     log = _Log(config)
     ports = interface_names(run.topology)
@@ -263,7 +263,7 @@ def run_records(run: TwinRun, config: EmitConfig, end_s: float) -> list[LogRecor
     return sorted(log.records, key=lambda r: (r.timestamp or config.start, r.source, r.content))
 
 
-def nic_counters(run: TwinRun, samples: FlowSamples) -> dict[str, np.ndarray]:
+def nic_counters(run: FaultedRun, samples: FlowSamples) -> dict[str, np.ndarray]:
     """Per NIC and sample interval: PFC pauses, ECN marks, CNPs and ACK timeouts.
 
     A flow in flight at rate r below c, its share of its sender's own port (max-min over
@@ -306,7 +306,7 @@ def nic_counters(run: TwinRun, samples: FlowSamples) -> dict[str, np.ndarray]:
     }
 
 
-def _telemetry_rows(run: TwinRun, samples: FlowSamples, config: EmitConfig) -> dict[str, dict[str, list]]:
+def _telemetry_rows(run: FaultedRun, samples: FlowSamples, config: EmitConfig) -> dict[str, dict[str, list]]:
     """Flow samples per QP (a collective's rounds on one QP add up), and NIC counters."""
     topology, conn, owner = run.topology, run.bench.connections, run.bench.owner
     clock = [config.start + timedelta(seconds=config.history_s + float(t)) for t in samples.times_s]
@@ -359,7 +359,7 @@ def _inventory_rows(topology: Topology) -> dict[str, dict[str, list]]:
     return {"twin_nodes": nodes, "twin_links": links}
 
 
-def emit_run(store: Store, run: TwinRun, config: EmitConfig | None = None) -> TwinMeta:
+def emit_run(store: Store, run: FaultedRun, config: EmitConfig | None = None) -> TwinMeta:
     """Write the run's logs (via `ingest_records`), telemetry and inventory into the store."""
     config = config or EmitConfig()
     samples = sample_rates(run, config.sample_s)

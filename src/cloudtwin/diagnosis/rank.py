@@ -134,7 +134,7 @@ class _Inventory:
             return src, "nic"
         if self.kind.get(dst) == "nic":
             return dst, "nic"
-        a, b = sorted((src, dst), key=_sort_key)
+        a, b = sorted((src, dst), key=lambda n: (_sort_key(n), n))
         return f"{a}-{b}", "link"
 
     def switches_of(self, component: str) -> list[str]:
@@ -268,19 +268,23 @@ def diagnose(
     max_cells: int = DEFAULT_MAX_CELLS,
 ) -> list[Suspect]:
     """Suspects (links, NICs, switches) from most to least likely; StoreError if there is
-    no twin run in the store.
+    no twin run in the store. NICs that failed measured boot come first.
 
-    The list is empty when nothing points to a fault: no flow sample is degraded and no
-    anomalous log line is an error or worse (scores are relative, so without this the
-    strongest piece of background noise would rank first with score 1).
+    Only they are listed when nothing else points to a fault: no flow sample is degraded
+    and no anomalous log line is an error or worse (scores are relative, so without this
+    the strongest piece of background noise would rank first with score 1).
     """
+    from cloudtwin.diagnosis.attestation import attestation_suspects
+
+    if store.schema_version("twin") is None and (attested := attestation_suspects(store, 0.0)):
+        return _ranked(attested)
     meta = read_meta(store)
     inventory = _Inventory(store, meta.run)
     window = window or timedelta(seconds=DEFAULT_WINDOW_SAMPLES * meta.sample_s)
     score, degraded, healthy = _tomography(store, meta, inventory, config or TomographyConfig())
     evidence = _log_evidence(store, meta, inventory, window, max_cells)
     if not np.any(degraded > 0) and evidence.errors == 0:
-        return []
+        return _ranked(attestation_suspects(store, 0.0))
     per_link, per_device, messages = evidence.per_link, evidence.per_device, evidence.messages
     suspects: dict[str, Suspect] = {}
     tomo: dict[str, float] = defaultdict(float)
@@ -298,10 +302,16 @@ def diagnose(
         suspect.score = suspect.tomography + suspect.logs
     log_top = max(logs.values(), default=0.0)
     ranked = list(suspects.values()) + _switches(inventory, suspects, per_device, messages, log_top)
-    ranked.sort(key=lambda s: (-round(s.score, 9), s.kind, s.component))
-    for i, suspect in enumerate(ranked, start=1):
+    failed_boot = attestation_suspects(store, max((r.score for r in ranked), default=0.0))
+    failed = {f.component for f in failed_boot}
+    return _ranked([r for r in ranked if r.component not in failed] + failed_boot)
+
+
+def _ranked(suspects: list[Suspect]) -> list[Suspect]:
+    suspects.sort(key=lambda s: (-round(s.score, 9), s.kind, s.component))
+    for i, suspect in enumerate(suspects, start=1):
         suspect.rank = i
-    return ranked
+    return suspects
 
 
 def _switches(
@@ -323,7 +333,7 @@ def _switches(
         parts = members[switch]
         best = max(p.score for p in parts)
         strong = sum(1 for p in parts if best > 0 and p.score >= 0.5 * best and p.logs > 0)
-        suspect = Suspect(switch, "switch")
+        suspect = Suspect(switch, "gateway" if inventory.kind.get(switch) == "gateway" else "switch")
         suspect.score = sum(p.score for p in parts) * strong / len(parts) + own.get(switch, 0.0)
         suspect.tomography = sum(p.tomography for p in parts) * strong / len(parts)
         suspect.logs = sum(p.logs for p in parts) * strong / len(parts) + own.get(switch, 0.0)

@@ -14,10 +14,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cloudtwin.diagnosis.twin import TwinRun
 from cloudtwin.engine.maxmin import max_min_rates
-from cloudtwin.faults.plan import subset_paths
 from cloudtwin.topology.paths import Paths
+from cloudtwin.twin import FaultedRun
 
 __all__ = ["DEFAULT_SAMPLE_S", "MAX_SAMPLES", "FlowSamples", "sample_rates"]
 
@@ -42,7 +41,7 @@ class FlowSamples:
     interval_s: float
 
 
-def _epochs(run: TwinRun, times: np.ndarray) -> tuple[list[np.ndarray], list[Paths], np.ndarray]:
+def _epochs(run: FaultedRun, times: np.ndarray) -> tuple[list[np.ndarray], list[Paths], np.ndarray]:
     """Capacity and paths after each change, and the epoch of each sample instant."""
     capacity = run.capacity_bps.astype(float).copy()
     paths = run.paths
@@ -59,7 +58,7 @@ def _epochs(run: TwinRun, times: np.ndarray) -> tuple[list[np.ndarray], list[Pat
     return capacities, all_paths, epoch
 
 
-def sample_rates(run: TwinRun, interval_s: float = DEFAULT_SAMPLE_S) -> FlowSamples:
+def sample_rates(run: FaultedRun, interval_s: float = DEFAULT_SAMPLE_S) -> FlowSamples:
     """Every network flow's rate every `interval_s` from the first start to the last finish."""
     result = run.result
     begin, end = float(result.start_s.min()), float(result.finish_s.max())
@@ -75,7 +74,7 @@ def sample_rates(run: TwinRun, interval_s: float = DEFAULT_SAMPLE_S) -> FlowSamp
         active = np.flatnonzero(live)
         if active.size == 0:
             continue
-        sub = subset_paths(all_paths[epoch[i]], active)
+        sub = all_paths[epoch[i]].take(active)
         rate = max_min_rates(
             sub.indptr, sub.link_ids, capacities[epoch[i]], run.rate_cap_bps[active], sub.weights
         )

@@ -57,8 +57,8 @@ def replace_rows(store: Store, meta: TwinMeta, rows: Mapping[str, Mapping[str, S
     other = store.query("SELECT run FROM twin_runs WHERE run <> ?", [meta.run])[1]
     if other:
         raise StoreError(
-            f"--db {store.path}: already holds the twin run {other[0][0]!r}; "
-            "diagnose one run per store (use another --db)"
+            f"store {store.path}: already holds the twin run {other[0][0]!r}; "
+            "diagnose one run per store (use another store)"
         )
     with store.transaction() as con:
         con.execute("DELETE FROM twin_runs WHERE run = ?", [meta.run])
@@ -81,10 +81,10 @@ def read_meta(store: Store) -> TwinMeta:
     """The one twin run in the store; StoreError when there is none."""
     if store.schema_version("twin") is None:
         raise StoreError(
-            f"--db {store.path}: holds no twin run (run `cloudtwin diagnose SCENARIO --db ...` first)"
+            f"store {store.path}: holds no twin run (diagnose a scenario into it first)"
         )
     rows = store.query("SELECT * FROM twin_runs ORDER BY run")[1]
     if not rows:
-        raise StoreError(f"--db {store.path}: holds no twin run")
+        raise StoreError(f"store {store.path}: holds no twin run")
     run, strategy, start, end, sample_s, prefix = rows[0]
     return TwinMeta(run, strategy, start, end, float(sample_s), prefix)

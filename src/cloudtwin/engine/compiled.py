@@ -35,72 +35,87 @@ def bottleneck_fill(
     rate = rate_cap_bps.astype(np.float64).copy()
     residual = capacity_bps.astype(np.float64).copy()
     weight_sum = np.zeros(links)
-    for e in range(nnz):
-        weight_sum[entry_link[e]] += entry_weight[e]
-    # entries grouped by link and by flow (counting sort)
+    # entries grouped by link (their flows) and by flow (their links and weights)
     link_ptr = np.zeros(links + 1, dtype=np.int64)
     flow_ptr = np.zeros(flows + 1, dtype=np.int64)
+    grouped = True  # entries already in flow order (the usual case)
     for e in range(nnz):
+        weight_sum[entry_link[e]] += entry_weight[e]
         link_ptr[entry_link[e] + 1] += 1
         flow_ptr[entry_flow[e] + 1] += 1
+        if e and entry_flow[e] < entry_flow[e - 1]:
+            grouped = False
     for i in range(links):
         link_ptr[i + 1] += link_ptr[i]
     for i in range(flows):
         flow_ptr[i + 1] += flow_ptr[i]
-    by_link = np.empty(nnz, dtype=np.int64)
-    by_flow = np.empty(nnz, dtype=np.int64)
+    link_flow = np.empty(nnz, dtype=np.int64)
     link_fill = link_ptr[:-1].copy()
-    flow_fill = flow_ptr[:-1].copy()
     for e in range(nnz):
-        by_link[link_fill[entry_link[e]]] = e
+        link_flow[link_fill[entry_link[e]]] = entry_flow[e]
         link_fill[entry_link[e]] += 1
-        by_flow[flow_fill[entry_flow[e]]] = e
-        flow_fill[entry_flow[e]] += 1
+    if grouped:
+        flow_link = entry_link
+        flow_weight = entry_weight
+    else:
+        flow_link = np.empty(nnz, dtype=np.int64)
+        flow_weight = np.empty(nnz)
+        flow_fill = flow_ptr[:-1].copy()
+        for e in range(nnz):
+            flow_link[flow_fill[entry_flow[e]]] = entry_link[e]
+            flow_weight[flow_fill[entry_flow[e]]] = entry_weight[e]
+            flow_fill[entry_flow[e]] += 1
     frozen = np.zeros(flows, dtype=np.bool_)
-    capacity = links + flows + 1
-    keys = np.empty(capacity)
-    nodes = np.empty(capacity, dtype=np.int64)
-    stamps = np.zeros(capacity, dtype=np.int64)
+    keys = np.empty(links + 1)
+    nodes = np.empty(links + 1, dtype=np.int64)
+    stamps = np.zeros(links + 1, dtype=np.int64)
     size = 0
     for link in range(links):
         if weight_sum[link] > 0.0:
             size = _push(keys, nodes, stamps, size, residual[link] / weight_sum[link], link, 0)
-    for flow in range(flows):
-        if flow_ptr[flow + 1] > flow_ptr[flow]:
-            size = _push(keys, nodes, stamps, size, rate_cap_bps[flow], links + flow, 0)
+    # A flow's cap acts as a link of its own: caps are taken in ascending order.
+    lowest = np.inf
+    highest = -np.inf
+    for f in range(flows):
+        lowest = min(lowest, rate_cap_bps[f])
+        highest = max(highest, rate_cap_bps[f])
+    by_cap = np.arange(flows) if lowest == highest else np.argsort(rate_cap_bps, kind="mergesort")
+    next_cap = 0
     # Shares only grow as flows freeze, so a link's heap key may be stale-low: when it
-    # comes out, recompute it and put it back if it grew (one heap entry per node).
-    while size > 0:
+    # comes out, recompute it and put it back if it grew (one heap entry per link).
+    while True:
+        while next_cap < flows and (
+            frozen[by_cap[next_cap]] or flow_ptr[by_cap[next_cap] + 1] == flow_ptr[by_cap[next_cap]]
+        ):
+            next_cap += 1
+        if next_cap < flows and (size == 0 or rate_cap_bps[by_cap[next_cap]] <= keys[0]):
+            flow = by_cap[next_cap]
+            next_cap += 1
+            frozen[flow] = True
+            for k in range(flow_ptr[flow], flow_ptr[flow + 1]):
+                residual[flow_link[k]] -= flow_weight[k] * rate[flow]
+                weight_sum[flow_link[k]] -= flow_weight[k]
+            continue
+        if size == 0:
+            break
         share, node = keys[0], nodes[0]
         size = _pop(keys, nodes, stamps, size)
-        if node >= links:
-            if frozen[node - links]:
-                continue
-            first = flow_ptr[node - links]
-            last = first + 1
-            table = by_flow
-        else:
-            if weight_sum[node] <= 1e-12:
-                continue
-            current = max(residual[node], 0.0) / weight_sum[node]
-            if current > share:
-                size = _push(keys, nodes, stamps, size, current, node, 0)
-                continue
-            first = link_ptr[node]
-            last = link_ptr[node + 1]
-            table = by_link
+        if weight_sum[node] <= 1e-12:
+            continue
+        current = max(residual[node], 0.0) / weight_sum[node]
+        if current > share:
+            size = _push(keys, nodes, stamps, size, current, node, 0)
+            continue
         level = max(share, 0.0)
-        for i in range(first, last):
-            flow = entry_flow[table[i]]
+        for i in range(link_ptr[node], link_ptr[node + 1]):
+            flow = link_flow[i]
             if frozen[flow]:
                 continue
             frozen[flow] = True
             rate[flow] = min(level, rate_cap_bps[flow])
             for k in range(flow_ptr[flow], flow_ptr[flow + 1]):
-                f_entry = by_flow[k]
-                link = entry_link[f_entry]
-                residual[link] -= entry_weight[f_entry] * rate[flow]
-                weight_sum[link] -= entry_weight[f_entry]
+                residual[flow_link[k]] -= flow_weight[k] * rate[flow]
+                weight_sum[flow_link[k]] -= flow_weight[k]
     return rate
 
 
@@ -160,8 +175,9 @@ def settle_region(
     tolerance: float,
     scratch_bool: np.ndarray,
     scratch_int: np.ndarray,
-) -> bool:  # pragma: no cover - exercised compiled; checked against the numpy path in tests
-    """The compiled form of `_Active.settle`'s regional re-solve; False: solve everything.
+) -> int:  # pragma: no cover - exercised compiled; checked against the numpy path in tests
+    """The compiled form of `_Active.settle`'s regional re-solve: the work done (entries
+    visited) when the region's answer was accepted, else -work - 1 (solve everything).
 
     `flow/link/weight` are the entries of the flows in flight (a flow's entries are
     contiguous); `rate` and `load` are updated in place when the region's answer passes
@@ -192,6 +208,9 @@ def settle_region(
         fill[link[e]] += 1
     frontier = touched.copy()
     blame = np.empty(entries + links, dtype=np.int64)
+    top = np.full(links, -1.0)  # per link: the highest rate on it, once computed
+    work = np.zeros(1, dtype=np.int64)
+    work[0] = entries
     marked = np.zeros(links, dtype=np.bool_)
     region = np.empty(entries, dtype=np.int64)
     count = 0
@@ -222,7 +241,7 @@ def settle_region(
             break
         blamed = _try_region(
             flow, link, weight, rate, cap, capacity, load, region[:count], first, link_ptr, by_link,
-            flow_local, link_local, good, tolerance, blame,
+            flow_local, link_local, good, tolerance, blame, top, work,
         )
         if blamed == 0:
             accepted = True
@@ -235,7 +254,7 @@ def settle_region(
         in_region[region[i]] = False
     for e in range(entries):
         first[flow[e]] = -1
-    return accepted
+    return work[0] if accepted else -work[0] - 1
 
 
 def _try_region(
@@ -255,11 +274,15 @@ def _try_region(
     good: np.ndarray,
     tolerance: float,
     blame: np.ndarray,
+    top: np.ndarray,
+    work: np.ndarray,
 ) -> int:  # pragma: no cover - compiled
     """Solve the region with the rest fixed; commit if every nearby flow keeps a bottleneck.
 
     Returns 0 when committed; otherwise how many link ids it wrote to `blame`: the
-    overloaded links and every link of each flow left without a bottleneck.
+    overloaded links and every link of each flow left without a bottleneck. `top` caches
+    each saturated link's highest rate under the trial answer (-1: not yet; reset on
+    return); `work[0]` counts the entries visited.
     """
     entries = flow.size
     picked = 0
@@ -302,6 +325,9 @@ def _try_region(
     for i in range(picked):
         new_load[r_link[i]] += r_weight[i] * new[r_flow[i]]
     blamed = 0
+    visits = 2 * picked
+    touched_top = np.empty(capacity.size, dtype=np.int64)
+    ntop = 0
     for j in range(nlinks):
         if new_load[j] > capacity[local_links[j]] * (1 + tolerance):
             blame[blamed] = local_links[j]
@@ -309,6 +335,7 @@ def _try_region(
     # every flow on a changed link must still be at its cap or have a bottleneck link
     for j in range(nlinks):
         l0 = local_links[j]
+        visits += link_ptr[l0 + 1] - link_ptr[l0]
         for k in range(link_ptr[l0], link_ptr[l0 + 1]):
             f = flow[by_link[k]]
             if good[f]:
@@ -323,15 +350,21 @@ def _try_region(
                 jj = link_local[lk]
                 now = new_load[jj] if jj >= 0 else load[lk]
                 if now >= capacity[lk] * (1 - tolerance):
-                    top = 0.0
-                    for m in range(link_ptr[lk], link_ptr[lk + 1]):
-                        g = flow[by_link[m]]
-                        rg = new[flow_local[g]] if flow_local[g] >= 0 else rate[g]
-                        if rg > top:
-                            top = rg
-                    if r >= top * (1 - tolerance):
+                    if top[lk] < 0.0:
+                        highest = 0.0
+                        for m in range(link_ptr[lk], link_ptr[lk + 1]):
+                            g = flow[by_link[m]]
+                            rg = new[flow_local[g]] if flow_local[g] >= 0 else rate[g]
+                            if rg > highest:
+                                highest = rg
+                        top[lk] = highest
+                        touched_top[ntop] = lk
+                        ntop += 1
+                        visits += link_ptr[lk + 1] - link_ptr[lk]
+                    if r >= top[lk] * (1 - tolerance):
                         good[f] = True
                 e += 1
+                visits += 1
             if not good[f]:
                 good[f] = True  # blame each flow once
                 e = first[f]
@@ -340,6 +373,9 @@ def _try_region(
                     blamed += 1
                     e += 1
     ok = blamed == 0
+    for j in range(ntop):
+        top[touched_top[j]] = -1.0
+    work[0] += visits
     for j in range(nlinks):
         l0 = local_links[j]
         for k in range(link_ptr[l0], link_ptr[l0 + 1]):
@@ -380,9 +416,10 @@ def compiled_fill(*args: object) -> np.ndarray:
     return _kernels()["fill"](*args)  # type: ignore[return-value]
 
 
-def compiled_settle(*args: object) -> bool:
-    """`settle_region`, compiled."""
-    return bool(_kernels()["settle"](*args))
+def compiled_settle(*args: object) -> int:
+    """`settle_region`, compiled: the work it did (entries visited), negative (-work - 1)
+    when the region's answer was not accepted and everything must be solved."""
+    return int(_kernels()["settle"](*args))  # type: ignore[call-overload]
 
 
 AVAILABLE = importlib.util.find_spec("numba") is not None

@@ -10,6 +10,7 @@ leaves every other rate as it was; otherwise the max-min rates are solved again.
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -21,13 +22,29 @@ from cloudtwin.engine.maxmin import COMPILED, RELATIVE_TOLERANCE, water_fill
 from cloudtwin.errors import EngineError
 from cloudtwin.topology.paths import Paths
 
-__all__ = ["Change", "Dependencies", "SimResult", "simulate"]
+__all__ = ["Change", "Dependencies", "FinishCallback", "SimResult", "Simulation", "simulate"]
+
+COMPLETION_TOLERANCE = 1e-9
+"""A flow with at most this fraction of its bits left after an event finishes with it."""
 
 REGION_WIDENINGS = 8
 """How often `settle` widens a region before it solves every flow in flight."""
 
+FULL_SOLVE_COST = 2.5
+"""What solving every flow in flight costs, per entry, in the regional re-solve's units of
+work (entries visited), as measured with the compiled kernels. When regional re-solves
+have lately cost more (every flow coupled to every other: the region grows to all of
+them), `settle` solves everything directly."""
+
+REGIONAL_COST_DECAY = 0.9
+"""Per full solve taken instead of a regional one, the estimate of the regional cost
+shrinks by this factor, so that the region is tried again after a few events."""
+
 Progress = Callable[[int, int], None]
 """progress(finished_flows, total_flows), called now and then during a run."""
+
+FinishCallback = Callable[["Simulation", np.ndarray], None]
+"""on_finish(simulation, flows): the ids of the flows that finished at `simulation.now`."""
 
 
 @dataclass(frozen=True)
@@ -98,6 +115,7 @@ class _Active:
             self.scratch_int = np.full(2 * rate_cap_bps.size + capacity_bps.size, -1, dtype=np.int64)
         self.solves = 0
         self.local_solves = 0
+        self.regional_cost = 0.0  # recent regional re-solve cost per entry in flight
         self.active = np.zeros(rate_cap_bps.size, dtype=bool)
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -116,15 +134,13 @@ class _Active:
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
-        np.subtract.at(self.count, link, 1)
+        self.count -= np.bincount(link, minlength=self.count.size)
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
-        gone = np.zeros(self.rate.size, dtype=bool)
-        gone[done] = True
-        keep = ~gone[self.flow]
-        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
-        self.members = self.members[~gone[self.members]]
         self.active[done] = False
+        keep = np.flatnonzero(self.active[self.flow])
+        self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
+        self.members = self.members[self.active[self.members]]
         self.rate[done] = 0.0
         return not held.any(), link
 
@@ -136,7 +152,7 @@ class _Active:
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
         self.active[new] = True
-        np.add.at(self.count, link, 1)
+        self.count += np.bincount(link, minlength=self.count.size)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
         fits = np.all(
@@ -146,6 +162,19 @@ class _Active:
             self.rate[new] = self.cap[new]
             self.load += need
         return bool(fits), link
+
+    def extend(self, paths: Paths, rate_cap_bps: np.ndarray) -> None:
+        """Room for more flows (added after those already known; none of them in flight)."""
+        flows = rate_cap_bps.size
+        self.paths = Paths.concat([self.paths, paths])
+        self.cap = np.concatenate((self.cap, rate_cap_bps))
+        self.rate = np.concatenate((self.rate, np.zeros(flows)))
+        self.local = np.concatenate((self.local, np.zeros(flows, dtype=np.int64)))
+        self.flag = np.zeros(self.cap.size, dtype=bool)
+        self.active = np.concatenate((self.active, np.zeros(flows, dtype=bool)))
+        if self.compiled:
+            self.scratch_bool = np.zeros(2 * self.cap.size, dtype=bool)
+            self.scratch_int = np.full(2 * self.cap.size + self.capacity.size, -1, dtype=np.int64)
 
     def set_capacity(self, links: np.ndarray, capacity_bps: np.ndarray) -> None:
         """Links change capacity (a failure, a repair, a degradation)."""
@@ -186,14 +215,25 @@ class _Active:
         holds half the flows.
         """
         if self.compiled:
-            if compiled_settle(
+            entries = max(self.flow.size, 1)
+            if self.regional_cost > FULL_SOLVE_COST:
+                # lately a regional re-solve cost more than solving everything: solve
+                # everything, and let the estimate decay so the region is tried again
+                self.regional_cost *= REGIONAL_COST_DECAY
+                self.solve()
+                return
+            work = compiled_settle(
                 self.flow, self.link, self.weight, self.rate, self.cap, self.capacity, self.load,
                 np.ascontiguousarray(touched, dtype=np.int64), self.members.size, REGION_WIDENINGS,
                 RELATIVE_TOLERANCE, self.scratch_bool, self.scratch_int,
-            ):
+            )
+            cost = (work if work >= 0 else -work - 1) / entries
+            if work >= 0:
                 self.local_solves += 1
-                return
-            self.solve()
+            else:
+                cost += FULL_SOLVE_COST
+                self.solve()
+            self.regional_cost = 0.5 * (self.regional_cost + cost)
             return
         links = np.zeros(self.capacity.size, dtype=bool)
         links[touched] = True
@@ -261,8 +301,283 @@ class _Active:
             self.local[self.flow], self.link, self.weight, self.capacity, self.cap[members]
         )
         self.rate[members] = rates
-        self.load[:] = 0.0
-        np.add.at(self.load, self.link, self.weight * self.rate[self.flow])
+        self.load[:] = np.bincount(
+            self.link, self.weight * self.rate[self.flow], minlength=self.capacity.size
+        )
+
+
+class Simulation:
+    """A fluid simulation driven step by step: flows can be added and changes applied between
+    events, and a callback hears of every flow that finishes.
+
+    Time starts at the earliest start of the first flows added. Each `step()` handles one
+    event: flows finishing (every flow whose last bit is sent by then, as one batch),
+    flows arriving, scheduled changes; the others' rates are then restored to max-min.
+    `on_finish(simulation, flows)` is called after each event that finished flows, so a
+    job can decide its next transfer from what happened (its start is `simulation.now`
+    or later). `simulate` is `add_flows` + `apply` for each change + `run()`.
+    """
+
+    def __init__(
+        self,
+        capacity_bps: np.ndarray,
+        *,
+        on_finish: FinishCallback | None = None,
+        progress: Progress | None = None,
+        timeline: bool = False,
+    ) -> None:
+        self.capacity_bps = np.asarray(capacity_bps, dtype=float)
+        self.on_finish = on_finish
+        self.progress = progress
+        self.timeline = timeline
+        self._active = _Active(
+            Paths(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64)),
+            self.capacity_bps,
+            np.empty(0),
+        )
+        self._size_bits = np.empty(0)
+        self._start = np.empty(0)
+        self._latency = np.empty(0)
+        self._remaining = np.empty(0)
+        self._finish = np.empty(0)
+        self._ready = np.empty(0)
+        self._waiting = np.empty(0, dtype=np.int64)
+        self._dependents = np.empty(0, dtype=np.int64)
+        self._dep_ptr = np.zeros(1, dtype=np.int64)
+        self._gap = np.empty(0)
+        self._counted: np.ndarray | None = None
+        self._initial = np.empty(0, dtype=np.int64)
+        self._initial_start = np.empty(0)
+        self._cursor = 0
+        self._released: list[tuple[float, int]] = []
+        self._schedule: list[Change] = []
+        self._next_change = 0
+        self._now: float | None = None
+        self._times: list[float] = []
+        self._totals: list[float] = []
+        self._finished = 0
+        self._events = 0
+        self._report_every = 1
+        self._next_report = np.inf
+
+    @property
+    def now(self) -> float:
+        """The time of the last event handled (0 before the first)."""
+        return 0.0 if self._now is None else self._now
+
+    @property
+    def flow_count(self) -> int:
+        """Flows added so far."""
+        return int(self._size_bits.size)
+
+    @property
+    def finished(self) -> int:
+        """Flows finished so far."""
+        return self._finished
+
+    @property
+    def start_s(self) -> np.ndarray:
+        """When each flow started (or will: a waiting flow's start is known once released)."""
+        return self._start.copy()
+
+    @property
+    def finish_s(self) -> np.ndarray:
+        """When each flow finished (NaN while it has not)."""
+        return self._finish.copy()
+
+    @property
+    def rate_bps(self) -> np.ndarray:
+        """Each flow's rate now (0 for a flow not in flight)."""
+        return self._active.rate.copy()
+
+    @property
+    def remaining_bytes(self) -> np.ndarray:
+        """Bytes each flow has still to send as of `now`."""
+        return self._remaining / 8.0
+
+    def add_flows(
+        self,
+        paths: Paths,
+        size_bytes: np.ndarray,
+        start_s: np.ndarray,
+        rate_cap_bps: np.ndarray,
+        latency_s: np.ndarray | None = None,
+        dependencies: Dependencies | None = None,
+        timeline_flows: np.ndarray | None = None,
+    ) -> np.ndarray:
+        """Add flows; returns their ids (consecutive, after those already added).
+
+        `dependencies` index the flows of this call (0 = the first flow added now). A flow
+        whose start is before `now` starts at `now`. `timeline_flows` (a boolean mask over
+        these flows) picks the flows a timeline sums (default: all).
+        """
+        flows = paths.flow_count
+        size_bits = np.asarray(size_bytes, dtype=float) * 8.0
+        start = np.asarray(start_s, dtype=float).copy()
+        cap = np.asarray(rate_cap_bps, dtype=float)
+        latency = np.zeros(flows) if latency_s is None else np.asarray(latency_s, dtype=float)
+        _check(flows, size_bits, start, cap, latency, self.capacity_bps, paths)
+        waiting, dependents, dep_ptr, gap = _dependency_tables(flows, dependencies)
+        counted = None if timeline_flows is None else np.asarray(timeline_flows, dtype=bool)
+        if counted is not None and counted.shape != (flows,):
+            raise EngineError(f"timeline_flows has shape {counted.shape}, expected ({flows},)")
+        if self._now is not None:
+            start = np.maximum(start, self._now)
+        offset = self.flow_count
+        ids = np.arange(offset, offset + flows, dtype=np.int64)
+        if offset == 0:
+            self._size_bits, self._start, self._latency = size_bits, start, latency
+            self._remaining = size_bits.copy()
+            self._finish = np.full(flows, np.nan)
+            self._ready = np.full(flows, -np.inf)
+            self._waiting, self._dependents, self._dep_ptr, self._gap = (
+                waiting, dependents, dep_ptr, gap,
+            )
+            self._active = _Active(paths, self.capacity_bps, cap)
+            self._counted = counted
+        else:
+            self._size_bits = np.concatenate((self._size_bits, size_bits))
+            self._start = np.concatenate((self._start, start))
+            self._latency = np.concatenate((self._latency, latency))
+            self._remaining = np.concatenate((self._remaining, size_bits))
+            self._finish = np.concatenate((self._finish, np.full(flows, np.nan)))
+            self._ready = np.concatenate((self._ready, np.full(flows, -np.inf)))
+            self._waiting = np.concatenate((self._waiting, waiting))
+            self._dependents = np.concatenate((self._dependents, dependents + offset))
+            self._dep_ptr = np.concatenate((self._dep_ptr, dep_ptr[1:] + self._dep_ptr[-1]))
+            self._gap = np.concatenate((self._gap, gap))
+            self._active.extend(paths, cap)
+            if counted is not None or self._counted is not None:
+                before = np.ones(offset, dtype=bool) if self._counted is None else self._counted
+                after = np.ones(flows, dtype=bool) if counted is None else counted
+                self._counted = np.concatenate((before, after))
+        initial = ids[waiting == 0]
+        if self._cursor < self._initial.size:
+            initial = np.concatenate((self._initial[self._cursor :], initial))
+        self._initial = initial[np.argsort(self._start[initial], kind="stable")]
+        self._initial_start = self._start[self._initial]
+        self._cursor = 0
+        self._report_every = max(1, self.flow_count // 200)
+        self._next_report = min(self._next_report, self._finished + self._report_every)
+        return ids
+
+    def apply(self, change: Change) -> None:
+        """Schedule a change (at its `time_s`; at the next event if that time has passed)."""
+        pending = self._schedule[self._next_change :]
+        position = bisect.bisect_right([c.time_s for c in pending], change.time_s)
+        pending.insert(position, change)
+        self._schedule = pending
+        self._next_change = 0
+
+    def step(self, until: float = np.inf) -> bool:
+        """Handle the next event if it happens by `until`; False if there was none."""
+        active = self._active
+        if self._now is None:
+            if self._initial.size:
+                self._now = float(self._initial_start[0])
+            elif self._released:
+                self._now = self._released[0][0]
+            else:
+                self._now = 0.0
+        now = self._now
+        members = active.members
+        rate = active.rate[members]
+        remaining = self._remaining
+        with np.errstate(divide="ignore", invalid="ignore"):
+            to_finish = np.where(rate > 0, remaining[members] / rate, np.inf)
+        soonest = float(to_finish.min()) if members.size else np.inf
+        cursor = self._cursor
+        next_arrival = min(
+            float(self._initial_start[cursor]) if cursor < self._initial.size else np.inf,
+            self._released[0][0] if self._released else np.inf,
+        )
+        schedule = self._schedule
+        change_at = schedule[self._next_change].time_s if self._next_change < len(schedule) else np.inf
+        step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
+        if not np.isfinite(step):
+            if members.size:
+                raise EngineError(
+                    f"{members.size} flows can make no progress (a link of capacity 0?)"
+                )
+            return False
+        if now + step > until:
+            return False
+        self._events += 1
+        now += step
+        self._now = now
+        remaining[members] -= rate * step
+        exact = True
+        touched: list[np.ndarray] = []
+        # Flows whose last bit goes now, and those within a hair of it: completions that
+        # are one instant in exact arithmetic drift apart by rounding, and each would
+        # otherwise cost an event of its own.
+        done = members[
+            (to_finish <= step * (1 + 1e-12) + 1e-18)
+            | (remaining[members] <= COMPLETION_TOLERANCE * self._size_bits[members])
+        ]
+        if done.size:
+            remaining[done] = 0.0
+            self._finish[done] = now + self._latency[done]
+            exact, gone_links = active.remove(done)
+            touched.append(gone_links)
+            self._finished += done.size
+            _release(
+                done, self._finish, self._waiting, (self._dependents, self._dep_ptr), self._gap,
+                self._start, self._ready, self._released,
+            )
+        arriving, self._cursor = _arrivals(
+            now, self._initial, self._initial_start, cursor, self._released
+        )
+        if arriving.size:
+            fits, new_links = active.add(arriving)
+            exact = fits and exact
+            touched.append(new_links)
+        while self._next_change < len(schedule) and schedule[self._next_change].time_s <= now:
+            touched.append(_apply(active, schedule[self._next_change]))
+            exact = False
+            self._next_change += 1
+        if not exact:
+            active.settle(np.concatenate(touched))
+        if self.timeline:
+            self._times.append(now)
+            counted = self._counted
+            members = active.members if counted is None else active.members[counted[active.members]]
+            self._totals.append(float(active.rate[members].sum()))
+        if self.progress is not None and self._finished >= self._next_report:
+            self.progress(self._finished, self.flow_count)
+            self._next_report = self._finished + self._report_every
+        if done.size and self.on_finish is not None:
+            self.on_finish(self, done)
+        return True
+
+    def run(self, until: float | None = None) -> SimResult:
+        """Handle every event up to `until` (default: until nothing is left); the result so far.
+
+        Time stays at the last event handled; flows added afterwards with a start at
+        `until` or later arrive exactly then. Run to the end, every flow must have finished.
+        """
+        limit = np.inf if until is None else float(until)
+        while self.step(limit):
+            pass
+        if until is None:
+            unfinished = int(np.isnan(self._finish).sum())
+            if unfinished:
+                raise EngineError(f"{unfinished} flows never started (a dependency cycle?)")
+            if self.progress is not None:
+                self.progress(self.flow_count, self.flow_count)
+        return self.result()
+
+    def result(self) -> SimResult:
+        """Start and finish of every flow so far (finish NaN where not finished)."""
+        return SimResult(
+            start_s=self._start.copy(),
+            finish_s=self._finish.copy(),
+            events=self._events,
+            solves=self._active.solves,
+            local_solves=self._active.local_solves,
+            timeline_s=np.array(self._times) if self.timeline else None,
+            timeline_bps=np.array(self._totals) if self.timeline else None,
+        )
 
 
 def simulate(
@@ -286,103 +601,16 @@ def simulate(
     at their times: a flow on a link of capacity 0 makes no progress until a change
     moves it or restores the link. With `timeline`, the aggregate rate after every
     event is recorded (a step function for throughput plots), summed over the flows
-    `timeline_flows` selects (a boolean mask; default: all).
+    `timeline_flows` selects (a boolean mask; default: all). The same as one
+    `Simulation` given these flows and changes and run to the end.
     """
-    flows = paths.flow_count
-    size_bits = np.asarray(size_bytes, dtype=float) * 8.0
-    start = np.asarray(start_s, dtype=float).copy()
-    cap = np.asarray(rate_cap_bps, dtype=float)
-    capacity = np.asarray(capacity_bps, dtype=float)
-    latency = np.zeros(flows) if latency_s is None else np.asarray(latency_s, dtype=float)
-    _check(flows, size_bits, start, cap, latency, capacity, paths)
-    waiting, dependents, dep_ptr, gap = _dependency_tables(flows, dependencies)
-
-    remaining = size_bits.copy()
-    finish = np.full(flows, np.nan)
-    active = _Active(paths, capacity, cap)
-    initial = np.flatnonzero(waiting == 0)
-    initial = initial[np.argsort(start[initial], kind="stable")]
-    initial_start = start[initial]
-    cursor = 0
-    released: list[tuple[float, int]] = []
-    ready = np.full(flows, -np.inf)
-    now = float(start[initial[0]]) if initial.size else 0.0
-    counted = None if timeline_flows is None else np.asarray(timeline_flows, dtype=bool)
-    if counted is not None and counted.shape != (flows,):
-        raise EngineError(f"timeline_flows has shape {counted.shape}, expected ({flows},)")
-    schedule = sorted(changes, key=lambda c: c.time_s)
-    next_change = 0
-    times: list[float] = []
-    totals: list[float] = []
-    finished = events = 0
-    report_every = max(1, flows // 200)
-    next_report = report_every
-
-    while True:
-        members = active.members
-        rate = active.rate[members]
-        with np.errstate(divide="ignore", invalid="ignore"):
-            to_finish = np.where(rate > 0, remaining[members] / rate, np.inf)
-        soonest = float(to_finish.min()) if members.size else np.inf
-        next_arrival = min(
-            float(initial_start[cursor]) if cursor < initial.size else np.inf,
-            released[0][0] if released else np.inf,
-        )
-        change_at = schedule[next_change].time_s if next_change < len(schedule) else np.inf
-        step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
-        if not np.isfinite(step):
-            if members.size:
-                raise EngineError(
-                    f"{members.size} flows can make no progress (a link of capacity 0?)"
-                )
-            break
-        events += 1
-        now += step
-        remaining[members] -= rate * step
-        exact = True
-        touched: list[np.ndarray] = []
-        done = members[to_finish <= step * (1 + 1e-12) + 1e-18]
-        if done.size:
-            remaining[done] = 0.0
-            finish[done] = now + latency[done]
-            exact, gone_links = active.remove(done)
-            touched.append(gone_links)
-            finished += done.size
-            _release(done, finish, waiting, (dependents, dep_ptr), gap, start, ready, released)
-        arriving, cursor = _arrivals(now, initial, initial_start, cursor, released)
-        if arriving.size:
-            fits, new_links = active.add(arriving)
-            exact = fits and exact
-            touched.append(new_links)
-        while next_change < len(schedule) and schedule[next_change].time_s <= now:
-            touched.append(_apply(active, schedule[next_change]))
-            exact = False
-            next_change += 1
-        if not exact:
-            active.settle(np.concatenate(touched))
-        if timeline:
-            times.append(now)
-            members = active.members if counted is None else active.members[counted[active.members]]
-            totals.append(float(active.rate[members].sum()))
-        if progress is not None and finished >= next_report:
-            progress(finished, flows)
-            next_report = finished + report_every
-
-    if np.isnan(finish).any():
-        raise EngineError(
-            f"{int(np.isnan(finish).sum())} flows never started (a dependency cycle?)"
-        )
-    if progress is not None:
-        progress(flows, flows)
-    return SimResult(
-        start_s=start,
-        finish_s=finish,
-        events=events,
-        solves=active.solves,
-        local_solves=active.local_solves,
-        timeline_s=np.array(times) if timeline else None,
-        timeline_bps=np.array(totals) if timeline else None,
+    simulation = Simulation(capacity_bps, progress=progress, timeline=timeline)
+    simulation.add_flows(
+        paths, size_bytes, start_s, rate_cap_bps, latency_s, dependencies, timeline_flows
     )
+    for change in sorted(changes, key=lambda c: c.time_s):
+        simulation.apply(change)
+    return simulation.run()
 
 
 def _apply(active: _Active, change: Change) -> np.ndarray:

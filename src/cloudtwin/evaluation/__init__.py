@@ -1,4 +1,5 @@
-"""Evaluation: running scenarios and measuring what they did."""
+"""Evaluation: measuring runs of the twin, the three-fold study, reports, and the use cases
+the CLI and the service call (`cloudtwin.evaluation.usecases`)."""
 
 from cloudtwin.evaluation.collective import (
     CollectiveMeasurement,

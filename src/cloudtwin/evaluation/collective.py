@@ -14,21 +14,23 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cloudtwin.engine.simulator import Progress, SimResult, simulate
+from cloudtwin.engine.simulator import Progress, SimResult
 from cloudtwin.errors import WorkloadError
+from cloudtwin.flows import Paths
 from cloudtwin.routing.strategy import Strategy
 from cloudtwin.scenario.model import CollectiveWorkload, Scenario
-from cloudtwin.topology.nvlink import Nvlink
-from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import Topology
-from cloudtwin.workloads.collective import (
-    CollectivePlan,
-    bus_factor,
-    collective_jobs,
-    plan_collective,
-)
+from cloudtwin.twin import JobRequest, Workbench, build_job, run_jobs
+from cloudtwin.workloads.collective import CollectivePlan, bus_factor
 
-__all__ = ["CollectiveMeasurement", "CollectiveRun", "measure", "plan_for", "simulate_collective"]
+__all__ = [
+    "CollectiveMeasurement",
+    "CollectiveRun",
+    "collective_workload",
+    "measure",
+    "plan_for",
+    "simulate_collective",
+]
 
 
 @dataclass(frozen=True)
@@ -74,17 +76,19 @@ def collective_workload(scenario: Scenario) -> CollectiveWorkload:
     return workload
 
 
+def _request(scenario: Scenario, topology: Topology, size_bytes: int | None) -> JobRequest:
+    """The scenario's collective as a twin job (of `size_bytes`, default its own size)."""
+    workload = collective_workload(scenario)
+    if size_bytes is not None:
+        workload = workload.model_copy(update={"size": int(size_bytes)})
+    return JobRequest(scenario, topology, workload, workload.op, (), scenario.seed)
+
+
 def plan_for(scenario: Scenario, topology: Topology, size_bytes: int | None = None) -> CollectivePlan:
     """The plan of the scenario's collective (jobs from its tenants, NVLink from its hosts)."""
-    from cloudtwin.evaluation.run import tenant_groups
-
-    workload = collective_workload(scenario)
-    rng = np.random.default_rng(scenario.seed)
-    nvlink = Nvlink.of(topology, scenario.hosts.gpus, scenario.hosts.nvlink)
-    jobs = collective_jobs(workload, tenant_groups(scenario), scenario.hosts.gpus, rng)
-    return plan_collective(
-        workload, topology, nvlink, jobs, rng, size_bytes, scenario.hosts.udp_sport == "per-qp"
-    )
+    plan = build_job("collective", _request(scenario, topology, size_bytes)).plan
+    assert plan is not None
+    return plan
 
 
 def simulate_collective(
@@ -95,23 +99,12 @@ def simulate_collective(
     progress: Progress | None = None,
 ) -> CollectiveRun:
     """Route the collective's QPs with `strategy`, run every round on the engine, measure it."""
-    from cloudtwin.evaluation.run import route_flows
-
-    plan = plan_for(scenario, topology, size_bytes)
-    routed = route_flows(scenario, topology, plan.connections, strategy)
-    paths = plan.flow_paths(routed)
-    unrolled = plan.unrolled
-    result = simulate(
-        paths,
-        plan.nvlink.capacity_bps(topology),
-        unrolled.size_bytes,
-        unrolled.start_s,
-        unrolled.rate_cap_bps,
-        dependencies=unrolled.dependencies,
-        progress=progress,
-    )
+    part = build_job("collective", _request(scenario, topology, size_bytes))
+    jobs = run_jobs(scenario, topology, Workbench.of([part], topology), strategy, progress)
     size = collective_workload(scenario).size if size_bytes is None else size_bytes
-    return CollectiveRun(plan, paths, result, measure(scenario, plan, result, size))
+    plan = part.plan
+    assert plan is not None
+    return CollectiveRun(plan, jobs.paths, jobs.result, measure(scenario, plan, jobs.result, size))
 
 
 def measure(

@@ -1,4 +1,4 @@
-"""nccl-tests busbw of the collective jobs of a run (issue 3's NCCL model)."""
+"""nccl-tests busbw of the collective jobs of a run."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
-from cloudtwin.evaluation.jobs import Workbench
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.twin.jobs import Workbench
 
 __all__ = ["collective_busbw"]
 

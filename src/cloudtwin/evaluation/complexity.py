@@ -30,75 +30,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from cloudtwin.faults.events import FabricState
 from cloudtwin.faults.plan import Repair
 from cloudtwin.faults.reaction import rule_links
-from cloudtwin.flows import Flows
-from cloudtwin.routing.strategy import Strategy
-from cloudtwin.topology.paths import Paths, next_hop_candidates, surviving_topology
+from cloudtwin.flows import Flows, Paths
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile
+from cloudtwin.topology.paths import next_hop_candidates, surviving_topology
 from cloudtwin.topology.topology import NodeKind, Topology
 
-__all__ = ["PROFILES", "Profile", "complexity", "profile_of", "routing_state"]
-
-PLAIN_ECMP = "ECMP"
-
-
-@dataclass(frozen=True)
-class Profile:
-    """What a strategy needs from the cloud beyond the fabric itself."""
-
-    controller: bool
-    host_cooperation: bool
-    switch_features: tuple[str, ...]
-    flow_rules: bool
-    flow_state: bool
-    needs: str
-    host_steering: bool = False
-
-
-PROFILES: dict[str, Profile] = {
-    "ecmp": Profile(False, False, (PLAIN_ECMP,), False, False, "standard switches"),
-    "ecmp-qp": Profile(
-        False, False, (PLAIN_ECMP, "RoCE BTH (QP) hashing"), False, False, "RoCE-aware hashing"
-    ),
-    "adaptive": Profile(
-        False, False, (PLAIN_ECMP, "dynamic load balancing (flowlets)"), False, True, "DLB switches"
-    ),
-    "spray": Profile(
-        False, True, (PLAIN_ECMP, "per-packet spraying"), False, False, "out-of-order tolerant NICs"
-    ),
-    "pinning": Profile(
-        True, False, (PLAIN_ECMP, "per-flow policy rules"), True, False, "a controller and per-flow rules"
-    ),
-}
-
-#: Pinning through the UDP source port: plain ECMP switches, a source port per flow on the host.
-PINNING_SOURCE_PORT = Profile(
-    True, True, (PLAIN_ECMP,), False, False, "a controller and source-port steering on hosts", True
-)
-
-#: A user strategy picks its own paths, so someone must install them: assume a controller
-#: and per-flow rules unless the class declares `profile = "<built-in name>"` or a Profile.
-USER_PROFILE = Profile(
-    True, False, (PLAIN_ECMP, "per-flow policy rules"), True, False, "a controller and per-flow rules"
-)
-
-
-def profile_of(strategy: Strategy, pinning_install: str = "rules") -> Profile:
-    """The complexity profile of a strategy (pinning's depends on how paths are installed)."""
-    if strategy.name == "pinning" and pinning_install == "source-port":
-        return PINNING_SOURCE_PORT
-    declared = getattr(strategy, "profile", None)
-    if isinstance(declared, Profile):
-        return declared
-    if isinstance(declared, str) and declared in PROFILES:
-        return PROFILES[declared]
-    return PROFILES.get(strategy.name, USER_PROFILE)
-
+__all__ = ["complexity", "route_updates", "routing_state"]
 
 def routing_state(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(switches, routes per switch, ECMP groups per switch) of the intact fabric."""

@@ -15,12 +15,11 @@ from typing import Any
 
 import numpy as np
 
-from cloudtwin.engine.simulator import SimResult, simulate
-from cloudtwin.errors import EngineError, ScenarioError
+from cloudtwin.engine.simulator import SimResult
+from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.collective_bench import collective_busbw
-from cloudtwin.evaluation.complexity import complexity, profile_of
-from cloudtwin.evaluation.jobs import Workbench, build_workbench, tenant_name
-from cloudtwin.evaluation.metrics import summarize
+from cloudtwin.evaluation.complexity import complexity
+from cloudtwin.evaluation.metrics import summarize_rows
 from cloudtwin.evaluation.resiliency import (
     binned_timeline,
     bytes_behind,
@@ -28,16 +27,15 @@ from cloudtwin.evaluation.resiliency import (
     sample_timeline,
     stall_seconds,
 )
-from cloudtwin.evaluation.run import route_flows
 from cloudtwin.faults.events import FabricState, expand_faults
-from cloudtwin.faults.plan import RepairPlan, plan_repairs, subset_flows
-from cloudtwin.faults.reaction import reaction_of
+from cloudtwin.faults.plan import RepairPlan
+from cloudtwin.routing.facts import profile_of
 from cloudtwin.routing.strategy import Strategy, load_strategy
 from cloudtwin.scenario.faults import Fault
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
-from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import Topology
+from cloudtwin.twin import JobsRun, Workbench, build_workbench, run_jobs, simulate_faulted, tenant_name
 
 __all__ = ["DEFAULT_FAULT_FRACTION", "Evaluation", "StrategyOutcome", "evaluate"]
 
@@ -98,46 +96,11 @@ def _connection_times(bench: Workbench, result: SimResult) -> tuple[np.ndarray, 
     return start, finish
 
 
-def _run(
-    bench: Workbench, topology: Topology, paths: Paths, changes: Sequence[Any] = ()
-) -> SimResult:
-    engine_paths = bench.engine_paths(paths)
-    latency = None
-    if bench.latency_mask.any():
-        per_link = np.zeros(bench.capacity_bps.size)
-        per_link[: topology.link_count] = topology.latency_s
-        entry = per_link[engine_paths.link_ids] * engine_paths.entry_weights
-        flow = np.bincount(engine_paths.flow_of_entry, entry, minlength=engine_paths.flow_count)
-        latency = np.where(bench.latency_mask, flow, 0.0)
-    return simulate(
-        engine_paths,
-        bench.capacity_bps,
-        bench.size_bytes,
-        bench.start_s,
-        bench.rate_cap_bps,
-        latency_s=latency,
-        dependencies=bench.dependencies,
-        changes=[bench.engine_change(c) for c in changes],
-        timeline=True,
-        timeline_flows=bench.owner >= 0,  # network QPs only, not NVLink inside hosts
-    )
-
-
 def _summary(
     scenario: Scenario, name: str, bench: Workbench, result: SimResult, rows: np.ndarray
 ) -> dict[str, Any]:
     """The run summary of these flows' network QPs (NVLink segments left out, as `run` does)."""
-    network = rows[bench.owner[rows] >= 0]
-    rows = network if network.size else rows
-    return summarize(
-        scenario.name,
-        name,
-        bench.group[rows],
-        bench.size_bytes[rows],
-        result.start_s[rows],
-        result.finish_s[rows],
-        bench.rate_cap_bps[rows],
-    ).to_json()
+    return summarize_rows(scenario.name, name, bench, result, rows).to_json()
 
 
 def _groups(scenario: Scenario, bench: Workbench) -> dict[str, dict[str, np.ndarray]]:
@@ -248,66 +211,57 @@ def _describe_states(topology: Topology, states: Sequence[FabricState]) -> list[
     return described
 
 
+_EVALUATED_KINDS = ("perftest", "collective")
+
+
+def _check_kinds(scenario: Scenario) -> None:
+    from cloudtwin.twin import scenario_jobs
+
+    for _, workload, _, key in scenario_jobs(scenario):
+        kind = getattr(workload, "kind", "?")
+        if kind not in _EVALUATED_KINDS:
+            raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {kind!r}")
+
+
 def evaluate(
     scenario: Scenario, strategies: Sequence[str], report: Report | None = None
 ) -> Evaluation:
     """Run every strategy (built-in name or `package.module:Class`) over the scenario."""
+    _check_kinds(scenario)
     topology = build_topology(scenario)
     bench = build_workbench(scenario, topology)
     chosen: list[tuple[str, Strategy]] = [(spec, load_strategy(spec)) for spec in strategies]
-    routed: list[Paths] = []
-    baselines: list[SimResult] = []
+    baselines: list[JobsRun] = []
     for _, strategy in chosen:
         if report is not None:
             report(f"{strategy.name}: fault-free run")
-        paths = route_flows(scenario, topology, bench.connections, strategy)
-        routed.append(paths)
-        baselines.append(_run(bench, topology, paths))
+        baselines.append(run_jobs(scenario, topology, bench, strategy, timeline=True))
     faults = list(scenario.faults)
     default = not faults
     if default:
-        at = DEFAULT_FAULT_FRACTION * min(b.completion_s for b in baselines)
+        at = DEFAULT_FAULT_FRACTION * min(b.result.completion_s for b in baselines)
         faults = [Fault(kind="random", count=1, at=f"{at}s")]
     states = expand_faults(faults, topology, scenario.seed)
     evaluation = Evaluation(scenario, topology, bench, _describe_states(topology, states), default)
-    for (spec, strategy), paths, baseline in zip(chosen, routed, baselines, strict=True):
+    for (spec, strategy), baseline in zip(chosen, baselines, strict=True):
         if report is not None:
             report(f"{strategy.name}: faults and repairs")
-        evaluation.outcomes.append(
-            _outcome(scenario, topology, bench, states, spec, strategy, paths, baseline)
-        )
+        evaluation.outcomes.append(_outcome(scenario, states, spec, strategy, baseline))
     return evaluation
 
 
 def _outcome(
     scenario: Scenario,
-    topology: Topology,
-    bench: Workbench,
     states: Sequence[FabricState],
     spec: str,
     strategy: Strategy,
-    paths: Paths,
-    baseline: SimResult,
+    baseline_run: JobsRun,
 ) -> StrategyOutcome:
-    flows = bench.connections
-
-    def route(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(flows, index), strategy)
-
-    ecmp = load_strategy("ecmp")
-
-    def data_plane(view: Topology, index: np.ndarray) -> Paths:
-        return route_flows(scenario, view, subset_flows(flows, index), ecmp)
-
-    kind = reaction_of(strategy)
-    plan = plan_repairs(topology, flows, paths, route, kind, scenario.reaction, states, data_plane)
-    try:
-        faulted = _run(bench, topology, paths, plan.changes)
-    except EngineError as err:
-        raise ScenarioError(
-            f"faults: with {strategy.name}, some flows can never finish ({err}); "
-            "a fault without until cuts them off for good: give it an until"
-        ) from err
+    topology, bench, paths = baseline_run.topology, baseline_run.bench, baseline_run.routed
+    faulted_run = simulate_faulted(
+        scenario, strategy, topology=topology, bench=bench, routed=paths, states=states, timeline=True
+    )
+    plan, faulted, baseline = faulted_run.plan, faulted_run.result, baseline_run.result
     resiliency, start, finish, stalled, affected = _resiliency(
         scenario, bench, states, plan, baseline, faulted
     )
@@ -315,12 +269,12 @@ def _outcome(
     return StrategyOutcome(
         name=strategy.name,
         spec=spec,
-        reaction=kind,
+        reaction=faulted_run.reaction,
         performance=_performance(scenario, strategy.name, bench, baseline),
         resiliency=resiliency,
         complexity=complexity(
             topology,
-            flows,
+            bench.connections,
             paths,
             profile_of(strategy, scenario.reaction.pinning_install),
             states,

@@ -13,18 +13,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-import numpy as np
-
 from cloudtwin.cluster.spec import ClusterSpec, cluster_spec
-from cloudtwin.engine.simulator import simulate
 from cloudtwin.errors import WorkloadError
-from cloudtwin.evaluation.run import route_flows
-from cloudtwin.evaluation.training import nic_limited_capacity, tenant_of_host
 from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.cluster import HplWorkload
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
+from cloudtwin.twin import HplRings, JobRequest, Workbench, build_job, run_jobs
 from cloudtwin.workloads import hpl as model
 
 __all__ = ["HplResult", "predict_hpl", "single_vm_grid"]
@@ -76,17 +72,12 @@ def _ring(
     strategy: str | None,
 ) -> tuple[float, float]:
     """(bytes/s, per-message latency) of the rings along rows or columns."""
-    flows = model.grid_ring_flows(
-        w, spec, topology, along, _PROBE_BYTES, scenario.seed, tenant_of_host(scenario)
-    )
-    if len(flows) == 0:
+    rings = HplRings(spec, w, along, _PROBE_BYTES)
+    part = build_job("hpl-rings", JobRequest(scenario, topology, rings, f"hpl-{along}", (), scenario.seed))
+    if len(part.connections) == 0:
         return spec.profile.nvlink_bytes_per_s, spec.profile.nvlink_latency_s
-    paths = route_flows(scenario, topology, flows, load_strategy(strategy or scenario.routing.strategy))
-    cap = np.full(len(flows), spec.nic_rate_cap_bps)
-    result = simulate(
-        paths, nic_limited_capacity(topology, spec), flows.size_bytes, flows.start_s, cap,
-        latency_s=paths.latency_s(topology),
-    )
+    chosen = load_strategy(strategy or scenario.routing.strategy)
+    result = run_jobs(scenario, topology, Workbench.of([part], topology), chosen).result
     latency = model.MPI_LATENCY_S + spec.overheads.nic_latency_s
     return _PROBE_BYTES / result.completion_s, latency
 

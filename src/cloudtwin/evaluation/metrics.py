@@ -6,7 +6,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["RunSummary", "summarize"]
+from cloudtwin.engine.simulator import SimResult
+from cloudtwin.twin.jobs import Workbench
+
+__all__ = ["RunSummary", "summarize", "summarize_rows"]
 
 
 @dataclass(frozen=True)
@@ -72,6 +75,25 @@ def summarize(
         fct_s=_stats(fct, ("p50", "p99", "max")),
         completion_s=float(end.max() - begin.min()),
         utilization=float(np.mean(gbps * 1e9 / rate)),
+    )
+
+
+def summarize_rows(
+    scenario: str, strategy: str, bench: Workbench, result: SimResult, rows: np.ndarray | None = None
+) -> RunSummary:
+    """The summary of these engine flows' network QPs (all flows by default); NVLink
+    segments inside hosts are left out unless nothing else runs (a single host)."""
+    rows = np.arange(result.finish_s.size) if rows is None else rows
+    network = rows[bench.owner[rows] >= 0]
+    rows = network if network.size else rows
+    return summarize(
+        scenario,
+        strategy,
+        bench.group[rows],
+        bench.size_bytes[rows],
+        result.start_s[rows],
+        result.finish_s[rows],
+        bench.rate_cap_bps[rows],
     )
 
 

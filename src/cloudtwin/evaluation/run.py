@@ -1,29 +1,24 @@
-"""Running a scenario end to end: topology, flows, routing, simulation, summary."""
+"""A scenario run end to end (on the twin) and summarised as perftest reports each pair."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
-from cloudtwin.engine.simulator import Progress, SimResult, simulate
+from cloudtwin.engine.simulator import Progress, SimResult
 from cloudtwin.errors import WorkloadError
-from cloudtwin.evaluation.metrics import RunSummary, summarize
-from cloudtwin.flows import Flows
-from cloudtwin.routing.strategy import RoutingContext, Strategy, load_strategy
-from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
-from cloudtwin.tenancy.overlay import outer_headers
-from cloudtwin.topology.builders import build_topology
-from cloudtwin.topology.paths import Paths
+from cloudtwin.evaluation.metrics import RunSummary, summarize_rows
+from cloudtwin.flows import Flows, Paths
+from cloudtwin.scenario.model import CollectiveWorkload, FlowsWorkload, PerftestWorkload, Scenario
 from cloudtwin.topology.topology import Topology
-from cloudtwin.workloads.perftest import TenantHosts, perftest_flows
+from cloudtwin.twin import build_workbench, route_flows, run_scenario_jobs, tenant_groups
 
 __all__ = ["Run", "build_flows", "route_flows", "run_scenario", "tenant_groups"]
 
 
 @dataclass(frozen=True, eq=False)
 class Run:
-    """Everything one simulated run produced."""
+    """Everything one simulated run produced: `flows` are the routed connections (a
+    collective's network QPs), `paths` every engine flow's path."""
 
     scenario: Scenario
     strategy: str
@@ -34,104 +29,33 @@ class Run:
     summary: RunSummary
 
 
-def tenant_groups(scenario: Scenario) -> list[TenantHosts]:
-    """Host groups per tenant; without tenants, every host in one group with no overlay."""
-    if not scenario.tenants:
-        return [(-1, np.arange(scenario.host_count))]
-    return [(i, np.array(t.hosts, dtype=np.int64)) for i, t in enumerate(scenario.tenants)]
+def _check_runnable(scenario: Scenario) -> None:
+    """WorkloadError for a single workload that is predicted, not run."""
+    workload = scenario.workload
+    if scenario.workloads or isinstance(workload, PerftestWorkload | CollectiveWorkload | FlowsWorkload):
+        return
+    kind = workload.kind
+    command = "train" if kind == "training" else "hpl"
+    raise WorkloadError(f"workload.kind: {kind} is predicted by `cloudtwin {command}`, not run here")
 
 
 def build_flows(scenario: Scenario, topology: Topology) -> Flows:
-    """The flows of the scenario's workload (for a collective: its network QPs, as routed)."""
-    if isinstance(scenario.workload, CollectiveWorkload):
-        from cloudtwin.evaluation.collective import plan_for
-
-        return plan_for(scenario, topology).connections
-    kind = scenario.workload.kind
-    if not isinstance(scenario.workload, PerftestWorkload):
-        command = "train" if kind == "training" else "hpl"
-        raise WorkloadError(f"workload.kind: {kind} is predicted by `cloudtwin {command}`, not run here")
-    sport_per_qp = scenario.hosts.udp_sport == "per-qp"
-    return perftest_flows(
-        scenario.workload, topology, tenant_groups(scenario), scenario.seed, sport_per_qp
-    )
-
-
-def route_flows(scenario: Scenario, topology: Topology, flows: Flows, strategy: Strategy) -> Paths:
-    """Paths for `flows` under `strategy`, with the scenario's hashing settings."""
-    vnis = np.array([t.vni for t in scenario.tenants] or [0], dtype=np.int64)
-    context = RoutingContext(
-        topology=topology,
-        flows=flows,
-        headers=outer_headers(topology, flows, vnis),
-        rate_bps=np.full(len(flows), topology.nic_rate_bps),
-        hash_kind=scenario.routing.hash,
-        per_switch_seed=scenario.routing.per_switch_seed,
-        seed=scenario.seed,
-    )
-    return strategy.route(context)
+    """The connections of the scenario's jobs, as strategies route them (a collective's
+    network QPs)."""
+    _check_runnable(scenario)
+    return build_workbench(scenario, topology).connections
 
 
 def run_scenario(
     scenario: Scenario, strategy: str | None = None, progress: Progress | None = None
 ) -> Run:
-    """Simulate the scenario under `strategy` (default: the scenario's own)."""
-    spec = strategy or scenario.routing.strategy
-    chosen = load_strategy(spec)
-    topology = build_topology(scenario)
-    if isinstance(scenario.workload, CollectiveWorkload):
-        return _run_collective(scenario, topology, chosen, progress)
-    flows = build_flows(scenario, topology)
-    paths = route_flows(scenario, topology, flows, chosen)
-    rate = np.full(len(flows), topology.nic_rate_bps)
-    result = simulate(
-        paths,
-        topology.capacity_bps,
-        flows.size_bytes,
-        flows.start_s,
-        rate,
-        latency_s=paths.latency_s(topology),
-        progress=progress,
-    )
-    summary = summarize(
-        scenario.name,
-        chosen.name,
-        flows.connection,
-        flows.size_bytes,
-        result.start_s,
-        result.finish_s,
-        rate,
-    )
-    return Run(scenario, chosen.name, topology, flows, paths, result, summary)
+    """Simulate the scenario under `strategy` (default: the scenario's own).
 
-
-def _run_collective(
-    scenario: Scenario, topology: Topology, chosen: Strategy, progress: Progress | None
-) -> Run:
-    """A collective's run: `flows` are its routed QPs; the summary groups every round's
-    network flows by the QP that carries them (NVLink segments are left out)."""
-    from cloudtwin.evaluation.collective import simulate_collective
-
-    collective = simulate_collective(scenario, topology, chosen, progress=progress)
-    unrolled = collective.plan.unrolled
-    net = unrolled.route < len(collective.plan.connections)
-    if not net.any():
-        net[:] = True  # a single host: only NVLink
-    summary = summarize(
-        scenario.name,
-        chosen.name,
-        unrolled.route[net],
-        unrolled.size_bytes[net],
-        collective.result.start_s[net],
-        collective.result.finish_s[net],
-        unrolled.rate_cap_bps[net],
-    )
-    return Run(
-        scenario,
-        chosen.name,
-        topology,
-        collective.plan.connections,
-        collective.paths,
-        collective.result,
-        summary,
-    )
+    The summary counts each perftest connection (all its QPs) and each collective QP
+    (all its rounds) as one transfer; NVLink segments inside hosts are left out.
+    """
+    _check_runnable(scenario)
+    jobs = run_scenario_jobs(scenario, strategy, progress)
+    summary = summarize_rows(scenario.name, jobs.strategy, jobs.bench, jobs.result)
+    connections = jobs.bench.connections
+    return Run(scenario, jobs.strategy, jobs.topology, connections, jobs.paths, jobs.result, summary)

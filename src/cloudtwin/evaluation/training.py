@@ -14,25 +14,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from cloudtwin.cluster.spec import ClusterSpec, cluster_spec
-from cloudtwin.engine.simulator import Progress, simulate
+from cloudtwin.engine.simulator import Progress
 from cloudtwin.errors import WorkloadError
-from cloudtwin.evaluation.run import route_flows
 from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.cluster import TrainingWorkload
-from cloudtwin.scenario.model import CollectiveWorkload, Scenario
+from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
-from cloudtwin.topology.nvlink import Nvlink
-from cloudtwin.topology.topology import NodeKind, Topology
+from cloudtwin.topology.topology import Topology
+from cloudtwin.twin import DataParallelRings, JobRequest, Workbench, build_job, run_jobs
 from cloudtwin.workloads import training as model
-from cloudtwin.workloads.collective import JobRanks, plan_collective
 
-__all__ = [
-    "TrainingResult",
-    "fabric_reduction_s",
-    "nic_limited_capacity",
-    "predict_training",
-    "tenant_of_host",
-]
+__all__ = ["TrainingResult", "fabric_reduction_s", "predict_training"]
 
 
 @dataclass(frozen=True)
@@ -80,23 +72,6 @@ class TrainingResult:
         }
 
 
-def tenant_of_host(scenario: Scenario) -> np.ndarray:
-    """The tenant index owning each host (-1: no overlay)."""
-    owner = np.full(scenario.host_count, -1, dtype=np.int64)
-    for index, tenant in enumerate(scenario.tenants):
-        owner[list(tenant.hosts)] = index
-    return owner
-
-
-def nic_limited_capacity(topology: Topology, spec: ClusterSpec) -> np.ndarray:
-    """Link capacities with every NIC's links cut to what its (virtual) function moves."""
-    capacity = topology.capacity_bps.copy()
-    kind = topology.node_kind
-    at_nic = (kind[topology.link_src] == NodeKind.NIC) | (kind[topology.link_dst] == NodeKind.NIC)
-    capacity[at_nic] *= 1.0 - spec.overheads.nic_bandwidth
-    return capacity
-
-
 def _workload(scenario: Scenario) -> TrainingWorkload:
     workload = scenario.workload
     if not isinstance(workload, TrainingWorkload):
@@ -120,21 +95,6 @@ def _check_memory(w: TrainingWorkload, spec: ClusterSpec, data: int) -> float:
     return use.total / 1e9
 
 
-def _ring_job(gpus: np.ndarray, gpus_per_node: int, owner: np.ndarray) -> JobRanks:
-    """A data-parallel group as an NCCL job: its nodes in ring order, each node's GPUs in a row
-    (NCCL visits a node's ranks over NVLink, then leaves it over a NIC)."""
-    node = gpus // gpus_per_node
-    starts = np.flatnonzero(np.concatenate(([True], node[1:] != node[:-1])))
-    counts = np.diff(np.concatenate((starts, [node.size])))
-    if np.unique(node).size != starts.size or np.any(counts != counts[0]):
-        raise WorkloadError(
-            "workload.layout: a data-parallel group must hold the same number of GPUs on "
-            "each of its nodes, one node after another"
-        )
-    hosts = node[starts]
-    return JobRanks(int(owner[hosts[0]]), hosts, gpus.reshape(hosts.size, int(counts[0])))
-
-
 def fabric_reduction_s(
     scenario: Scenario,
     topology: Topology,
@@ -154,31 +114,19 @@ def fabric_reduction_s(
     if lay.data == 1:
         return 0.0, 0
     groups, stage = model.data_parallel_groups(w, lay)
-    gpus_per_node = spec.profile.gpus
-    owner = tenant_of_host(scenario)
-    jobs = [_ring_job(g, gpus_per_node, owner) for g in groups]
-    size = int(model.data_parallel_allreduce_bytes(w))
-    # `channels` per GPU of the group on a node: NCCL deals a node's channels over the
-    # NICs of the GPUs it holds, so a group with m GPUs per node uses m rails.
-    channels = min(64, w.channels * int(jobs[0].local.shape[1]))
-    collective = CollectiveWorkload(
-        op="allreduce", algorithm="ring", size=size, channels=channels, qps_per_connection=1
+    rings = DataParallelRings(
+        spec=spec,
+        groups=groups,
+        stage=stage,
+        stage_start_s=np.asarray(stage_start_s, dtype=float),
+        size_bytes=int(model.data_parallel_allreduce_bytes(w)),
+        channels=w.channels,
     )
-    nvlink = Nvlink.of(topology, gpus_per_node, spec.profile.nvlink_bytes_per_s * 8)
-    rng = np.random.default_rng(scenario.seed)
-    sport_per_qp = scenario.hosts.udp_sport == "per-qp"
-    plan = plan_collective(collective, topology, nvlink, jobs, rng, size, sport_per_qp)
+    request = JobRequest(scenario, topology, rings, "dp", (), scenario.seed)
+    bench = Workbench.of([build_job("data-parallel-rings", request)], topology)
     chosen = load_strategy(strategy or scenario.routing.strategy)
-    paths = plan.flow_paths(route_flows(scenario, topology, plan.connections, chosen))
-    unrolled = plan.unrolled
-    capacity = nvlink.capacity_bps(topology)
-    capacity[: topology.link_count] = nic_limited_capacity(topology, spec)
-    start = unrolled.start_s + np.asarray(stage_start_s, dtype=float)[stage[unrolled.job]]
-    result = simulate(
-        paths, capacity, unrolled.size_bytes, start, unrolled.rate_cap_bps,
-        dependencies=unrolled.dependencies,
-    )
-    return result.completion_s, len(unrolled.size_bytes)
+    result = run_jobs(scenario, topology, bench, chosen).result
+    return result.completion_s, len(bench.size_bytes)
 
 
 def _one(
@@ -251,7 +199,7 @@ def predict_training(
     w = _workload(scenario)
     topology = build_topology(scenario)
     spec = cluster_spec(scenario, topology.nic_rate_bps)
-    key = "--gpus" if gpus else "workload.gpus"
+    key = "gpus" if gpus else "workload.gpus"
     sizes = gpus or [w.gpus or spec.gpus]
     runs = []
     for done, n in enumerate(sizes):

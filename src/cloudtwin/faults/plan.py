@@ -16,28 +16,25 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import numpy as np
 
 from cloudtwin.engine.simulator import Change
 from cloudtwin.faults.events import FabricState
-from cloudtwin.faults.reaction import Phase, ReactionKind, phases_for, rule_links
-from cloudtwin.flows import Flows
+from cloudtwin.faults.reaction import Phase, phases_for, rule_links
+from cloudtwin.flows import Flows, Paths
+from cloudtwin.routing.facts import ReactionKind
 from cloudtwin.scenario.faults import Reaction
-from cloudtwin.topology.paths import Paths, routable, surviving_topology
+from cloudtwin.topology.paths import routable, surviving_topology
 from cloudtwin.topology.topology import Topology
 
 __all__ = [
     "Repair",
     "RepairPlan",
     "RouteFn",
-    "crosses",
-    "paths_differ",
     "plan_repairs",
     "rules_changed",
-    "subset_flows",
-    "subset_paths",
 ]
 
 RouteFn = Callable[[Topology, np.ndarray], Paths]
@@ -67,45 +64,6 @@ class RepairPlan:
     segment_s: np.ndarray
     stalled: np.ndarray
     impaired: np.ndarray
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    return np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-
-
-def subset_paths(paths: Paths, flows: np.ndarray) -> Paths:
-    """The paths of `flows` only, in that order."""
-    flows = np.asarray(flows, dtype=np.int64)
-    lengths = np.diff(paths.indptr)[flows]
-    entries = np.repeat(paths.indptr[flows], lengths) + _offsets(lengths)
-    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    weights = None if paths.weights is None else paths.weights[entries]
-    return Paths(indptr, paths.link_ids[entries], weights)
-
-
-def subset_flows(flows: Flows, index: np.ndarray) -> Flows:
-    """The rows `index` of a flow table."""
-    return Flows(**{f.name: getattr(flows, f.name)[index] for f in fields(Flows)})
-
-
-def crosses(link_mask: np.ndarray, paths: Paths) -> np.ndarray:
-    """Per flow: does its path use a link in `link_mask`?"""
-    hits = link_mask[paths.link_ids] & (paths.entry_weights > 0)
-    return np.bincount(paths.flow_of_entry, hits, minlength=paths.flow_count) > 0
-
-
-def paths_differ(a: Paths, b: Paths) -> np.ndarray:
-    """Per flow: is its path in `a` not the same as in `b` (links or weights)?"""
-    la, lb = np.diff(a.indptr), np.diff(b.indptr)
-    out = la != lb
-    same = np.flatnonzero(~out)
-    lengths = la[same]
-    ia = np.repeat(a.indptr[same], lengths) + _offsets(lengths)
-    ib = np.repeat(b.indptr[same], lengths) + _offsets(lengths)
-    bad = (a.link_ids[ia] != b.link_ids[ib]) | (a.entry_weights[ia] != b.entry_weights[ib])
-    owner = np.repeat(np.arange(same.size), lengths)
-    out[same] = np.bincount(owner, bad, minlength=same.size) > 0
-    return out
 
 
 def rules_changed(topology: Topology, flows: Flows, old: Paths, new: Paths) -> int:
@@ -204,33 +162,33 @@ class _Planner:
         up = known & (self.capacity > 0)
         view = surviving_topology(self.topology, known, phase.converged, ports_up=up)
         # decisions build on earlier ones, even those whose rules are still being installed
-        dead = crosses(~up, self.intended)
+        dead = self.intended.crosses(~up)
         candidate = self.intended
         if phase.converged:
-            displaced = paths_differ(self.intended, self.original)
-            back = np.flatnonzero(displaced & ~crosses(~up, self.original))
-            candidate = candidate.replace(back, subset_paths(self.original, back))
-            dead &= crosses(~up, candidate)
+            displaced = self.intended.differs(self.original)
+            back = np.flatnonzero(displaced & ~self.original.crosses(~up))
+            candidate = candidate.replace(back, self.original.take(back))
+            dead &= candidate.crosses(~up)
         ok = routable(view, self.flows.src, self.flows.dst, up)
         need = ok if phase.controller and self.timings.pinning_repair == "all" else dead & ok
         routed = np.flatnonzero(ok)
         if need.any():
             fresh = (self.data_plane if phase.data_plane else self.route)(view, routed)
             pick = np.flatnonzero(need[routed])
-            candidate = candidate.replace(routed[pick], subset_paths(fresh, pick))
-        moved = np.flatnonzero(paths_differ(candidate, self.intended))
+            candidate = candidate.replace(routed[pick], fresh.take(pick))
+        moved = np.flatnonzero(candidate.differs(self.intended))
         if moved.size == 0:
             return None
-        new = subset_paths(candidate, moved)
+        new = candidate.take(moved)
         installed = moved[self.flows.start_s[moved] <= time]
         if self.timings.pinning_install == "source-port" and phase.controller:
             rules = int(installed.size)  # one source-port update on a host per flow moved
         else:
             rules = rules_changed(
                 self.topology,
-                subset_flows(self.flows, installed),
-                subset_paths(self.intended, installed),
-                subset_paths(candidate, installed),
+                self.flows.take(installed),
+                self.intended.take(installed),
+                candidate.take(installed),
             )
         self.intended = candidate
         at = time
@@ -251,8 +209,8 @@ class _Planner:
             self.stalled.pop()
             self.impaired.pop()
         self.times.append(time)
-        self.stalled.append(crosses(self.capacity <= 0, self.current))
-        self.impaired.append(crosses(self.capacity < self.base, self.current))
+        self.stalled.append(self.current.crosses(self.capacity <= 0))
+        self.impaired.append(self.current.crosses(self.capacity < self.base))
 
     def plan(self) -> RepairPlan:
         n = len(self.flows)

@@ -1,43 +1,24 @@
-"""How each routing strategy reacts to a failure: which repair phases run, after what delay.
+"""The repair phases of each reaction model, with the scenario's timings.
 
-- `local-then-protocol` (ecmp, ecmp-qp, adaptive, spray): after `local_detect` the switch
-  next to the failure drops its dead port from the group and the strategy's own choice
-  (the hash, the least-loaded port, the spray) covers the surviving next hops, for the
-  flows that switch can still deliver; after `bfd_detect + bgp_convergence` every switch
-  knows the surviving fabric and the flows left on dead links are routed on it.
-- `protocol` (a user strategy unless it says otherwise): only the routing-protocol phase.
-- `controller` (pinning): the controller hears of the failure after `controller_detect`,
-  recomputes for `controller_compute`, then installs `rule_install` per rule changed; the
-  flows move when the last rule is in.
-
-A strategy may name its model with a class attribute `reaction = "protocol"` (etc.).
+A strategy declares its reaction model itself (`routing.facts`): `local-then-protocol`
+(a local repair at the switch next to the failure, then the routing protocol),
+`protocol` (the routing protocol only) or `controller` (the controller hears of the
+failure after `controller_detect`, recomputes for `controller_compute`, then installs
+`rule_install` per rule changed; the flows move when the last rule is in).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
 
 import numpy as np
 
-from cloudtwin.errors import RoutingError
-from cloudtwin.routing.strategy import Strategy
+from cloudtwin.routing.facts import ReactionKind
 from cloudtwin.scenario.faults import Reaction
 from cloudtwin.topology.paths import next_hop_candidates
 from cloudtwin.topology.topology import NodeKind, Topology
 
-__all__ = ["BUILTIN_REACTIONS", "Phase", "ReactionKind", "phases_for", "reaction_of", "rule_links"]
-
-ReactionKind = Literal["local-then-protocol", "protocol", "controller"]
-
-BUILTIN_REACTIONS: dict[str, ReactionKind] = {
-    "ecmp": "local-then-protocol",
-    "ecmp-qp": "local-then-protocol",
-    "adaptive": "local-then-protocol",
-    "spray": "local-then-protocol",
-    "pinning": "controller",
-}
-
+__all__ = ["Phase", "phases_for", "rule_links"]
 
 @dataclass(frozen=True)
 class Phase:
@@ -55,19 +36,6 @@ class Phase:
     controller: bool = False
     on_down_only: bool = False
     data_plane: bool = False
-
-
-def reaction_of(strategy: Strategy) -> ReactionKind:
-    """The reaction model of a strategy: its `reaction` attribute, a built-in's, or `protocol`."""
-    declared = getattr(strategy, "reaction", None)
-    if declared is None:
-        return BUILTIN_REACTIONS.get(strategy.name, "protocol")
-    if declared not in get_args(ReactionKind):
-        raise RoutingError(
-            f"routing.strategy: {strategy.name} declares reaction {declared!r}; "
-            f"expected one of {', '.join(get_args(ReactionKind))}"
-        )
-    return declared
 
 
 def phases_for(kind: ReactionKind, timings: Reaction) -> list[Phase]:

@@ -14,6 +14,7 @@ import heapq
 
 import numpy as np
 
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile, ReactionKind
 from cloudtwin.routing.strategy import RoutingContext, register
 from cloudtwin.topology.paths import Paths, next_hop_candidates
 
@@ -25,6 +26,10 @@ class Adaptive:
     """Least-loaded local next hop at each switch when a flow starts."""
 
     name = "adaptive"
+    reaction: ReactionKind = "local-then-protocol"
+    profile = Profile(
+        False, False, (PLAIN_ECMP, "dynamic load balancing (flowlets)"), False, True, "DLB switches"
+    )
 
     def route(self, context: RoutingContext) -> Paths:
         """Place flows in start order on the least-loaded next hops."""

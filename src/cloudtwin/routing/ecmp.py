@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile, ReactionKind
 from cloudtwin.routing.strategy import RoutingContext, register
 from cloudtwin.topology.paths import Paths, pick_nth, route_hop_by_hop
 
@@ -20,6 +21,8 @@ class Ecmp:
     """Per-switch hash of the 5-tuple; a flow keeps its path for its whole life."""
 
     name = "ecmp"
+    reaction: ReactionKind = "local-then-protocol"
+    profile = Profile(False, False, (PLAIN_ECMP,), False, False, "standard switches")
     with_qp = False
 
     def route(self, context: RoutingContext) -> Paths:
@@ -41,4 +44,7 @@ class EcmpQp(Ecmp):
     """ECMP whose hash also covers the destination QP number."""
 
     name = "ecmp-qp"
+    profile = Profile(
+        False, False, (PLAIN_ECMP, "RoCE BTH (QP) hashing"), False, False, "RoCE-aware hashing"
+    )
     with_qp = True

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from cloudtwin.routing.coloring import color_bipartite_edges
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile, ReactionKind
 from cloudtwin.routing.strategy import RoutingContext, register
 from cloudtwin.topology.paths import Paths, pick_nth, route_hop_by_hop
 from cloudtwin.topology.topology import NodeKind, Topology
@@ -27,6 +28,15 @@ class Pinning:
     """Controller-computed conflict-free paths (bipartite edge colouring)."""
 
     name = "pinning"
+    reaction: ReactionKind = "controller"
+    profile = Profile(
+        True, False, (PLAIN_ECMP, "per-flow policy rules"), True, False, "a controller and per-flow rules"
+    )
+    #: Installed through the UDP source port: plain ECMP switches, a source port per flow on
+    #: the hosts (`reaction.pinning_install: source-port`).
+    source_port_profile = Profile(
+        True, True, (PLAIN_ECMP,), False, False, "a controller and source-port steering on hosts", True
+    )
 
     def route(self, context: RoutingContext) -> Paths:
         """One pinned path per flow."""

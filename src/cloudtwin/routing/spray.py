@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from cloudtwin.routing.facts import PLAIN_ECMP, Profile, ReactionKind
 from cloudtwin.routing.strategy import RoutingContext, register
 from cloudtwin.topology.paths import Paths, spread_fractions
 
@@ -20,6 +21,10 @@ class Spray:
     """Per-packet spraying over all equal-cost paths."""
 
     name = "spray"
+    reaction: ReactionKind = "local-then-protocol"
+    profile = Profile(
+        False, True, (PLAIN_ECMP, "per-packet spraying"), False, False, "out-of-order tolerant NICs"
+    )
 
     def route(self, context: RoutingContext) -> Paths:
         """A weighted set of links per flow."""

@@ -1,4 +1,4 @@
-"""Turning YAML text and `--set key=value` overrides into a validated Scenario.
+"""Turning YAML text and `key=value` overrides into a validated Scenario.
 
 Errors come out as one ScenarioError line that names the source, the key (and the
 line in the file when it is known) and the reason.
@@ -17,7 +17,7 @@ from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.scenario.safe_yaml import load_yaml
 
-__all__ = ["apply_overrides", "load_scenario", "parse_yaml"]
+__all__ = ["apply_overrides", "load_scenario", "parse_yaml", "scenario_from_data"]
 
 _DISCRIMINATED = ("fabric", "workload")
 _DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
@@ -46,11 +46,11 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ScenarioError(f"--set {item!r}: expected key=value, e.g. fabric.leaves=8")
+            raise ScenarioError(f"override {item!r}: expected key=value, e.g. fabric.leaves=8")
         try:
             value = yaml.safe_load(raw) if raw.strip() else ""
         except yaml.YAMLError as err:
-            raise ScenarioError(f"--set {key}: value {raw!r} is not a YAML scalar") from err
+            raise ScenarioError(f"{key}: override value {raw!r} is not a YAML scalar") from err
         _set_path(result, key.split("."), value, key)
     return result
 
@@ -74,9 +74,9 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
             target[part] = {}
         target = target[part]
         if not isinstance(target, dict | list):
-            raise ScenarioError(f"--set {key}: {here} is a value, not a section")
+            raise ScenarioError(f"{key}: {here} is a value, not a section")
     if not isinstance(target, dict | list):  # e.g. tenants.0.name where tenants.0 is a name
-        raise ScenarioError(f"--set {key}: {'.'.join(parts[:-1])} is a value, not a section")
+        raise ScenarioError(f"{key}: {'.'.join(parts[:-1])} is a value, not a section")
     last = parts[-1]
     if isinstance(target, list):
         target[_index(last, target, key)] = value
@@ -86,7 +86,7 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
 
 def _index(part: str, items: list[Any], key: str) -> int:
     if not part.isdigit() or int(part) >= len(items):
-        raise ScenarioError(f"--set {key}: {part!r} is not an index of a {len(items)}-item list")
+        raise ScenarioError(f"{key}: {part!r} is not an index of a {len(items)}-item list")
     return int(part)
 
 
@@ -102,6 +102,14 @@ def load_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str
         raise ScenarioError(
             f"{source}: the scenario is empty; give at least a name and a fabric (see examples/)"
         )
+    return scenario_from_data(data, node, source, overrides)
+
+
+def scenario_from_data(
+    data: dict[str, Any], node: yaml.Node | None, source: str = "<scenario>", overrides: Iterable[str] = ()
+) -> Scenario:
+    """Validate parsed YAML (see `parse_yaml`) with overrides: what `load_scenario` does after
+    parsing, for callers that validate many override sets against one parsed file."""
     data = apply_overrides(data, overrides)
     for section, kind in _DEFAULT_KIND.items():
         if isinstance(data.get(section), dict):

@@ -11,6 +11,7 @@ from pydantic import (
     ConfigDict,
     Discriminator,
     Field,
+    PrivateAttr,
     Tag,
     field_validator,
     model_validator,
@@ -19,6 +20,7 @@ from pydantic import (
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.limits import Limits
+from cloudtwin.scenario.nic import Nic
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -28,6 +30,8 @@ __all__ = [
     "CollectiveWorkload",
     "FatTreeFabric",
     "Fabric",
+    "FlowRow",
+    "FlowsWorkload",
     "Hosts",
     "CollectiveJob",
     "Job",
@@ -205,8 +209,49 @@ class CollectiveWorkload(_Model):
     rounds: int | None = Field(None, ge=1, le=4096)
 
 
+class FlowRow(_Model):
+    """One inline flow of a `flows` workload (values are checked when the run is built)."""
+
+    source: int | str
+    destination: int | str
+    bytes: int | float | str
+    start: float | int | str | None = None
+    tenant: str | None = None
+    qps: int | None = None
+    path: str | None = None
+
+
+class FlowsWorkload(_Model):
+    """Flows listed one by one: inline `rows`, or a CSV or Parquet `file` (relative to the
+    scenario file) with columns source, destination, bytes and optionally start, tenant,
+    qps, path (see `cloudtwin.workloads.flowlist`)."""
+
+    kind: Literal["flows"] = "flows"
+    rows: tuple[FlowRow, ...] = ()
+    file: str | None = Field(None, min_length=1)
+    qps: int = Field(1, ge=1, le=1024)
+    _table: object = PrivateAttr(None)
+
+    @model_validator(mode="after")
+    def _one_source(self) -> FlowsWorkload:
+        if bool(self.rows) == (self.file is not None):
+            raise ValueError("workload: a flows workload takes either rows or a file")
+        return self
+
+    @property
+    def table(self) -> object:
+        """The rows read from `file` (set by whoever reads it), else None."""
+        return self._table
+
+    def with_table(self, table: object) -> FlowsWorkload:
+        """A copy holding the rows read from `file`."""
+        copy = self.model_copy()
+        copy._table = table
+        return copy
+
+
 Workload = Annotated[
-    PerftestWorkload | CollectiveWorkload | TrainingWorkload | HplWorkload,
+    PerftestWorkload | CollectiveWorkload | TrainingWorkload | HplWorkload | FlowsWorkload,
     Field(discriminator="kind"),
 ]
 
@@ -259,6 +304,7 @@ class Scenario(_Model):
     workloads: tuple[Job, ...] = ()
     faults: tuple[Fault, ...] = ()
     reaction: Reaction = Field(default_factory=Reaction)
+    nic: Nic = Field(default_factory=Nic)
     limits: Limits = Field(default_factory=Limits)
 
     @property
@@ -282,7 +328,17 @@ class Scenario(_Model):
         self._check_tenants()
         self._check_jobs()
         self._check_ranks()
+        self._check_nic()
         return self
+
+    def _check_nic(self) -> None:
+        groups = [(f"nic.groups.{i}.hosts", g.hosts) for i, g in enumerate(self.nic.groups)]
+        groups += [(f"nic.boot_faults.{i}.hosts", f.hosts) for i, f in enumerate(self.nic.boot_faults)]
+        groups += [(f"nic.pipeline_swaps.{i}.hosts", s.hosts) for i, s in enumerate(self.nic.pipeline_swaps)]
+        for where, hosts in groups:
+            for host in hosts:
+                if not 0 <= host < self.host_count:
+                    raise ValueError(f"{where}: host {host} is outside the fabric (0-{self.host_count - 1})")
 
     def _check_ranks(self) -> None:
         workload = self.workload

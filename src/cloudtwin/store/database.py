@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -13,7 +14,10 @@ import duckdb
 
 from cloudtwin.errors import LimitError, StoreError
 
-__all__ = ["DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "QueryResult", "Store"]
+__all__ = [
+    "DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "LOCK_WAIT_S", "QueryResult", "Store",
+    "is_lock_conflict",
+]
 
 #: Where the store lives unless the caller says otherwise.
 DEFAULT_DB = Path("cloudtwin.duckdb")
@@ -29,6 +33,10 @@ _VERSION_DDL = (
     "CREATE TABLE IF NOT EXISTS schema_version "
     "(component VARCHAR PRIMARY KEY, version INTEGER NOT NULL)"
 )
+
+#: How long opening the store waits for another process (e.g. `cloudtwin serve` taking a
+#: snapshot) to release the file before giving up.
+LOCK_WAIT_S = 30.0
 
 #: Column names and rows of a query.
 QueryResult = tuple[list[str], list[tuple[Any, ...]]]
@@ -50,7 +58,7 @@ class Store:
 
     def __init__(
         self, path: str | Path = DEFAULT_DB, *, read_only: bool = False,
-        memory_limit: str | None = None,
+        memory_limit: str | None = None, lock_wait_s: float = LOCK_WAIT_S,
     ) -> None:
         self.path = str(path)
         self.read_only = read_only
@@ -63,12 +71,16 @@ class Store:
             memory_limit = READ_MEMORY_LIMIT
         if memory_limit is not None:  # DuckDB's buffer pool may otherwise grow to 80% of RAM
             config["memory_limit"] = memory_limit
-        try:
-            self.connection = duckdb.connect(self.path, read_only=read_only, config=config)
-        except duckdb.Error as err:
-            raise StoreError(f"store {self.path}: cannot open it: {_first_line(err)}") from err
+        self.connection = _connect(self.path, read_only, config, lock_wait_s)
         if not read_only:
             self.connection.execute(_VERSION_DDL)
+
+    @classmethod
+    def attach(cls, connection: duckdb.DuckDBPyConnection, path: str | Path) -> Store:
+        """A read-only Store over an already open connection (e.g. a server's snapshot)."""
+        store = cls.__new__(cls)
+        store.path, store.read_only, store.connection = str(path), True, connection
+        return store
 
     def __enter__(self) -> Store:
         return self
@@ -177,6 +189,27 @@ class Store:
             yield
         finally:
             timer.cancel()
+
+
+def is_lock_conflict(err: BaseException) -> bool:
+    """Whether DuckDB refused to open a file because another process holds its lock."""
+    return isinstance(err, duckdb.IOException) and "lock" in str(err).lower()
+
+
+def _connect(
+    path: str, read_only: bool, config: dict[str, str | bool | int | float | list[str]], wait_s: float
+) -> duckdb.DuckDBPyConnection:
+    """Open the file, waiting up to `wait_s` while another process holds its lock."""
+    deadline = time.monotonic() + wait_s
+    pause = 0.01
+    while True:
+        try:
+            return duckdb.connect(path, read_only=read_only, config=config)
+        except duckdb.Error as err:
+            if not is_lock_conflict(err) or time.monotonic() >= deadline:
+                raise StoreError(f"store {path}: cannot open it: {_first_line(err)}") from err
+        time.sleep(pause)
+        pause = min(pause * 2, 0.2)
 
 
 def _first_line(err: Exception) -> str:

@@ -169,7 +169,7 @@ def load_run(store: Store, run_id: int) -> dict[str, Any]:
         raise StoreError(f"run {run_id}: the store holds no evaluation runs")
     _, rows = store.query("SELECT document, created_at FROM eval_runs WHERE run_id = ?", [run_id])
     if not rows:
-        raise StoreError(f"run {run_id}: no such run (see cloudtwin results list)")
+        raise StoreError(f"run {run_id}: no such run in the store")
     document = json.loads(rows[0][0])
     _, counts = store.query("SELECT count(*) FROM eval_flows WHERE run_id = ?", [run_id])
     return {"run_id": run_id, "created_at": str(rows[0][1]), "flow_rows": int(counts[0][0]), **document}

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from functools import cached_property
+from dataclasses import replace
 
 import numpy as np
 from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import shortest_path
 
 from cloudtwin.errors import TopologyError
+from cloudtwin.flows import Paths
 from cloudtwin.topology.topology import NodeKind, Topology
 
 __all__ = [
@@ -24,90 +24,6 @@ __all__ = [
     "routable",
     "surviving_topology",
 ]
-
-
-@dataclass(frozen=True, eq=False)
-class Paths:
-    """The links each flow crosses: `link_ids[indptr[f]:indptr[f+1]]` for flow f.
-
-    `weights` is the fraction of the flow's rate on each entry (1 on a single path;
-    less where a flow is split over several paths, as spraying does). None means all 1.
-    """
-
-    indptr: np.ndarray
-    link_ids: np.ndarray
-    weights: np.ndarray | None = None
-
-    @property
-    def flow_count(self) -> int:
-        """Number of flows."""
-        return int(self.indptr.size - 1)
-
-    @cached_property
-    def flow_of_entry(self) -> np.ndarray:
-        """The flow each entry of `link_ids` belongs to."""
-        return np.repeat(np.arange(self.flow_count), np.diff(self.indptr))
-
-    @cached_property
-    def entry_weights(self) -> np.ndarray:
-        """Weights with None expanded to ones."""
-        if self.weights is None:
-            return np.ones(self.link_ids.size)
-        return self.weights
-
-    def path(self, flow: int) -> np.ndarray:
-        """The link ids of one flow."""
-        return self.link_ids[self.indptr[flow] : self.indptr[flow + 1]]
-
-    @classmethod
-    def from_rows(cls, rows: np.ndarray) -> Paths:
-        """From a (flows, hops) matrix padded with -1."""
-        mask = rows >= 0
-        indptr = np.concatenate(([0], np.cumsum(mask.sum(axis=1))))
-        return cls(indptr=indptr.astype(np.int64), link_ids=rows[mask].astype(np.int64))
-
-    @classmethod
-    def concat(cls, parts: list[Paths]) -> Paths:
-        """Paths of several flow sets, one after the other."""
-        offsets = np.cumsum([0] + [int(p.link_ids.size) for p in parts[:-1]])
-        indptr = np.concatenate(
-            [[0]] + [p.indptr[1:] + o for p, o in zip(parts, offsets, strict=True)]
-        )
-        weights = None
-        if any(p.weights is not None for p in parts):
-            weights = np.concatenate([p.entry_weights for p in parts])
-        return cls(indptr, np.concatenate([p.link_ids for p in parts]), weights)
-
-    def replace(self, flows: np.ndarray, new: Paths) -> Paths:
-        """These paths with flow `flows[i]` taking `new`'s path i instead (as after a repair)."""
-        flows = np.asarray(flows, dtype=np.int64)
-        lengths = np.diff(self.indptr)
-        lengths[flows] = np.diff(new.indptr)
-        indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-        keep = np.ones(self.flow_count, dtype=bool)
-        keep[flows] = False
-        link_ids = np.empty(int(indptr[-1]), dtype=np.int64)
-        weights = np.empty(int(indptr[-1]))
-        old_entries = keep[self.flow_of_entry]
-        target_old = np.repeat(indptr[:-1][keep], lengths[keep]) + _offsets(lengths[keep])
-        link_ids[target_old] = self.link_ids[old_entries]
-        weights[target_old] = self.entry_weights[old_entries]
-        target_new = np.repeat(indptr[:-1][flows], lengths[flows]) + _offsets(lengths[flows])
-        link_ids[target_new] = new.link_ids
-        weights[target_new] = new.entry_weights
-        uniform = self.weights is None and new.weights is None
-        return Paths(indptr, link_ids, None if uniform else weights)
-
-    def latency_s(self, topology: Topology) -> np.ndarray:
-        """Propagation latency per flow (weighted where a flow is split)."""
-        per_entry = topology.latency_s[self.link_ids] * self.entry_weights
-        return np.bincount(self.flow_of_entry, per_entry, minlength=self.flow_count)
-
-
-def _offsets(lengths: np.ndarray) -> np.ndarray:
-    """0..n-1 within each run of the given lengths, concatenated."""
-    total = int(lengths.sum())
-    return np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
 
 
 Chooser = Callable[[int, np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]

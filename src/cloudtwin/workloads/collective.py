@@ -313,21 +313,7 @@ class CollectivePlan:
 
     def flow_paths(self, connection_paths: Paths) -> Paths:
         """Paths of every unrolled flow, given the routed paths of the connections."""
-        return take_rows(Paths.concat([connection_paths, self.segments]), self.unrolled.route)
-
-
-def take_rows(paths: Paths, rows: np.ndarray) -> Paths:
-    """The paths of `rows` (repeats allowed), as a new CSR pair.
-
-    >>> p = Paths(np.array([0, 2, 3]), np.array([5, 6, 7]))
-    >>> take_rows(p, np.array([1, 0, 1])).link_ids.tolist()
-    [7, 5, 6, 7]
-    """
-    lengths = np.diff(paths.indptr)[rows]
-    indptr = np.concatenate(([0], np.cumsum(lengths))).astype(np.int64)
-    index = np.repeat(paths.indptr[rows] - indptr[:-1], lengths) + np.arange(int(indptr[-1]))
-    weights = None if paths.weights is None else paths.weights[index]
-    return Paths(indptr, paths.link_ids[index], weights)
+        return Paths.concat([connection_paths, self.segments]).take(self.unrolled.route)
 
 
 class _Builder:

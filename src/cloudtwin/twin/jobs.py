@@ -1,30 +1,41 @@
-"""A scenario's jobs as one engine workload: what strategies route, and what the engine runs.
+"""Jobs in engine form: the job registry, and a run's jobs laid side by side (the Workbench).
 
 Strategies route *connections* (one row per QP, all jobs together, so a controller or a
 load balancer sees the whole traffic matrix); the engine runs *flows*. For perftest a
 flow is its QP; for a collective each QP carries many pipelined rounds (flows with
-dependencies) plus NVLink segments inside hosts. Each job kind has a builder in
-`_BUILDERS` that returns a `JobPart`; the parts are laid side by side.
+dependencies) plus NVLink segments inside hosts. Each job kind has a builder, registered
+with `register_job`, that turns a `JobRequest` into a `JobPart`; `Workbench.of` lays the
+parts side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
 from cloudtwin.engine.simulator import Change, Dependencies
 from cloudtwin.errors import WorkloadError
-from cloudtwin.faults.plan import subset_paths
-from cloudtwin.flows import Flows
-from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload, Scenario
-from cloudtwin.topology.paths import Paths
+from cloudtwin.flows import Flows, Paths
+from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 from cloudtwin.topology.topology import Topology
-from cloudtwin.workloads.perftest import TenantHosts, perftest_flows
+from cloudtwin.workloads.collective import CollectivePlan
 
-__all__ = ["CollectiveJobRun", "JobInfo", "JobPart", "Workbench", "build_workbench", "tenant_name"]
+__all__ = [
+    "CollectiveJobRun",
+    "JobBuilder",
+    "JobInfo",
+    "JobPart",
+    "JobRequest",
+    "Workbench",
+    "build_job",
+    "build_workbench",
+    "job_kinds",
+    "register_job",
+    "scenario_jobs",
+]
 
 
 @dataclass(frozen=True)
@@ -38,11 +49,25 @@ class JobInfo:
 
 
 @dataclass(frozen=True, eq=False)
+class JobRequest:
+    """What a job builder is given: the scenario and its fabric, the job's own description
+    (a scenario workload, or a ring description from a predictor), its name, the tenants
+    it runs for (empty: all) and the seed of its random choices."""
+
+    scenario: Scenario
+    topology: Topology
+    workload: Any
+    name: str
+    tenants: tuple[str, ...] = ()
+    seed: int | np.random.Generator = 0
+
+
+@dataclass(frozen=True, eq=False)
 class CollectiveJobRun:
     """Where a collective sits among the engine's flows, to measure its busbw afterwards."""
 
     workload: CollectiveWorkload
-    plan: Any
+    plan: CollectivePlan
     flows: slice
     jobs: list[int]
     start_s: float
@@ -50,8 +75,9 @@ class CollectiveJobRun:
 
 @dataclass(frozen=True, eq=False)
 class JobPart:
-    """One scenario job in engine form, numbered on its own (routes: its connections, then
-    its segments; `flow_job` indexes its `infos`)."""
+    """One job in engine form, numbered on its own (routes: its connections, then its
+    segments; `flow_job` indexes its `infos`). `capacity_bps`, when set, is the fabric's
+    capacity as this job sees it (NVLink segments appended, NICs limited)."""
 
     connections: Flows
     infos: list[JobInfo]
@@ -65,12 +91,49 @@ class JobPart:
     segments: Paths | None = None
     capacity_bps: np.ndarray | None = None
     collective: CollectiveWorkload | None = None
-    plan: Any = None
+    plan: CollectivePlan | None = None
+
+
+JobBuilder = Callable[[JobRequest], JobPart]
+B = TypeVar("B", bound=JobBuilder)
+
+_REGISTRY: dict[str, JobBuilder] = {}
+
+
+def register_job(kind: str) -> Callable[[B], B]:
+    """Decorator: `builder(request) -> JobPart` builds the jobs of `kind`."""
+
+    def add(builder: B) -> B:
+        _REGISTRY[kind] = builder
+        return builder
+
+    return add
+
+
+def job_kinds() -> list[str]:
+    """The registered job kinds."""
+    _load_builtins()
+    return list(_REGISTRY)
+
+
+def build_job(kind: str, request: JobRequest, key: str = "workload.kind") -> JobPart:
+    """One job of a registered kind; WorkloadError naming `key` for an unknown kind."""
+    _load_builtins()
+    builder = _REGISTRY.get(kind)
+    if builder is None:
+        known = ", ".join(_REGISTRY)
+        raise WorkloadError(f"{key}: no job of kind {kind!r} runs on the fabric (known: {known})")
+    return builder(request)
+
+
+def _load_builtins() -> None:
+    import cloudtwin.twin.builders  # noqa: F401  (registers perftest, collective and the rings)
+    import cloudtwin.twin.flowjob  # noqa: F401  (registers flows)
 
 
 @dataclass(frozen=True, eq=False)
 class Workbench:
-    """The engine's view of all jobs of a scenario.
+    """The engine's view of all jobs of a run.
 
     `connections` are routed (their `job` column indexes `jobs`); engine flow f follows
     route `route[f]`: a connection when below `len(connections)`, else an extra segment
@@ -92,11 +155,21 @@ class Workbench:
     segments: Paths | None = None
     collectives: tuple[CollectiveJobRun, ...] = ()
 
+    @classmethod
+    def of(cls, parts: Sequence[JobPart], topology: Topology) -> Workbench:
+        """Lay the parts side by side: jobs, connections, segments and flows renumbered."""
+        return _combine(list(parts), topology)
+
     @property
     def owner(self) -> np.ndarray:
         """The connection of each engine flow (-1 for a segment inside a host)."""
         n = len(self.connections)
         return np.where(self.route < n, self.route, -1)
+
+    @property
+    def network(self) -> np.ndarray:
+        """Engine flows that cross the fabric (not NVLink segments inside a host)."""
+        return self.owner >= 0
 
     @property
     def one_to_one(self) -> bool:
@@ -108,7 +181,7 @@ class Workbench:
         if self.one_to_one:
             return connection_paths
         parts = [connection_paths] + ([self.segments] if self.segments is not None else [])
-        return subset_paths(Paths.concat(parts), self.route)
+        return Paths.concat(parts).take(self.route)
 
     def engine_change(self, change: Change) -> Change:
         """A planned change (on connections) as the engine's change (on flows)."""
@@ -118,106 +191,21 @@ class Workbench:
         order = np.argsort(moved)
         flows = np.flatnonzero(np.isin(self.route, moved))
         position = order[np.searchsorted(moved[order], self.route[flows])]
-        return Change(
-            change.time_s, change.link_ids, change.capacity_bps, flows, subset_paths(change.paths, position)
-        )
+        return Change(change.time_s, change.link_ids, change.capacity_bps, flows, change.paths.take(position))
+
+    def latency_s(self, topology: Topology, paths: Paths) -> np.ndarray | None:
+        """Propagation latency of the engine flows that carry it (None when none does)."""
+        if not self.latency_mask.any():
+            return None
+        per_link = np.zeros(self.capacity_bps.size)
+        per_link[: topology.link_count] = topology.latency_s
+        entry = per_link[paths.link_ids] * paths.entry_weights
+        flow = np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
+        return np.where(self.latency_mask, flow, 0.0)
 
 
-def tenant_name(scenario: Scenario, tenant: int) -> str:
-    """A tenant's name, or `-` for flows outside any tenant."""
-    return scenario.tenants[tenant].name if 0 <= tenant < len(scenario.tenants) else "-"
-
-
-def _groups(scenario: Scenario, names: tuple[str, ...]) -> list[TenantHosts]:
-    from cloudtwin.evaluation.run import tenant_groups
-
-    groups = tenant_groups(scenario)
-    if not names:
-        return groups
-    wanted = {i for i, t in enumerate(scenario.tenants) if t.name in names}
-    return [g for g in groups if g[0] in wanted]
-
-
-Builder = Callable[
-    [Scenario, Topology, Any, str, tuple[str, ...], "int | np.random.Generator"], JobPart
-]
-
-
-def _perftest(
-    scenario: Scenario,
-    topology: Topology,
-    workload: Any,
-    name: str,
-    tenants: tuple[str, ...],
-    seed: int | np.random.Generator,
-) -> JobPart:
-    groups = _groups(scenario, tenants)
-    sport_per_qp = scenario.hosts.udp_sport == "per-qp"
-    flows = perftest_flows(workload, topology, groups, seed, sport_per_qp, job=0)
-    names = tenants or tuple(tenant_name(scenario, g[0]) for g in groups)
-    n = len(flows)
-    return JobPart(
-        connections=flows,
-        infos=[JobInfo(name, "perftest", names, float(workload.start))],
-        route=np.arange(n),
-        size_bytes=flows.size_bytes,
-        start_s=flows.start_s,
-        rate_cap_bps=np.full(n, topology.nic_rate_bps),
-        flow_job=np.zeros(n, dtype=np.int64),
-        with_latency=True,
-    )
-
-
-def _collective(
-    scenario: Scenario,
-    topology: Topology,
-    workload: Any,
-    name: str,
-    tenants: tuple[str, ...],
-    seed: int | np.random.Generator,
-) -> JobPart:
-    from cloudtwin.topology.nvlink import Nvlink
-    from cloudtwin.workloads.collective import collective_jobs, plan_collective
-
-    rng = np.random.default_rng(seed)
-    nvlink = Nvlink.of(topology, scenario.hosts.gpus, scenario.hosts.nvlink)
-    ranks = collective_jobs(workload, _groups(scenario, tenants), scenario.hosts.gpus, rng)
-    plan = plan_collective(
-        workload, topology, nvlink, ranks, rng, None, scenario.hosts.udp_sport == "per-qp"
-    )
-    start = float(getattr(workload, "start", 0.0))
-    unrolled = plan.unrolled
-    infos = [
-        JobInfo(
-            name if len(ranks) == 1 and name != workload.op else f"{name}-{tenant_name(scenario, r.tenant)}",
-            "collective",
-            (tenant_name(scenario, r.tenant),),
-            start,
-        )
-        for r in ranks
-    ]
-    return JobPart(
-        connections=plan.connections,
-        infos=infos,
-        route=unrolled.route,
-        size_bytes=unrolled.size_bytes,
-        start_s=unrolled.start_s + start,
-        rate_cap_bps=unrolled.rate_cap_bps,
-        flow_job=np.asarray(unrolled.job, dtype=np.int64),
-        with_latency=False,
-        dependencies=unrolled.dependencies,
-        segments=plan.segments,
-        capacity_bps=nvlink.capacity_bps(topology),
-        collective=workload,
-        plan=plan,
-    )
-
-
-_BUILDERS: dict[str, Builder] = {"perftest": _perftest, "collective": _collective}
-
-
-def _job_list(scenario: Scenario) -> list[tuple[str, Any, tuple[str, ...], str]]:
-    """(name, workload, tenants, key for errors) of each job."""
+def scenario_jobs(scenario: Scenario) -> list[tuple[str, Any, tuple[str, ...], str]]:
+    """(name, workload, tenants, key for errors) of each job of the scenario."""
     if scenario.workloads:
         return [
             (job.name or f"job{i}", job, tuple(job.tenants), f"workloads.{i}.kind")
@@ -231,18 +219,14 @@ def _job_list(scenario: Scenario) -> list[tuple[str, Any, tuple[str, ...], str]]
 def build_workbench(scenario: Scenario, topology: Topology) -> Workbench:
     """The scenario's jobs (its `workloads:` list, or its single `workload:`) for the engine."""
     parts = []
-    for i, (name, workload, tenants, key) in enumerate(_job_list(scenario)):
-        kind = getattr(workload, "kind", "?")
-        builder = _BUILDERS.get(kind)
-        if builder is None or not isinstance(workload, PerftestWorkload | CollectiveWorkload):
-            raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {kind!r}")
+    for i, (name, workload, tenants, key) in enumerate(scenario_jobs(scenario)):
         seed = np.random.default_rng([scenario.seed, i]) if scenario.workloads else scenario.seed
-        parts.append(builder(scenario, topology, workload, name, tenants, seed))
-    return _combine(parts, topology)
+        request = JobRequest(scenario, topology, workload, name, tenants, seed)
+        parts.append(build_job(getattr(workload, "kind", "?"), request, key))
+    return Workbench.of(parts, topology)
 
 
 def _combine(parts: list[JobPart], topology: Topology) -> Workbench:
-    """Lay the parts side by side: jobs, connections, segments and flows renumbered."""
     job_offset = np.cumsum([0] + [len(p.infos) for p in parts])
     conns = [replace(p.connections, job=p.connections.job + job_offset[k]) for k, p in enumerate(parts)]
     connections = Flows.concat(conns)
@@ -292,6 +276,8 @@ def _combine(parts: list[JobPart], topology: Topology) -> Workbench:
 def _dependencies(parts: list[JobPart], flow_offset: np.ndarray) -> Dependencies | None:
     if all(p.dependencies is None for p in parts):
         return None
+    if len(parts) == 1:
+        return parts[0].dependencies
     counts, after, gaps = [], [], []
     for k, part in enumerate(parts):
         deps = part.dependencies

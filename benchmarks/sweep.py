@@ -1,0 +1,137 @@
+"""Sweep benchmark: parallel speed-up, per-point overhead, and time to the first result.
+
+1. Speed-up: a sweep of `--points` CPU-bound points of about `--point-seconds` each
+   (a calibrated pure-Python loop, so the figure is the sweep machinery's, not the
+   simulator's), on a local pool of 1 worker and of 2 workers. Target on 2 free cores:
+   at least 1.7x for points of 1 s or more.
+2. Start-up and per-point overhead: the seconds until a fresh pool answers its first
+   point; then trivial points (they return at once) on the serial executor and on a
+   pool, batched as the driver batches them and one point per batch: wall time per
+   point, pool start-up and store writes included.
+3. Streaming: 100,000 trivial points; seconds from the command's start (planning and
+   keys included) to the first result stored, and to the last.
+
+Every sweep writes to a fresh store in a temporary directory.
+
+Usage:  python benchmarks/sweep.py [--points 200] [--point-seconds 1.0] [--skip-speedup]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from cloudtwin.store.database import Store
+from cloudtwin.sweep import Plan, PoolExecutor, SerialExecutor, Task, parse_vary, run_points
+from cloudtwin.sweep.executors import Executor
+
+SCENARIO = "name: sweep-benchmark\n"
+
+
+class Trivial(Task):
+    """A point that does nothing but return its seed."""
+
+    def __call__(self, overrides: Sequence[str]) -> dict[str, Any]:
+        return {"seed": int(overrides[0].split("=")[1])}
+
+
+class Busy(Task):
+    """A point that spins the CPU for a fixed number of loop iterations."""
+
+    loops: int = 0
+
+    def __call__(self, overrides: Sequence[str]) -> dict[str, Any]:
+        total = 0
+        for i in range(self.loops):
+            total += i * i % 7
+        return {"seed": int(overrides[0].split("=")[1]), "total": total}
+
+
+def busy_task(seconds: float) -> Busy:
+    """A Busy task calibrated (in this process) to take about `seconds` per point."""
+    probe = Busy(SCENARIO, "<benchmark>", "run")
+    object.__setattr__(probe, "loops", 2_000_000)
+    start = time.perf_counter()
+    probe(["seed=0"])
+    per_loop = (time.perf_counter() - start) / 2_000_000
+    task = Busy(SCENARIO, "<benchmark>", "run", sets=(f"name=busy-{seconds}",))
+    object.__setattr__(task, "loops", int(seconds / per_loop))
+    return task
+
+
+def sweep(task: Task, points: int, executor: Executor, folder: Path, name: str, target_s: float = 0.1
+          ) -> tuple[float, Any]:
+    start = time.perf_counter()
+    plan = Plan((parse_vary(f"seed=1..{points}"),))
+    keyed = plan.points(task.digest)
+    with Store(folder / f"{name}.duckdb") as store:
+        run = run_points(keyed, task, store, executor, "benchmark", target_batch_s=target_s)
+    return time.perf_counter() - start, run
+
+
+def speedup(points: int, seconds: float, folder: Path) -> None:
+    task = busy_task(seconds)
+    one, _ = sweep(task, points, PoolExecutor(1), folder, "one")
+    two, _ = sweep(task, points, PoolExecutor(2), folder, "two")
+    print(f"speed-up: {points} points of ~{seconds:g} s: 1 worker {one:.1f} s, 2 workers {two:.1f} s, "
+          f"speed-up {one / two:.2f}x (target >= 1.7x)")
+
+
+def overhead(points: int, folder: Path) -> None:
+    task = Trivial(SCENARIO, "<benchmark>", "run")
+    start = time.perf_counter()
+    executor = PoolExecutor(2)
+    executor.start(task)
+    executor.submit(0, [("seed=1",)])
+    while not executor.finished(0.01):
+        pass
+    print(f"start-up: a local pool of 2 workers answers its first point after "
+          f"{time.perf_counter() - start:.2f} s")
+    executor.close()
+    cases = [
+        ("serial, batched", SerialExecutor(), 0.1),
+        ("pool of 2, batched", PoolExecutor(2), 0.1),
+        ("pool of 2, one point per batch", PoolExecutor(2), 0.0),
+    ]
+    for label, executor, target in cases:
+        wall, run = sweep(task, points, executor, folder, label.replace(" ", "-").replace(",", ""), target)
+        print(f"overhead: {points:,} trivial points, {label}: {wall:.2f} s, "
+              f"{wall / points * 1e3:.3f} ms per point, {run.batches:,} batches")
+
+
+def streaming(points: int, folder: Path) -> None:
+    task = Trivial(SCENARIO, "<benchmark>", "run", sets=("name=streaming",))
+    wall, run = sweep(task, points, PoolExecutor(2), folder, "streaming")
+    planning = wall - run.seconds
+    first = planning + (run.first_result_s or float("nan"))
+    print(f"streaming: {points:,} trivial points on a pool of 2: first result after {first:.2f} s "
+          f"(planning {planning:.2f} s; target < 5 s), all {run.executed:,} stored after {wall:.1f} s")
+
+
+def main() -> None:
+    formatter = argparse.RawDescriptionHelpFormatter
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
+    parser.add_argument("--points", type=int, default=200, help="points in the speed-up sweep")
+    parser.add_argument("--point-seconds", type=float, default=1.0, help="CPU seconds per point")
+    parser.add_argument("--trivial", type=int, default=2000, help="points in the overhead sweeps")
+    parser.add_argument("--stream", type=int, default=100_000, help="points in the streaming sweep")
+    parser.add_argument("--skip-speedup", action="store_true", help="only overhead and streaming")
+    args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs "
+          "(other work on the machine slows the 2-worker case most)")
+    with tempfile.TemporaryDirectory(prefix="cloudtwin-sweep-bench-") as tmp:
+        folder = Path(tmp)
+        overhead(args.trivial, folder)  # first: the pool's start-up is measured cold
+        if not args.skip_speedup:
+            speedup(args.points, args.point_seconds, folder)
+        streaming(args.stream, folder)
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Flow files in and out: reading a `flows` workload's CSV/Parquet file, writing per-flow results."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from cloudtwin.errors import WorkloadError
+from cloudtwin.scenario.model import FlowsWorkload, Scenario
+
+if TYPE_CHECKING:
+    from cloudtwin.evaluation.run import Run
+
+__all__ = ["FLOW_COLUMNS", "read_flow_file", "write_flows"]
+
+FLOW_COLUMNS = (
+    "flow",
+    "connection",
+    "tenant",
+    "source",
+    "destination",
+    "bytes",
+    "start_s",
+    "finish_s",
+    "fct_s",
+    "mean_rate_gbps",
+    "path",
+)
+"""The columns of a per-flow results file, one row per flow (a queue pair's transfer)."""
+
+
+def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
+    """The scenario with its `flows` workload's file read (relative to the scenario file)."""
+    workload = scenario.workload
+    if not isinstance(workload, FlowsWorkload) or workload.file is None:
+        return scenario
+    from cloudtwin.workloads.flowlist import flow_table_from_arrow, flow_table_from_csv
+
+    path = Path(workload.file)
+    if not path.is_absolute():
+        path = scenario_path.parent / path
+    origin = f"workload.file {workload.file}"
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+
+            try:
+                table = flow_table_from_arrow(pq.read_table(path), origin)
+            except (pa.ArrowInvalid, OSError) as err:
+                if isinstance(err, FileNotFoundError):
+                    raise
+                first = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise WorkloadError(f"{origin}: not a readable Parquet file ({first})") from None
+        else:
+            table = flow_table_from_csv(path.read_text(encoding="utf-8"), origin)
+    except FileNotFoundError:
+        raise WorkloadError(f"{origin}: no such file ({path})") from None
+    except UnicodeDecodeError:
+        raise WorkloadError(f"{origin}: not a text (CSV) file") from None
+    return scenario.model_copy(update={"workload": workload.with_table(table)})
+
+
+def _path_names(run: Run) -> list[str]:
+    """Each flow's path: its nodes in order (a split flow: its links)."""
+    topology, paths = run.topology, run.paths
+    names = np.array([topology.node_name(i) for i in range(topology.node_count)], dtype=object)
+    result = []
+    weights = paths.weights
+    for f in range(paths.flow_count):
+        links = paths.link_ids[paths.indptr[f] : paths.indptr[f + 1]]
+        chain = links.size and np.array_equal(topology.link_dst[links[:-1]], topology.link_src[links[1:]])
+        split = weights is not None and np.any(weights[paths.indptr[f] : paths.indptr[f + 1]] != 1.0)
+        if chain and not split:
+            result.append(" ".join([names[topology.link_src[links[0]]], *names[topology.link_dst[links]]]))
+        else:
+            result.append(", ".join(topology.link_name(int(link)) for link in links))
+    return result
+
+
+def write_flows(path: Path, run: Run) -> int:
+    """Write one row per flow of `run` to a Parquet file (atomically); the row count."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    flows, result, topology = run.flows, run.result, run.topology
+    if result.finish_s.size != len(flows):
+        raise WorkloadError(
+            f"workload.kind: per-flow results are written for perftest and flows workloads, "
+            f"not {run.scenario.workload.kind}"
+        )
+    tenants = [t.name for t in run.scenario.tenants]
+    nic_host = {int(n): h for h, n in enumerate(topology.host_nics[:, 0])}
+    if topology.nics_per_host > 1:
+        nic_name = [topology.node_name(int(n)) for n in range(topology.node_count)]
+        source = [nic_name[int(n)] for n in flows.src]
+        destination = [nic_name[int(n)] for n in flows.dst]
+    else:
+        source = [f"host{nic_host[int(n)]}" for n in flows.src]
+        destination = [f"host{nic_host[int(n)]}" for n in flows.dst]
+    fct = result.finish_s - result.start_s
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rate = np.where(fct > 0, flows.size_bytes * 8 / fct / 1e9, np.nan)
+    table = pa.table(
+        {
+            "flow": pa.array(np.arange(len(flows), dtype=np.int64)),
+            "connection": pa.array(flows.connection.astype(np.int64)),
+            "tenant": pa.array([tenants[t] if t >= 0 else None for t in flows.tenant.tolist()], pa.string()),
+            "source": pa.array(source, pa.string()),
+            "destination": pa.array(destination, pa.string()),
+            "bytes": pa.array(flows.size_bytes.astype(float)),
+            "start_s": pa.array(result.start_s.astype(float)),
+            "finish_s": pa.array(result.finish_s.astype(float)),
+            "fct_s": pa.array(fct.astype(float)),
+            "mean_rate_gbps": pa.array(rate.astype(float)),
+            "path": pa.array(_path_names(run), pa.string()),
+        }
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    os.close(fd)
+    try:
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return table.num_rows

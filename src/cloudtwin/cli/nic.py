@@ -1,0 +1,229 @@
+"""`cloudtwin nic ...`: smartNIC offload accounting, the P4 pipeline on captures, measured boot."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import typer
+import yaml
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario, stdout
+from cloudtwin.errors import NicError
+
+__all__ = ["app"]
+
+app = typer.Typer(
+    help=(
+        "The smartNIC (Janus) model: how many host cores NIC offload hands back (offload), "
+        "a P4 program on real packets (run), and the NIC's measured boot (boot)."
+    ),
+    no_args_is_help=True,
+)
+
+_JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
+_SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set nic.profile=bmv2-like.")
+
+
+def _read_bytes(path: Path, what: str) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError as err:
+        raise NicError(f"{path}: no such {what} file") from err
+    except OSError as err:
+        raise NicError(f"{path}: cannot read {what}: {err.strerror}") from err
+
+
+def _read_text(path: Path, what: str) -> str:
+    try:
+        return _read_bytes(path, what).decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NicError(f"{path}: {what} is not UTF-8 text") from err
+
+
+def _read_yaml(path: Path, what: str) -> Any:
+    try:
+        return yaml.safe_load(_read_text(path, what))
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
+        raise NicError(f"{where}: {what} is not valid YAML") from err
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write `data` to `path` so that a failure never leaves a half-written file."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+_PROGRAM = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False)
+_ENTRIES = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML).")
+_PCAP = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False)
+_OUT = typer.Option(None, "--out", "-o", help="Write the packets that leave the pipeline here.")
+_FROM = typer.Option("network", "--from", help="Where the capture enters the NIC: network or host.")
+_PORT = typer.Option(
+    None, "--port", min=0, help="Input port: 0 is the network, 1.. a host function (default: 0 / 1)."
+)
+_NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
+_TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")
+_BOOT_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False)
+_DB = typer.Option(
+    None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
+)
+
+
+@app.command("run")
+def run(
+    program: Path = _PROGRAM,
+    entries: Path | None = _ENTRIES,
+    pcap: Path = _PCAP,
+    out: Path | None = _OUT,
+    from_: str = _FROM,
+    port: int | None = _PORT,
+    as_json: bool = _JSON,
+) -> None:
+    """Run a P4 program with its table entries over a capture; write what leaves it.
+
+    Example:  cloudtwin nic run examples/p4/vxlan_gateway.p4 --entries
+    examples/p4/vxlan_gateway.entries.yaml --pcap examples/p4/host-frames.pcap --from host
+    --out encapsulated.pcap
+    """
+    from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
+
+    if from_ not in ("network", "host"):
+        raise NicError(f"from: {from_!r} is neither network nor host")
+    direction = 1 if from_ == "host" else 0
+    document = _read_yaml(entries, "entries") if entries is not None else None
+    datapath = load_datapath(_read_text(program, "P4 program"), str(program), document)
+    capture = read_pcap(_read_bytes(pcap, "pcap"), str(pcap))
+    report = run_capture(datapath, capture, direction, port if port is not None else direction)
+    if out is not None:
+        _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    table = Table(title=f"{program.name} on {pcap.name}", title_justify="left")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for name, value in (
+        ("packets in", report.packets_in),
+        ("packets out", report.packets_out),
+        ("dropped", report.dropped),
+        ("parser errors", report.parser_errors),
+    ):
+        table.add_row(name, str(value))
+    for out_port, count in sorted(report.out_ports.items()):
+        table.add_row(f"to port {out_port}", str(count))
+    for name, hits in report.table_hits.items():
+        table.add_row(f"{name} hits per entry", " ".join(str(h) for h in hits) or "-")
+    stdout.print(table)
+
+
+@app.command("offload")
+def offload(
+    scenario: Path = _NIC_SCENARIO,
+    overrides: list[str] | None = _SET,
+    top: int = _TOP,
+    as_json: bool = _JSON,
+) -> None:
+    """Host cores offload hands back; per host: cores, NIC-core use, pipeline pps, slow path.
+
+    Also the added latency per host, and a connection storm's dip and recovery when the
+    scenario describes one (`nic.storm`).
+
+    Example:  cloudtwin nic offload examples/smartnic.yaml
+    """
+    from cloudtwin.evaluation.offload import nic_offload
+
+    result = nic_offload(read_scenario(scenario, overrides))
+    if as_json:
+        emit_json(result.to_json())
+        return
+    report = result.report
+    table = Table(title=f"NIC offload: {result.scenario} ({result.traffic})", title_justify="left")
+    for name in ("host", "profile", "Gbps", "cores", "no offload", "NIC cores", "Mpps", "slow", "+us"):
+        table.add_column(name, justify="left" if name in ("host", "profile") else "right")
+    for i in range(min(top, len(report.host_names))):
+        table.add_row(
+            report.host_names[i] + (" (quarantined)" if report.quarantined[i] else ""),
+            report.profile[i],
+            f"{report.throughput_bps[i] / 1e9:.1f}",
+            f"{report.host_cores[i]:.2f}",
+            f"{report.baseline_host_cores[i]:.2f}",
+            f"{report.nic_core_utilization[i]:.0%}",
+            f"{report.pipeline_pps[i] / 1e6:.2f}",
+            f"{report.slow_path_share[i]:.1%}",
+            f"{report.added_latency_s[i] * 1e6:.1f}",
+        )
+    stdout.print(table)
+    totals = report.totals()
+    stdout.print(
+        f"{totals['hosts']} hosts: {totals['host_cores']:.1f} host cores for the datapath, "
+        f"{totals['host_cores_saved']:.1f} handed back by offload "
+        f"({totals['host_cores_without_offload']:.1f} without it); "
+        f"{totals['quarantined_hosts']} quarantined"
+    )
+    if result.storm is not None:
+        storm = result.storm.to_json()
+        stdout.print(
+            f"connection storm: {storm['baseline_gbps']:.1f} Gbps dips to {storm['minimum_gbps']:.1f} Gbps "
+            f"({storm['steady_slow_path_share']:.0%} of new flows on the slow path); "
+            f"recovered {storm['recovery_s'] * 1e3:.1f} ms after the storm"
+        )
+
+
+@app.command("boot")
+def boot(
+    scenario: Path = _BOOT_SCENARIO,
+    overrides: list[str] | None = _SET,
+    db: Path | None = _DB,
+    as_json: bool = _JSON,
+) -> None:
+    """Measured boot of every host's NIC: firmware, NIC OS and pipeline, signed with Ed25519.
+
+    A host whose chain fails stays quarantined; with --db its failure becomes an operations
+    log line that `cloudtwin diagnose` ranks first.
+
+    Example:  cloudtwin nic boot examples/smartnic.yaml
+    """
+    from cloudtwin.evaluation.offload import boot_nics
+
+    loaded = read_scenario(scenario, overrides)
+    reports = boot_nics(loaded)
+    if db is not None:
+        from cloudtwin.diagnosis.attestation import record_attestation
+        from cloudtwin.store.database import Store
+
+        with Store(db) as store:
+            record_attestation(store, loaded, reports)
+    failed = [r for r in reports if not r.attested]
+    if as_json:
+        emit_json(
+            {
+                "hosts": {r.host: r.to_json() for r in reports},
+                "totals": {
+                    "hosts": len(reports),
+                    "attested": len(reports) - len(failed),
+                    "quarantined": len(failed),
+                },
+            }
+        )
+        return
+    table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
+    for name in ("host", "result", "booted", "measurement"):
+        table.add_column(name)
+    for report in failed or reports[:1]:
+        result = "attested" if report.attested else f"QUARANTINED: {report.failed_stage} {report.reason}"
+        table.add_row(report.host, result, ", ".join(report.booted) or "-", report.measurement[:16])
+    stdout.print(table)
+    stdout.print(f"{len(reports) - len(failed)} of {len(reports)} NICs attested; {len(failed)} quarantined")

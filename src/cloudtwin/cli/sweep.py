@@ -1,0 +1,277 @@
+"""`cloudtwin sweep`: one command over the product (or zip) of varied scenario keys."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
+from cloudtwin.errors import StoreError, SweepError
+from cloudtwin.store.database import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from cloudtwin.sweep import Executor, Plan, Summary, SweepRun
+
+__all__ = ["sweep"]
+
+
+class CommandName(StrEnum):
+    """The commands a sweep can run at each point."""
+
+    run = "run"
+    compare = "compare"
+    nccl_tests = "nccl-tests"
+    train = "train"
+    evaluate = "evaluate"
+
+
+class ExecutorName(StrEnum):
+    """Where the points run."""
+
+    local = "local"
+    ray = "ray"
+    serial = "serial"
+
+
+_VARY = typer.Option(
+    ...,
+    "--vary",
+    "-v",
+    help=(
+        "KEY=VALUES to vary (repeatable): comma-separated values read as --set reads them, "
+        "or integer ranges A..B (A..B:STEP), e.g. seed=1..10, fabric.spines=4,8."
+    ),
+    show_default=False,
+)
+_ZIP = typer.Option(
+    False,
+    "--zip",
+    help=(
+        "Pair the i-th values of the varied keys instead of taking every combination "
+        "(a varied seed still multiplies: each pair runs under every seed)."
+    ),
+)
+
+_SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+_COMMAND = typer.Option(CommandName.run, "--command", "-c", help="What runs at each point.")
+_STRATEGIES = typer.Option(
+    None,
+    "--strategies",
+    help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
+)
+_SET = typer.Option(None, "--set", "-s", help="Override a key at every point (repeatable).")
+_EXECUTOR = typer.Option(
+    ExecutorName.local,
+    "--executor",
+    "-e",
+    help="local process pool, a Ray cluster, or serial (in this process).",
+)
+_ADDRESS = typer.Option(
+    None, "--address", help="Ray cluster: auto (the one on this machine) or HOST:PORT; implies ray."
+)
+_WORKERS = typer.Option(None, "--workers", "-w", help="Points at a time (default: the CPUs).")
+_DB = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB).")
+_METRIC = typer.Option(
+    None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
+)
+_X = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed).")
+_PLOT = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).")
+_JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else.")
+
+
+def _workers_default() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
+
+
+@contextmanager
+def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
+    """A bar with an ETA on a terminal; otherwise a line on stderr at most once a second."""
+    if sys.stderr.isatty() and not quiet:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+        )
+        with Progress(*columns, console=Console(stderr=True), transient=True) as bar:
+            task = bar.add_task(label, total=None)
+            yield lambda done, total: bar.update(task, completed=done, total=total)
+        return
+    last = [0.0]
+
+    def line(done: int, total: int) -> None:
+        now = time.monotonic()
+        if total and (done == total or now - last[0] >= 1.0):
+            last[0] = now
+            print(f"{label}: {done}/{total} points", file=sys.stderr, flush=True)
+
+    yield line
+
+
+def _executor(name: ExecutorName, address: str | None, workers: int | None) -> Executor:
+    from cloudtwin.sweep import PoolExecutor, SerialExecutor
+
+    if workers is not None and workers < 1:
+        raise SweepError(f"workers: at least 1, got {workers}")
+    if name is ExecutorName.ray or address is not None:
+        from cloudtwin.sweep.ray_executor import RayExecutor, check_address
+
+        check_address(address or "auto")
+        return RayExecutor(address or "auto", workers)
+    if name is ExecutorName.serial:
+        return SerialExecutor()
+    return PoolExecutor(workers or _workers_default())
+
+
+def _number(value: float) -> str:
+    """Four significant digits, without an exponent for the sizes results come in."""
+    if math.isnan(value):
+        return "-"
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+
+
+def _table(summary: Summary, title: str) -> Table:
+    table = Table(title=title, title_justify="left")
+    for key in summary.keys:
+        table.add_column(key, no_wrap=True)
+    for column in ("seeds", "mean", "95% interval", "min", "max", "failed"):
+        table.add_column(column, justify="right")
+    for g in summary.groups:
+        interval = f"{_number(g.low)}-{_number(g.high)}" if g.n > 1 else "-"
+        mean = _number(g.mean)
+        cells = (str(g.n), mean, interval, _number(g.least), _number(g.most), str(g.failed))
+        table.add_row(*(g.values[k] for k in summary.keys), *cells)
+    return table
+
+
+def _series_keys(plan: Plan, x: str) -> list[str]:
+    from cloudtwin.sweep import SEED
+
+    tied = {v.key for v in plan.paired} if plan.zipped else {x}
+    return [k for k in plan.keys if k != SEED and k not in tied]
+
+
+def _write_plot(path: Path, summary: Summary, plan: Plan, x: str, title: str) -> None:
+    from cloudtwin.sweep.plot import plot_summary
+
+    figure = plot_summary(summary, x, _series_keys(plan, x), title)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        figure.savefig(path, dpi=120, bbox_inches="tight")
+    except (OSError, ValueError) as err:
+        raise StoreError(f"plot {path}: cannot write the plot: {err}") from err
+
+
+def _report(run: SweepRun, db: Path) -> str:
+    failed = f", {run.failed} failed" if run.failed else ""
+    crashed = f", {run.crashed} crashed" if run.crashed else ""
+    return (
+        f"{run.points} points: {run.skipped} already stored, {run.executed} run{failed}{crashed} "
+        f"in {run.seconds:.1f} s; results in {db}."
+    )
+
+
+def sweep(
+    scenario: Path = _SCENARIO,
+    varies: list[str] = _VARY,
+    zipped: bool = _ZIP,
+    command: CommandName = _COMMAND,
+    strategies: str = _STRATEGIES,
+    overrides: list[str] = _SET,
+    executor: ExecutorName = _EXECUTOR,
+    address: str = _ADDRESS,
+    workers: int = _WORKERS,
+    db: Path = _DB,
+    metric: str = _METRIC,
+    x: str = _X,
+    plot: Path = _PLOT,
+    as_json: bool = _JSON,
+) -> None:
+    """Run a command at every point of a parameter sweep and summarise a metric over seeds.
+
+    Points are the product of the --vary values (or their zip). Each finished point is
+    written to the store as it finishes; a point is keyed on the scenario's content, its
+    overrides, the command and the cloudtwin version, so a re-run (after an interruption,
+    or with more values) runs only the points that are not stored yet.
+
+    The summary groups points by the varied keys other than seed: the metric's mean and
+    95% confidence interval over the seeds.
+
+    Example:  cloudtwin sweep examples/leaf-spine-perftest.yaml --vary seed=1..5
+    --vary routing.strategy=ecmp,pinning --db sweeps.duckdb
+    """
+    from cloudtwin import __version__
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.sweeps import load_points
+    from cloudtwin.sweep import SEED, Plan, Task, check_plan, parse_vary, run_points, summarize
+
+    names = tuple(s.strip() for s in (strategies or "").split(",") if s.strip())
+    task = Task(read_scenario_text(scenario), str(scenario), command.value, tuple(overrides or ()), names)
+    plan = Plan(tuple(parse_vary(v) for v in varies), zipped)
+    others = [k for k in plan.keys if k != SEED]
+    axis = x or (others[0] if others else plan.keys[0])
+    if axis not in plan.keys:
+        raise SweepError(f"x: {axis} is not a varied key (varied: {', '.join(plan.keys)})")
+    check_plan(plan, task)
+    chosen = _executor(executor, address, workers)
+    name = task.scenario([]).name
+    points = plan.points(task.digest)
+    stop = threading.Event()
+    handlers = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:  # a signal stops the sweep between batches: what finished is written first
+        with Store(db) as store, _progress(f"{name}: sweep", as_json) as progress:
+            run = run_points(points, task, store, chosen, name, progress, should_stop=stop.is_set)
+            records = load_points(store, [p.key for p in points]) if not run.interrupted else {}
+    finally:
+        for sig, handler in handlers.items():
+            signal.signal(sig, handler)
+    if run.interrupted:
+        typer.echo(f"cloudtwin: sweep: interrupted after {run.executed} points; they are in {db}, "
+                   "the same command runs the rest", err=True)
+        raise typer.Exit(130)
+    summary = summarize(plan, points, records, metric or task.default_metric())
+    title = f"{name}: {summary.metric} ({command.value}) over {', '.join(plan.keys)}"
+    if plot is not None:
+        _write_plot(plot, summary, plan, axis, title)
+    if as_json:
+        emit_json(
+            {
+                "scenario": name,
+                "command": command.value,
+                "version": __version__,
+                "keys": plan.keys,
+                "zip": plan.zipped,
+                "run": run.to_json(),
+                "summary": summary.to_json(),
+            }
+        )
+    else:
+        stdout.print(_table(summary, title))
+        stdout.print(_report(run, db), highlight=False, soft_wrap=True)
+    if run.failed or run.crashed:
+        failed = run.failed + run.crashed
+        typer.echo(f"cloudtwin: sweep: {failed} points failed; first: {run.first_error}", err=True)
+        raise typer.Exit(1)

@@ -1,0 +1,51 @@
+"""Failed measured boots as operations data and as the first suspects of a diagnosis.
+
+A NIC that fails measured boot keeps its host's port quarantined: its flows get no
+bandwidth whatever the fabric does, so the failure is certain evidence and its NICs
+rank above every inferred suspect.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from cloudtwin.diagnosis.rank import Suspect
+from cloudtwin.scenario.model import Scenario
+from cloudtwin.smartnic.boot import BootReport
+from cloudtwin.store.attestation import read_attestation_failures, write_attestation_failures
+from cloudtwin.store.database import Store
+from cloudtwin.topology.builders import build_topology
+
+__all__ = ["attestation_suspects", "record_attestation"]
+
+BOOT_TIME = datetime(2024, 1, 1)
+"""The (twin) time boot lines carry."""
+
+
+def record_attestation(store: Store, scenario: Scenario, reports: list[BootReport]) -> int:
+    """Write one line per NIC of every host whose chain failed; the number of lines."""
+    topology = build_topology(scenario)
+    rows = []
+    for report in reports:
+        if report.attested:
+            continue
+        host = int(report.host.removeprefix("host"))
+        for node in topology.host_nics[host]:
+            nic = topology.node_name(int(node))
+            line = (
+                f"{report.host} {nic}: %NIC-2-ATTESTATION_FAILED: measured boot stopped at stage "
+                f"{report.failed_stage}: {report.reason}; port quarantined"
+            )
+            rows.append((BOOT_TIME, report.host, nic, str(report.failed_stage), str(report.reason), line))
+    write_attestation_failures(store, rows)
+    return len(rows)
+
+
+def attestation_suspects(store: Store, above: float) -> list[Suspect]:
+    """A suspect per NIC with a failed measured boot, scored above every other suspect."""
+    out: dict[str, Suspect] = {}
+    for host, nic, stage, reason in read_attestation_failures(store):
+        suspect = out.setdefault(nic, Suspect(nic, "nic", score=above + 1.0, logs=1.0))
+        label = f"ATTESTATION_FAILED {host} {stage}: {reason}"
+        suspect.messages[label] = suspect.messages.get(label, 0) + 1
+    return list(out.values())

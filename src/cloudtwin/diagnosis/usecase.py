@@ -1,0 +1,51 @@
+"""The diagnose use case, shared by the CLI and the HTTP service: optionally simulate a
+scenario's faulted run into the store, then rank likely root causes from the store alone."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+from cloudtwin.diagnosis.emit import emit_run
+from cloudtwin.diagnosis.rank import Suspect
+from cloudtwin.diagnosis.rank import diagnose as rank
+from cloudtwin.diagnosis.tables import TwinMeta
+from cloudtwin.scenario.model import Scenario
+from cloudtwin.store.database import Store
+from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+from cloudtwin.twin import simulate_faulted
+
+__all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose"]
+
+DEFAULT_TOP = 10
+"""How many suspects a diagnosis keeps unless asked otherwise."""
+
+
+@dataclass(frozen=True)
+class Diagnosis:
+    """The most likely root causes, best first, and the twin run they were ranked from."""
+
+    suspects: tuple[Suspect, ...]
+    emitted: TwinMeta | None = None
+
+    @property
+    def fault_found(self) -> bool:
+        """Whether anything points to a fault (see `diagnosis.rank.diagnose`)."""
+        return bool(self.suspects)
+
+    def to_json(self) -> dict[str, object]:
+        """`{"fault_found": ..., "suspects": [...]}` (`cloudtwin diagnose --json`)."""
+        return {"fault_found": self.fault_found, "suspects": [s.to_json() for s in self.suspects]}
+
+
+def diagnose(
+    store: Store,
+    scenario: Scenario | None = None,
+    top: int = DEFAULT_TOP,
+    window: timedelta | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> Diagnosis:
+    """Rank suspects from `store`; with `scenario`, first simulate its faulted run (the one
+    `evaluate` reports for the scenario's strategy) and emit its operations data there."""
+    emitted = emit_run(store, simulate_faulted(scenario)) if scenario is not None else None
+    return Diagnosis(tuple(rank(store, window, max_cells=max_cells)[:top]), emitted)

@@ -1,0 +1,113 @@
+"""The adapter protocol: how a site's agent realises segments in the site's network virtualization.
+
+An adapter is idempotent: `apply` makes the site hold exactly the segment given (creating
+what is missing, fixing what differs, removing what is extra) under names derived from
+the segment, so that running it again, or after a crash half-way, duplicates nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol, runtime_checkable
+
+from cloudtwin.errors import FederationError
+from cloudtwin.intercloud.objects import DesiredSegment
+
+__all__ = ["Adapter", "AdapterError", "Crash", "FaultInjector", "SiteApi"]
+
+
+class AdapterError(FederationError):
+    """The site's network virtualization refused or failed a change."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__("adapter", reason, 502)
+
+
+@runtime_checkable
+class Adapter(Protocol):
+    """What an agent needs from a site."""
+
+    flavour: str
+
+    def segments(self) -> list[DesiredSegment]:
+        """The federated segments the site holds now, read back from the site."""
+
+    def apply(self, segment: DesiredSegment) -> None:
+        """Make the site hold `segment` exactly (idempotent)."""
+
+    def delete(self, network: str) -> None:
+        """Remove the segment of `network` and everything made for it (idempotent)."""
+
+    def close(self) -> None:
+        """Release what the adapter holds open (processes, sockets)."""
+
+
+class Crash(BaseException):  # noqa: N818 - a stand-in for SIGKILL, not an error to handle
+    """Raised by a FaultInjector: the process dies here (no handler may catch and continue)."""
+
+
+class FaultInjector:
+    """Counts a backend's changes and dies (raises Crash) before change number `after` + 1."""
+
+    def __init__(self, after: int | None = None) -> None:
+        self.after = after
+        self.changes = 0
+
+    def change(self) -> None:
+        """Called before each change a backend makes."""
+        if self.after is not None and self.changes >= self.after:
+            raise Crash(f"killed before change {self.changes + 1}")
+        self.changes += 1
+
+
+class SiteApi:
+    """A cloud's REST-style API modelled in memory: collections of objects with server-made ids.
+
+    Like the real thing, `create` is not idempotent (a retry makes a second object): the
+    adapter has to look before it creates.
+    """
+
+    def __init__(self, collections: tuple[str, ...], faults: FaultInjector | None = None) -> None:
+        self.collections: dict[str, dict[str, dict[str, Any]]] = {c: {} for c in collections}
+        self.faults = faults if faults is not None else FaultInjector()
+        self._serial = 0
+
+    def create(self, collection: str, **body: Any) -> str:
+        """POST: a new object with a fresh id."""
+        self.faults.change()
+        self._serial += 1
+        oid = f"{collection[:3]}-{self._serial:06d}"
+        self.collections[collection][oid] = dict(body)
+        return oid
+
+    def delete(self, collection: str, oid: str) -> None:
+        """DELETE one object."""
+        self.faults.change()
+        self.collections[collection].pop(oid, None)
+
+    def get(self, collection: str, oid: str) -> dict[str, Any]:
+        """GET one object."""
+        return self.collections[collection][oid]
+
+    def find(self, collection: str, **match: Any) -> list[str]:
+        """GET with filters: ids of the objects whose fields match, in creation order."""
+        return [
+            oid
+            for oid, o in self.collections[collection].items()
+            if all(o.get(k) == v for k, v in match.items())
+        ]
+
+    def ensure(self, collection: str, scope: dict[str, Any], wanted: list[dict[str, Any]]) -> None:
+        """Make the objects matching `scope` exactly `wanted` (deleting extras, creating what lacks)."""
+        remaining = list(wanted)
+        for oid in self.find(collection, **scope):
+            obj = self.collections[collection][oid]
+            if obj in remaining:
+                remaining.remove(obj)
+            else:
+                self.delete(collection, oid)
+        for body in remaining:
+            self.create(collection, **body)
+
+    def count(self) -> dict[str, int]:
+        """Objects per collection."""
+        return {c: len(objects) for c, objects in self.collections.items()}

@@ -1,0 +1,468 @@
+"""The federation controller: sites, federated networks and segments, one token per site, two-sided
+consent, and state kept in a store so that a restart loses nothing.
+
+Every change is made on a copy of the state, checked, saved through the store, and only
+then becomes the controller's state: a refused request or a failed save leaves nothing
+behind. Creating an object that already exists with the same content is a no-op (an
+agent or client that retries after a crash duplicates nothing); with other content it is
+refused (409). Only hashes of tokens are kept.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import hmac
+import ipaddress
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from itertools import combinations
+from typing import Any, Protocol
+
+from cloudtwin.errors import AccessError, FederationError
+from cloudtwin.intercloud.objects import (
+    DesiredSegment,
+    NetworkRequest,
+    NetworkStatus,
+    Peer,
+    SegmentRequest,
+    SiteDesired,
+    SiteReport,
+    SiteRequest,
+)
+from cloudtwin.scenario.federation import DEFAULT_GLOBAL_POOL
+
+__all__ = ["DEFAULT_GATEWAY_POOL", "FederationController", "MemoryStore", "StateStore", "hash_token"]
+
+DEFAULT_GATEWAY_POOL = "198.18.0.0/15"
+"""Where gateway WAN addresses come from when a site does not give one (RFC 2544 test range)."""
+
+STATE_VERSION = 1
+
+
+class StateStore(Protocol):
+    """Where the controller keeps its state: the edge (CLI, service) decides (a file, a database)."""
+
+    def load(self) -> dict[str, Any] | None:
+        """The saved state, or None when nothing was saved yet."""
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Replace the saved state with `state`, all or nothing."""
+
+
+class MemoryStore:
+    """A store in memory (tests, one-shot planning); `saves` counts the writes."""
+
+    def __init__(self) -> None:
+        self.state: dict[str, Any] | None = None
+        self.saves = 0
+
+    def load(self) -> dict[str, Any] | None:
+        """A copy of the saved state."""
+        return copy.deepcopy(self.state)
+
+    def save(self, state: dict[str, Any]) -> None:
+        """Keep a JSON round-tripped copy (what a file would hold)."""
+        self.state = json.loads(json.dumps(state))
+        self.saves += 1
+
+
+def hash_token(token: str) -> str:
+    """The SHA-256 of a token, as stored."""
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def _empty(admin_hash: str) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "generation": 0,
+        "admin": admin_hash,
+        "next_gateway": 1,
+        "next_global": 0,
+        "global_pool": DEFAULT_GLOBAL_POOL,
+        "sites": {},
+        "networks": {},
+        "segments": {},
+        "reports": {},
+    }
+
+
+def _key(network: str, site: str) -> str:
+    return f"{network}@{site}"
+
+
+class FederationController:
+    """The federation's one source of desired state, behind per-site tokens."""
+
+    def __init__(self, store: StateStore, admin_token: str) -> None:
+        if not admin_token:
+            raise AccessError("token", "the controller needs an admin token", 401)
+        self._store = store
+        state = store.load()
+        if state is None:
+            state = _empty(hash_token(admin_token))
+            store.save(state)
+        elif state.get("version") != STATE_VERSION:
+            raise FederationError("state.version", f"unknown state version {state.get('version')!r}")
+        elif not hmac.compare_digest(state["admin"], hash_token(admin_token)):
+            raise AccessError("token", "the admin token does not match the saved controller state", 403)
+        self._state = state
+        self._working: dict[str, Any] | None = None
+
+    # -- transactions -------------------------------------------------------------------
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Group changes: all are saved at the end, or none if anything is refused."""
+        if self._working is not None:
+            yield
+            return
+        self._working = copy.deepcopy(self._state)
+        try:
+            yield
+            self._working["generation"] += 1
+            self._store.save(self._working)
+            self._state = self._working
+        finally:
+            self._working = None
+
+    @property
+    def _s(self) -> dict[str, Any]:
+        return self._working if self._working is not None else self._state
+
+    # -- authorisation ------------------------------------------------------------------
+    def _is_admin(self, token: str | None) -> bool:
+        return bool(token) and hmac.compare_digest(self._s["admin"], hash_token(token or ""))
+
+    def _admin(self, token: str | None) -> None:
+        if not token:
+            raise AccessError("token", "missing token", 401)
+        if not self._is_admin(token):
+            raise AccessError("token", "this token is not the federation admin's", 403)
+
+    def _site(self, token: str | None, site: str) -> dict[str, Any]:
+        if not token:
+            raise AccessError("token", "missing token", 401)
+        record = self._s["sites"].get(site)
+        if record is None:
+            raise FederationError("site", f"unknown site {site!r}", 404)
+        if not hmac.compare_digest(record["token"], hash_token(token)):
+            raise AccessError("token", f"this token does not grant site {site!r}", 403)
+        return record
+
+    # -- sites --------------------------------------------------------------------------
+    def add_site(self, admin_token: str | None, request: SiteRequest, site_token: str) -> dict[str, Any]:
+        """Register a site with the token its operator will use (only its hash is kept)."""
+        self._admin(admin_token)
+        with self.transaction():
+            sites = self._s["sites"]
+            existing = sites.get(request.name)
+            if existing is not None:
+                same = existing["flavour"] == request.flavour and hmac.compare_digest(
+                    existing["token"], hash_token(site_token)
+                )
+                if same and request.gateway in (None, existing["gateway"]):
+                    return self.site_view(request.name)
+                raise FederationError("name", f"site {request.name!r} already exists", 409)
+            gateway = request.gateway or self._next_gateway()
+            if any(s["gateway"] == gateway for s in sites.values()):
+                raise FederationError(
+                    "gateway", f"gateway address {gateway} is already used by another site", 409
+                )
+            sites[request.name] = {
+                "flavour": request.flavour,
+                "gateway": gateway,
+                "token": hash_token(site_token),
+            }
+        return self.site_view(request.name)
+
+    def _next_gateway(self) -> str:
+        pool = ipaddress.IPv4Network(DEFAULT_GATEWAY_POOL)
+        index = self._s["next_gateway"]
+        self._s["next_gateway"] = index + 1
+        return str(pool.network_address + index)
+
+    def site_view(self, name: str) -> dict[str, Any]:
+        """A site as the API shows it (never its token hash)."""
+        record = self._s["sites"][name]
+        return {"name": name, "flavour": record["flavour"], "gateway": record["gateway"]}
+
+    def sites(self) -> list[dict[str, Any]]:
+        """Every site."""
+        return [self.site_view(n) for n in sorted(self._s["sites"])]
+
+    # -- networks -----------------------------------------------------------------------
+    def create_network(self, token: str | None, request: NetworkRequest) -> dict[str, Any]:
+        """A federated network (by the admin, or by a site taking part in it)."""
+        self._network_auth(token, request.sites)
+        body = request.model_dump()
+        with self.transaction():
+            networks = self._s["networks"]
+            existing = networks.get(request.name)
+            if existing is not None:
+                same = all(
+                    existing[k] == (list(body[k]) if k == "sites" else body[k])
+                    for k in ("tenant", "mode", "sites")
+                )
+                if same and request.vni in (None, existing["vni"]):
+                    return self.network_view(request.name)
+                raise FederationError("name", f"federated network {request.name!r} already exists", 409)
+            for k, site in enumerate(request.sites):
+                if site not in self._s["sites"]:
+                    raise FederationError(f"sites.{k}", f"unknown site {site!r}")
+            if len(set(request.sites)) != len(request.sites):
+                raise FederationError("sites", "a site is listed twice")
+            used = {n["vni"]: name for name, n in networks.items()}
+            if request.vni is not None and request.vni in used:
+                raise FederationError(
+                    "vni",
+                    f"VNI {request.vni} is already used by federated network {used[request.vni]!r}",
+                    409,
+                )
+            vni = request.vni if request.vni is not None else self._free_vni(used)
+            networks[request.name] = {
+                **{k: v for k, v in body.items() if k != "name"},
+                "sites": list(request.sites),
+                "vni": vni,
+            }
+        return self.network_view(request.name)
+
+    def _network_auth(self, token: str | None, sites: tuple[str, ...]) -> None:
+        if self._is_admin(token):
+            return
+        for site in sites:
+            record = self._s["sites"].get(site)
+            if token and record is not None and hmac.compare_digest(record["token"], hash_token(token)):
+                return
+        if not token:
+            raise AccessError("token", "missing token", 401)
+        raise AccessError("token", "only the admin or a site of the network may change it", 403)
+
+    @staticmethod
+    def _free_vni(used: dict[int, str]) -> int:
+        vni = 10_000
+        while vni in used:
+            vni += 1
+        return vni
+
+    def delete_network(self, token: str | None, name: str) -> None:
+        """Remove a federated network and every segment of it."""
+        network = self._network(name)
+        self._network_auth(token, tuple(network["sites"]))
+        with self.transaction():
+            del self._s["networks"][name]
+            for key in [k for k, seg in self._s["segments"].items() if seg["network"] == name]:
+                del self._s["segments"][key]
+
+    def _network(self, name: str, field: str = "network") -> dict[str, Any]:
+        network = self._s["networks"].get(name)
+        if network is None:
+            raise FederationError(field, f"unknown federated network {name!r}", 404)
+        return network
+
+    def network_view(self, name: str) -> dict[str, Any]:
+        """A federated network as the API shows it."""
+        return {"name": name, **self._network(name)}
+
+    def networks(self) -> list[dict[str, Any]]:
+        """Every federated network."""
+        return [self.network_view(n) for n in sorted(self._s["networks"])]
+
+    # -- segments (a site's consent) ----------------------------------------------------
+    def add_segment(self, token: str | None, site: str, request: SegmentRequest) -> dict[str, Any]:
+        """Site `site` consents: its tenant network joins the federated network."""
+        self._site(token, site)
+        network = self._network(request.network)
+        if site not in network["sites"]:
+            raise FederationError(
+                "network", f"site {site!r} is not one of the sites of {request.network!r}", 403
+            )
+        if request.tenant != network["tenant"]:
+            raise FederationError(
+                "tenant",
+                f"{request.network!r} belongs to tenant {network['tenant']!r}, not {request.tenant!r}",
+            )
+        body = request.model_dump()
+        key = _key(request.network, site)
+        with self.transaction():
+            existing = self._s["segments"].get(key)
+            if existing is not None:
+                if {k: existing[k] for k in body} == body:
+                    return existing
+                raise FederationError(
+                    "network", f"site {site!r} already has a segment of {request.network!r}", 409
+                )
+            self._check_segment(site, network, request)
+            segment = {**body, "site": site, "global_block": self._global_block(network, request)}
+            self._s["segments"][key] = segment
+        return segment
+
+    def _check_segment(self, site: str, network: dict[str, Any], request: SegmentRequest) -> None:
+        for seg in self._s["segments"].values():
+            if seg["site"] == site and seg["vni"] == request.vni:
+                raise FederationError(
+                    "vni", f"VNI {request.vni} at site {site!r} is already used by {seg['network']!r}", 409
+                )
+        mine = _span(request.address, request.endpoints)
+        for seg in self._s["segments"].values():
+            if seg["network"] != request.network:
+                continue
+            theirs = _span(seg["address"], seg["endpoints"])
+            if network["mode"] == "l3-routed" and mine.subnet.overlaps(theirs.subnet):
+                raise FederationError(
+                    "address",
+                    f"l3-routed needs unique prefixes: {mine.subnet} overlaps {theirs.subnet} "
+                    f"at {seg['site']!r}",
+                )
+            if network["mode"] == "l2-stretch":
+                if mine.subnet != theirs.subnet:
+                    raise FederationError(
+                        "address",
+                        f"an l2-stretch network needs one subnet: {mine.subnet}, "
+                        f"{theirs.subnet} at {seg['site']!r}",
+                    )
+                if mine.first <= theirs.last and theirs.first <= mine.last:
+                    raise FederationError(
+                        "address",
+                        f"l2-stretch refuses duplicate addresses: {mine.text} clashes with "
+                        f"{theirs.text} at {seg['site']!r}",
+                    )
+        if not mine.first > int(mine.subnet.network_address) or mine.last >= int(
+            mine.subnet.broadcast_address
+        ):
+            raise FederationError(
+                "endpoints", f"{request.endpoints} endpoints from {request.address} do not fit {mine.subnet}"
+            )
+
+    def _global_block(self, network: dict[str, Any], request: SegmentRequest) -> str:
+        if network["mode"] != "global-nat":
+            return ""
+        if _span(request.address, 1).subnet.overlaps(ipaddress.IPv4Network(self._s["global_pool"])):
+            raise FederationError(
+                "address", f"{request.address} overlaps the global pool {self._s['global_pool']}"
+            )
+        size = 1 << max(request.endpoints - 1, 0).bit_length()
+        pool = ipaddress.IPv4Network(self._s["global_pool"])
+        start = -(-self._s["next_global"] // size) * size
+        if start + size > pool.num_addresses:
+            raise FederationError(
+                "endpoints", f"the global pool {pool} has no room for {size} more addresses", 409
+            )
+        self._s["next_global"] = start + size
+        return str(ipaddress.IPv4Network((int(pool.network_address) + start, 32 - size.bit_length() + 1)))
+
+    def delete_segment(self, token: str | None, site: str, network: str) -> None:
+        """Site `site` withdraws its consent (idempotent)."""
+        self._site(token, site)
+        with self.transaction():
+            self._s["segments"].pop(_key(network, site), None)
+
+    def segments(self, site: str | None = None) -> list[dict[str, Any]]:
+        """Segments, all or of one site."""
+        return [s for _, s in sorted(self._s["segments"].items()) if site is None or s["site"] == site]
+
+    # -- agents -------------------------------------------------------------------------
+    def desired(self, token: str | None, site: str) -> SiteDesired:
+        """What `site`'s agent is to realise: its segments, each with the peers that consented."""
+        record = self._site(token, site)
+        mine = [s for s in self._s["segments"].values() if s["site"] == site]
+        return SiteDesired(
+            site=site,
+            flavour=record["flavour"],
+            gateway=record["gateway"],
+            generation=self._s["generation"],
+            segments=tuple(self._desired_segment(s) for s in sorted(mine, key=lambda s: s["network"])),
+        )
+
+    def _desired_segment(self, segment: dict[str, Any]) -> DesiredSegment:
+        network = self._s["networks"][segment["network"]]
+        peers = []
+        for other in self._s["segments"].values():
+            if other["network"] != segment["network"] or other["site"] == segment["site"]:
+                continue
+            prefix = {
+                "l3-routed": str(_span(other["address"], 1).subnet),
+                "global-nat": other["global_block"],
+            }
+            peers.append(
+                Peer(
+                    site=other["site"],
+                    gateway=self._s["sites"][other["site"]]["gateway"],
+                    prefix=prefix.get(network["mode"], ""),
+                )
+            )
+        return DesiredSegment(
+            network=segment["network"],
+            mode=network["mode"],
+            federated_vni=network["vni"],
+            tenant=segment["tenant"],
+            vni=segment["vni"],
+            address=segment["address"],
+            endpoints=segment["endpoints"],
+            global_block=segment["global_block"],
+            peers=tuple(sorted(peers, key=lambda p: p.site)),
+        )
+
+    def report(self, token: str | None, site: str, report: SiteReport) -> None:
+        """An agent's account of what its site holds."""
+        self._site(token, site)
+        with self.transaction():
+            self._s["reports"][site] = report.model_dump(mode="json")
+
+    # -- status -------------------------------------------------------------------------
+    def status(self) -> list[NetworkStatus]:
+        """Each federated network: ACTIVE when every pair of its sites consented and realised it."""
+        return [self._status(name, n) for name, n in sorted(self._s["networks"].items())]
+
+    def _realised(self, site: str, network: str) -> set[str]:
+        report = self._s["reports"].get(site, {})
+        for seg in report.get("realised", []):
+            if seg["network"] == network:
+                return set(seg["peers"])
+        return set()
+
+    def _status(self, name: str, network: dict[str, Any]) -> NetworkStatus:
+        consented = tuple(s for s in network["sites"] if _key(name, s) in self._s["segments"])
+        links: dict[str, str] = {}
+        for a, b in combinations(network["sites"], 2):
+            both = a in consented and b in consented
+            up = both and b in self._realised(a, name) and a in self._realised(b, name)
+            links[f"{a}<->{b}"] = "ACTIVE" if up else "PENDING"
+        everyone = len(consented) == len(network["sites"])
+        if not consented:
+            status = "DOWN"
+        elif everyone and all(v == "ACTIVE" for v in links.values()):
+            status = "ACTIVE"
+        else:
+            status = "PENDING"
+        return NetworkStatus(
+            name=name,
+            tenant=network["tenant"],
+            mode=network["mode"],
+            federated_vni=network["vni"],
+            sites=tuple(network["sites"]),
+            consented=consented,
+            status=status,
+            interconnections=links,
+        )
+
+    def snapshot(self) -> dict[str, Any]:
+        """The state without token hashes (for `status --json` and backups)."""
+        state = copy.deepcopy(self._state)
+        state.pop("admin")
+        for site in state["sites"].values():
+            site.pop("token")
+        return state
+
+
+class _Span:
+    def __init__(self, address: str, endpoints: int) -> None:
+        iface = ipaddress.IPv4Interface(address)
+        self.subnet = iface.network
+        self.first = int(iface.ip)
+        self.last = self.first + endpoints - 1
+        self.text = f"{iface.ip}-{ipaddress.IPv4Address(self.last)}"
+
+
+def _span(address: str, endpoints: int) -> _Span:
+    return _Span(address, endpoints)

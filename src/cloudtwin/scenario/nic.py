@@ -1,0 +1,97 @@
+"""The `nic:` section of a scenario: NIC profile, function chain on tiers, host groups, boot faults."""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from cloudtwin.scenario.units import parse_size, parse_time
+
+__all__ = [
+    "BootFault",
+    "FunctionName",
+    "Nic",
+    "NicFunction",
+    "NicGroup",
+    "PipelineSwap",
+    "ProfileName",
+    "Storm",
+    "Tier",
+]
+
+ProfileName = Literal["basic", "janus-100g", "software-vswitch", "bmv2-like"]
+Tier = Literal["host", "nic-cores", "pipeline"]
+FunctionName = Literal[
+    "overlay", "security-groups", "conntrack", "rate-limiter", "storage-initiator", "attestation"
+]
+Stage = Literal["firmware", "nic-os", "pipeline"]
+
+Size = Annotated[int, BeforeValidator(parse_size), Field(gt=0)]
+Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
+
+
+def _host_set(spec: object) -> tuple[int, ...]:
+    from cloudtwin.scenario.model import parse_host_ranges
+
+    return parse_host_ranges(spec)  # type: ignore[arg-type]
+
+
+HostSet = Annotated[tuple[int, ...], BeforeValidator(_host_set)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class NicFunction(_Model):
+    """One function of the chain and the tier it runs on (default: the profile's choice)."""
+
+    name: FunctionName
+    tier: Tier | None = None
+
+
+class NicGroup(_Model):
+    """Hosts whose NIC differs from the scenario's default profile or chain."""
+
+    hosts: HostSet
+    profile: ProfileName | None = None
+    functions: tuple[NicFunction, ...] | None = None
+
+
+class BootFault(_Model):
+    """A boot stage of some hosts' NICs that was altered after signing, or never signed."""
+
+    hosts: HostSet
+    stage: Stage = "nic-os"
+    kind: Literal["tampered", "unsigned"] = "tampered"
+
+
+class Storm(_Model):
+    """A connection storm: new flows per second per host above the usual rate, for a while."""
+
+    new_flows_per_s: float = Field(gt=0)
+    duration: Duration = 1.0
+    start: Duration = 0.1
+    flow_lifetime: Duration = 0.01
+
+
+class PipelineSwap(_Model):
+    """The provider loads a new pipeline program into some hosts' NICs at `at`."""
+
+    hosts: HostSet
+    at: Duration = 0.0
+
+
+class Nic(_Model):
+    """Every host's NIC: `basic` (no datapath cost, the default) or a smartNIC profile."""
+
+    profile: ProfileName = "basic"
+    functions: tuple[NicFunction, ...] | None = None
+    packet_size: Size = 1500
+    packet_mix: tuple[tuple[Size, float], ...] = ()
+    new_flows_per_s: float = Field(0.0, ge=0)
+    groups: tuple[NicGroup, ...] = ()
+    boot_faults: tuple[BootFault, ...] = ()
+    storm: Storm | None = None
+    pipeline_swaps: tuple[PipelineSwap, ...] = ()

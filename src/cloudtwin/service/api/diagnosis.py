@@ -1,0 +1,31 @@
+"""/api/diagnosis: likely root causes ranked from the store's logs and flow telemetry."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query
+
+from cloudtwin.diagnosis.usecase import DEFAULT_TOP
+from cloudtwin.diagnosis.usecase import diagnose as rank
+from cloudtwin.service.auth import require_read
+from cloudtwin.service.deps import read_store
+from cloudtwin.service.fabric import read_fabric
+from cloudtwin.store.database import Store
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/diagnosis", tags=["diagnosis"], dependencies=[Depends(require_read)])
+
+
+@router.get("")
+def diagnosis(
+    store: Annotated[Store, Depends(read_store)],
+    top: Annotated[int, Query(ge=1, le=1000)] = DEFAULT_TOP,
+    window_ms: Annotated[float | None, Query(gt=0.001, le=86_400_000)] = None,
+) -> dict[str, Any]:
+    """The `top` suspects, best first (`cloudtwin diagnose --json`), and the fabric they sit on."""
+    window = timedelta(milliseconds=window_ms) if window_ms else None
+    result = rank(store, None, top, window)
+    return {**result.to_json(), "fabric": read_fabric(store).to_json()}

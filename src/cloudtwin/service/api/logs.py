@@ -1,0 +1,145 @@
+"""/api/logs: search the stored lines, list templates, find anomalies, a timeline of counts,
+and ingest uploaded log text (the `cloudtwin logs` use cases)."""
+
+from __future__ import annotations
+
+import io
+from collections import defaultdict
+from dataclasses import asdict
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from cloudtwin.ops.anomaly import DetectorConfig
+from cloudtwin.ops.reader import log_stream
+from cloudtwin.service.auth import require_read, require_token
+from cloudtwin.service.deps import job_queue, read_store
+from cloudtwin.service.jobs import JobQueue, Progress
+from cloudtwin.store.database import Store
+from cloudtwin.store.ops_usecases import (
+    LogInput,
+    count_logs,
+    detect_log_anomalies,
+    ingest_logs,
+    log_preset,
+    search_logs,
+    templates,
+)
+
+__all__ = ["router"]
+
+router = APIRouter(prefix="/api/logs", tags=["logs"])
+read = [Depends(require_read)]
+#: The most log text one request may carry (larger files: `cloudtwin logs ingest`).
+MAX_INGEST_BYTES = 8 * 2**20
+
+StoreDep = Annotated[Store, Depends(read_store)]
+Since = Annotated[datetime | None, Query(description="Lines at or after (ISO 8601)")]
+Until = Annotated[datetime | None, Query(description="Lines before (ISO 8601)")]
+#: Windows from a millisecond to a week; the store refuses more than its maximum of windows.
+WindowS = Annotated[float, Query(gt=0.001, le=7 * 86400, description="Window length in seconds")]
+
+
+def _json(row: Any) -> dict[str, Any]:
+    return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(row).items()}
+
+
+def _naive(value: datetime | None) -> datetime | None:
+    """Stored times are UTC without a zone: compare like with like."""
+    if value is None or value.tzinfo is None:
+        return value
+    return value.astimezone(UTC).replace(tzinfo=None)
+
+
+@router.get("/templates", dependencies=read)
+def list_templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
+    """Mined templates with their line counts, most frequent first."""
+    return {"templates": [_json(t) for t in templates(store, limit)]}
+
+
+@router.get("/search", dependencies=read)
+def search(
+    store: StoreDep,
+    text: Annotated[str | None, Query(max_length=500, description="Message contains (any case)")] = None,
+    template_id: Annotated[int | None, Query(ge=0, lt=2**31)] = None,
+    since: Since = None,
+    until: Until = None,
+    limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+) -> dict[str, Any]:
+    """Lines containing a text or of a template, in a time range, in source and line order."""
+    found = search_logs(store, text, template_id, _naive(since), _naive(until), limit)
+    return {"lines": [_json(line) for line in found]}
+
+
+@router.get("/anomalies", dependencies=read)
+def anomalies(
+    store: StoreDep,
+    window_s: WindowS = 3600.0,
+    by: Literal["template", "component"] = "template",
+    threshold: Annotated[float, Query(ge=0, le=1000)] = 6.0,
+    history: Annotated[int, Query(ge=1, le=10_000)] = 24,
+    since: Since = None,
+    until: Until = None,
+) -> dict[str, Any]:
+    """Bursts, new and silent templates (or components), scored by surprise (-log10 p)."""
+    found = detect_log_anomalies(
+        store, timedelta(seconds=window_s), by, _naive(since), _naive(until),
+        DetectorConfig(history=history, threshold=threshold),
+    )
+    return {"anomalies": [_json(a) for a in found]}
+
+
+@router.get("/timeline", dependencies=read)
+def timeline(
+    store: StoreDep, window_s: WindowS = 3600.0, since: Since = None, until: Until = None
+) -> dict[str, Any]:
+    """Lines per window (windows without lines left out), and the anomalies flagged in them."""
+    window = timedelta(seconds=window_s)
+    lines: dict[datetime, int] = defaultdict(int)
+    for count in count_logs(store, window, "template", _naive(since), _naive(until)):
+        lines[count.window_start] += count.lines
+    found = detect_log_anomalies(store, window, "template", _naive(since), _naive(until)) if lines else []
+    return {
+        "windows": [w.isoformat() for w in sorted(lines)],
+        "lines": [lines[w] for w in sorted(lines)],
+        "anomalies": [_json(a) for a in found],
+    }
+
+
+class IngestRequest(BaseModel):
+    """Log text to ingest under a source name, in a known format (`cloudtwin logs ingest`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    format: str = Field(..., max_length=200, description="A preset (hdfs, syslog, ...) or a format string")
+    source: str = Field(..., min_length=1, max_length=500, description="Source name; re-using it appends")
+    text: str = Field(..., max_length=MAX_INGEST_BYTES, description="The log lines")
+
+
+@router.post("/ingest", status_code=202, dependencies=[Depends(require_token)])
+def ingest(
+    body: IngestRequest, request: Request, queue: Annotated[JobQueue, Depends(job_queue)]
+) -> dict[str, Any]:
+    """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints
+    for the same lines read from stdin under the same `--source`."""
+    preset = log_preset(body.format)
+    data = body.text.encode("utf-8")
+    db, snapshots = request.app.state.settings.db, request.app.state.snapshots
+
+    def work(progress: Progress) -> dict[str, Any]:
+        done = 0
+
+        def hook(count: int) -> None:
+            nonlocal done
+            done += count
+            progress("ingest", done, len(data))
+
+        with Store(db) as store, log_stream(io.BytesIO(data), body.source) as log:
+            item = LogInput(log, body.source, "append")
+            summaries = ingest_logs(store, [item], preset, progress=lambda _: hook)
+        snapshots.refresh()
+        return dict(summaries[0].__dict__)
+
+    return queue.submit("logs-ingest", body.source, ["ingest"], work).to_json()

@@ -1,0 +1,67 @@
+"""`cloudtwin serve`: the command that starts the HTTP API and the web pages over a store.
+
+It lives here, beside the service, and the CLI loads it by name (cli/ and service/ are
+peers that do not import each other). Nothing heavy is imported until it runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from cloudtwin.errors import CloudtwinError, StoreError
+from cloudtwin.store.database import DEFAULT_DB
+
+__all__ = ["serve"]
+
+_DB = typer.Option(
+    DEFAULT_DB, "--db", help="The store (DuckDB) to serve; created by the first job that stores."
+)
+_HOST = typer.Option(
+    "127.0.0.1", "--host", help="Address to listen on. Other than this machine's only with an existing token."
+)
+_PORT = typer.Option(8000, "--port", min=0, max=65535, help="TCP port.")
+_TOKEN = typer.Option(
+    None, "--token-file", help="Where the bearer token is kept (default: beside the store, DB.token)."
+)
+
+
+def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path | None = _TOKEN) -> None:
+    """Serve the runs, jobs, logs and diagnoses of a store: an HTTP API and web pages.
+
+    Open http://127.0.0.1:8000/ for the pages; the API's schema is at /openapi.json. Reading is open to
+    this machine; every change (starting a job, cancelling one) needs the bearer token,
+    made at the first start, kept mode 0600 beside the store and printed that once.
+    Pages read a copy of the store, so a CLI ingest or sweep writing it meanwhile never
+    makes them fail (they show the last copy until the writer is done).
+
+    Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
+    """
+    try:
+        import uvicorn
+
+        from cloudtwin.service.app import create_app
+    except ImportError as err:
+        raise CloudtwinError(
+            f"serve: needs the web extra ({err.name} is missing): pip install 'cloudtwin[web]'"
+        ) from err
+    from cloudtwin.service.examples import default_examples_dir
+    from cloudtwin.service.settings import ServiceSettings, is_loopback, token_path_for
+    from cloudtwin.service.token import load_or_create_token
+
+    path = token_file if token_file is not None else token_path_for(db)
+    if not is_loopback(host) and not path.exists():
+        raise StoreError(
+            f"host: {host} is reachable from other machines; start once on 127.0.0.1 to make the "
+            f"token ({path}), then every request from elsewhere needs it"
+        )
+    token, created = load_or_create_token(path)
+    if created:
+        typer.echo(f"cloudtwin: new bearer token for changes (kept in {path}, shown only now):\n{token}")
+    else:
+        typer.echo(f"cloudtwin: changes need the bearer token kept in {path}")
+    settings = ServiceSettings(db=db, token=token, examples_dir=default_examples_dir(), host=host)
+    app = create_app(settings)
+    typer.echo(f"cloudtwin: serving {db} on http://{host}:{port}/ (API schema at /openapi.json)")
+    uvicorn.run(app, host=host, port=port, log_level="warning")

@@ -1,0 +1,53 @@
+"""The bearer token that every change through the service needs: made once, kept mode 0600."""
+
+from __future__ import annotations
+
+import hmac
+import os
+import secrets
+from pathlib import Path
+
+from cloudtwin.errors import StoreError
+
+__all__ = ["load_or_create_token", "same_token"]
+
+_TOKEN_BYTES = 32
+
+
+def load_or_create_token(path: Path) -> tuple[str, bool]:
+    """The token stored at `path`, creating it (mode 0600) on first use; and whether it is new.
+
+    The file is created exclusively with its final mode, so the token is never readable
+    by another user, not even for a moment.
+    """
+    try:
+        text = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        text = ""
+    except (OSError, UnicodeDecodeError) as err:
+        raise StoreError(f"token file {path}: cannot read it: {err}") from err
+    if text:
+        _check_mode(path)
+        return text, False
+    token = secrets.token_urlsafe(_TOKEN_BYTES)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError as err:
+        raise StoreError(f"token file {path}: exists but is empty; remove it to make a new token") from err
+    except OSError as err:
+        raise StoreError(f"token file {path}: cannot create it: {err}") from err
+    with os.fdopen(fd, "w", encoding="ascii") as handle:
+        handle.write(token + "\n")
+    return token, True
+
+
+def _check_mode(path: Path) -> None:
+    mode = path.stat().st_mode & 0o777
+    if mode & 0o077:
+        raise StoreError(f"token file {path}: mode {mode:o} lets other users read it; chmod 600 it")
+
+
+def same_token(given: str, expected: str) -> bool:
+    """Compare in constant time."""
+    return hmac.compare_digest(given.encode(), expected.encode())

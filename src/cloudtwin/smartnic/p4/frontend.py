@@ -1,0 +1,413 @@
+"""The P4-16 subset front end: source text -> a checked `Program`, or one `file:line:col` error.
+
+Supported: `const`, `typedef`, `header` and `struct` declarations; one `parser` (states
+with `extract`, assignments, `transition` to a state or `select` with value, mask and
+default keysets, `accept`/`reject`); a main `control` (actions with parameters, tables
+with exact/lpm/ternary keys, `actions`, `default_action`, `size`; `Counter` and `Meter`
+externs; variables; an apply block with assignments, `if`/`else`, `t.apply()` and
+`t.apply().hit`/`.miss`, `setValid`/`setInvalid`/`isValid`, action calls, `exit`); a
+deparser control of `emit`s; and the `main` instantiation of the PNA-like `PNA_NIC`.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+
+import lark
+from lark import Lark, Token, Tree
+
+from cloudtwin.errors import P4Error
+from cloudtwin.smartnic.p4.grammar import GRAMMAR
+from cloudtwin.smartnic.p4.program import (
+    Action,
+    Control,
+    Extern,
+    HeaderType,
+    MatchKind,
+    ParserBlock,
+    Program,
+    Table,
+    TableKey,
+)
+
+__all__ = ["ARCHITECTURE_CONSTANTS", "ISTD_FIELDS", "parse_program", "parse_number"]
+
+ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
+"""What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
+
+ARCHITECTURE_CONSTANTS = {
+    "NET_TO_HOST": 0,
+    "HOST_TO_NET": 1,
+    "PNA_CounterType_t.PACKETS": 0,
+    "PNA_CounterType_t.BYTES": 1,
+    "PNA_CounterType_t.PACKETS_AND_BYTES": 2,
+    "PNA_MeterType_t.PACKETS": 0,
+    "PNA_MeterType_t.BYTES": 1,
+    "PNA_MeterColor_t.GREEN": 0,
+    "PNA_MeterColor_t.YELLOW": 1,
+    "PNA_MeterColor_t.RED": 2,
+}
+_UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
+_ARCH_TYPES = {
+    "packet_in",
+    "packet_out",
+    "pna_main_parser_input_metadata_t",
+    "pna_main_input_metadata_t",
+    "pna_main_output_metadata_t",
+}
+
+
+@cache
+def _lark() -> Lark:
+    return Lark(GRAMMAR, parser="lalr", propagate_positions=True, maybe_placeholders=True)
+
+
+def parse_number(text: str) -> tuple[int, int | None]:
+    """A P4 integer literal -> (value, width or None).
+
+    >>> parse_number("16w0x0800")
+    (2048, 16)
+    """
+    width: int | None = None
+    body = text.replace("_", "")
+    for sep in "ws":
+        head, found, tail = body.partition(sep)
+        if found and head.isdigit():
+            width, body = int(head), tail
+            break
+    return int(body, 0), width
+
+
+class _Checker:
+    """Walks the parse tree, building the Program and raising at the first unsupported construct."""
+
+    def __init__(self, source: str, text: str) -> None:
+        self.source = source
+        self.text = text
+        self.typedefs: dict[str, int] = {}
+        self.headers: dict[str, HeaderType] = {}
+        self.structs: dict[str, list[tuple[str, Tree]]] = {}
+        self.constants: dict[str, int] = dict(ARCHITECTURE_CONSTANTS)
+        self.parsers: list[ParserBlock] = []
+        self.controls: list[tuple[Control, Tree]] = []
+        self.global_actions: dict[str, Action] = {}
+        self.main: Tree | None = None
+        self._parser_nodes: list[Tree] = []
+
+    def fail(self, node: Tree | Token, what: str) -> P4Error:
+        line, column = _position(node)
+        return P4Error(f"{self.source}:{line}:{column}: {what}")
+
+    def width(self, node: Tree, what: str) -> int:
+        if node.data == "bit_type":
+            value, _ = parse_number(str(node.children[0].children[0]))
+            if not 1 <= value <= 2048:
+                raise self.fail(node, f"{what}: bit<{value}> is outside bit<1>..bit<2048>")
+            return value
+        if node.data == "bool_type":
+            return 1
+        name = str(node.children[0])
+        if name in self.typedefs:
+            return self.typedefs[name]
+        raise self.fail(node, f"{what}: type {name!r} is not a bit<N> type or typedef of one")
+
+    def source_text(self, node: Tree) -> str:
+        meta = node.meta
+        return " ".join(self.text[meta.start_pos : meta.end_pos].split())
+
+    def constant(self, node: Tree) -> int:
+        if node.data == "number":
+            return parse_number(str(node.children[0]))[0]
+        if node.data == "ref":
+            name = ".".join(str(t) for t in node.children[0].children)
+            if name in self.constants:
+                return self.constants[name]
+        if node.data == "neg":
+            return -self.constant(node.children[0])
+        raise self.fail(node, "a compile-time constant is needed here")
+
+    def declaration(self, node: Tree) -> None:
+        handler = getattr(self, f"_{node.data}", None)
+        if handler is None:
+            raise self.fail(node, f"{node.data.replace('_', ' ')} is outside the supported subset")
+        handler(node)
+
+    def _const_decl(self, node: Tree) -> None:
+        _, name, value = node.children
+        self.constants[str(name)] = self.constant(value)
+
+    def _typedef_decl(self, node: Tree) -> None:
+        type_, name = node.children
+        self.typedefs[str(name)] = self.width(type_, f"typedef {name}")
+
+    def _header_decl(self, node: Tree) -> None:
+        name = str(node.children[0])
+        fields = tuple(
+            (str(f.children[1]), self.width(f.children[0], f"{name}.{f.children[1]}"))
+            for f in node.children[1:]
+        )
+        header = HeaderType(name, fields)
+        if header.width_bits % 8:
+            raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
+        self.headers[name] = header
+
+    def _struct_decl(self, node: Tree) -> None:
+        name = str(node.children[0])
+        self.structs[name] = [(str(f.children[1]), f.children[0]) for f in node.children[1:]]
+
+    def _action_decl(self, node: Tree) -> None:
+        action = self.action(node)
+        self.global_actions[action.name] = action
+
+    def _main_decl(self, node: Tree) -> None:
+        if str(node.children[0]) != "PNA_NIC":
+            raise self.fail(node, f"package {node.children[0]}: only PNA_NIC(parser, control, deparser)")
+        self.main = node
+
+    def _parser_decl(self, node: Tree) -> None:
+        name = str(node.children[0])
+        block = ParserBlock(name)
+        for child in node.children[2:]:
+            if child.data == "parser_state":
+                state = str(child.children[0])
+                if state in ("accept", "reject"):
+                    raise self.fail(child, f"state {state} is built in and cannot be declared")
+                block.states[state] = child
+            else:
+                raise self.fail(child, "parser-local declarations are outside the supported subset")
+        if "start" not in block.states:
+            raise self.fail(node, f"parser {name}: no start state")
+        self.parsers.append(block)
+
+    def _control_decl(self, node: Tree) -> None:
+        control = Control(str(node.children[0]))
+        for child in node.children[2:-1]:
+            self.control_local(control, child)
+        control.apply = node.children[-1]
+        self.controls.append((control, node.children[1]))
+
+    def control_local(self, control: Control, node: Tree) -> None:
+        if node.data == "action_decl":
+            control.actions[str(node.children[0])] = self.action(node)
+        elif node.data == "table_decl":
+            control.tables[str(node.children[0])] = self.table(control, node)
+        elif node.data == "extern_decl":
+            extern = self.extern(node)
+            control.externs[extern.name] = extern
+        elif node.data == "var_decl":
+            type_, name, init = node.children
+            control.variables[str(name)] = (self.width(type_, str(name)), init)
+        elif node.data == "const_decl":
+            self._const_decl(node)
+
+    def action(self, node: Tree) -> Action:
+        name, params, body = node.children
+        bound = []
+        for param in params.children:
+            if param is None:
+                continue
+            direction, type_, pname = param.children
+            if direction is not None:
+                raise self.fail(param, f"action {name}: directional parameters are outside the subset")
+            bound.append((str(pname), self.width(type_, f"action {name} parameter {pname}")))
+        return Action(str(name), tuple(bound), body)
+
+    def extern(self, node: Tree) -> Extern:
+        kind = str(node.children[0])
+        if kind not in ("Counter", "Meter"):
+            raise self.fail(node, f"extern {kind}: only Counter and Meter are supported")
+        args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
+        args = [a for a in args if a is not None]
+        if len(args) != 2:
+            raise self.fail(node, f"{kind}: expected (size, type) arguments")
+        size, unit = self.constant(args[0]), self.constant(args[1])
+        if size < 1:
+            raise self.fail(node, f"{kind} {node.children[-1]}: size must be at least 1")
+        return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
+
+    def table(self, control: Control, node: Tree) -> Table:
+        name = str(node.children[0])
+        keys: list[TableKey] = []
+        actions: list[str] = []
+        default: Tree | None = None
+        const_default = False
+        size = 1024
+        for prop in node.children[1:]:
+            if prop.data == "table_key":
+                for elem in prop.children:
+                    kind = str(elem.children[1])
+                    if kind not in MatchKind.__members__.values():
+                        raise self.fail(
+                            elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary"
+                        )
+                    keys.append(
+                        TableKey(self.source_text(elem.children[0]), elem.children[0], MatchKind(kind), 0)
+                    )
+            elif prop.data == "table_actions":
+                actions = [str(ref.children[0]) for ref in prop.children]
+            elif prop.data == "table_default":
+                const_default = prop.children[0] is not None
+                default = prop.children[1]
+            else:
+                size = self.constant(prop.children[0])
+        if sum(k.kind == MatchKind.LPM for k in keys) > 1:
+            raise self.fail(node, f"table {name}: at most one lpm key")
+        for action in actions:
+            if action not in control.actions and action not in self.global_actions and action != "NoAction":
+                raise self.fail(node, f"table {name}: unknown action {action!r}")
+        default_name: str = "NoAction"
+        default_args: tuple[Tree, ...] = ()
+        if default is not None:
+            default_name = str(default.children[0])
+            default_args = tuple(a for a in default.children[1:] if a is not None)
+            if default_name not in actions and default_name != "NoAction":
+                raise self.fail(
+                    default, f"table {name}: default action {default_name!r} is not in its actions"
+                )
+        return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size)
+
+    def struct_fields(self, struct: str, prefix: str, node: Tree) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for fname, type_ in self.structs[struct]:
+            if type_.data == "named_type" and str(type_.children[0]) in self.structs:
+                out.update(self.struct_fields(str(type_.children[0]), f"{prefix}.{fname}", node))
+            else:
+                out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}")
+        return out
+
+    def header_instances(self, struct: str, node: Tree) -> dict[str, HeaderType]:
+        if struct not in self.structs:
+            raise self.fail(node, f"parser: headers type {struct!r} is not a declared struct")
+        out = {}
+        for fname, type_ in self.structs[struct]:
+            tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if tname not in self.headers:
+                raise self.fail(type_, f"{struct}.{fname}: only headers may be members of the headers struct")
+            out[f"hdr.{fname}"] = self.headers[tname]
+        return out
+
+    def build(self, tree: Tree) -> Program:
+        for node in tree.children:
+            self.declaration(node)
+        if self.main is None:
+            raise self.fail(tree, "no `PNA_NIC(...) main;` instantiation")
+        blocks = [str(inst.children[0]) for inst in self.main.children[1:-1] if inst is not None]
+        if len(blocks) != 3:
+            raise self.fail(self.main, "PNA_NIC takes (parser, control, deparser) in this subset")
+        parser = next((p for p in self.parsers if p.name == blocks[0]), None)
+        controls = {c.name: (c, params) for c, params in self.controls}
+        if parser is None:
+            raise self.fail(self.main, f"no parser named {blocks[0]!r}")
+        for name in blocks[1:]:
+            if name not in controls:
+                raise self.fail(self.main, f"no control named {name!r}")
+        hdr_type, meta_type = self.parser_types(parser)
+        instances = self.header_instances(hdr_type, self.main)
+        metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
+        control, deparser = controls[blocks[1]][0], controls[blocks[2]][0]
+        parser_node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
+        parser.roles = self.roles(parser_node.children[1], hdr_type)
+        for block in (control, deparser):
+            block.roles = self.roles(controls[block.name][1], hdr_type)
+        program = Program(
+            self.source,
+            self.text,
+            self.headers,
+            instances,
+            metadata,
+            self.constants,
+            parser,
+            control,
+            deparser,
+            self.global_actions,
+        )
+        program.emit_order = self.emits(deparser, instances)
+        program.parser = parser
+        return program
+
+    def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
+        node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
+        params = [p for p in node.children[1].children if p is not None]
+        hdr = meta = None
+        for param in params:
+            direction, type_, _ = param.children
+            tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if tname in _ARCH_TYPES:
+                continue
+            if direction is not None and str(direction) == "out":
+                hdr = tname
+            else:
+                meta = tname
+        if hdr is None:
+            raise self.fail(node, f"parser {parser.name}: no `out` headers parameter")
+        return hdr, meta
+
+    def roles(self, params: Tree, hdr_type: str) -> dict[str, str]:
+        """Each parameter's role: pkt, hdr, meta, istd or ostd."""
+        roles = {}
+        for param in (p for p in params.children if p is not None):
+            _, type_, name = param.children
+            tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if tname in ("packet_in", "packet_out"):
+                roles[str(name)] = "pkt"
+            elif "input_metadata" in tname:
+                roles[str(name)] = "istd"
+            elif "output_metadata" in tname:
+                roles[str(name)] = "ostd"
+            else:
+                roles[str(name)] = "hdr" if tname == hdr_type else "meta"
+        return roles
+
+    def emits(self, deparser: Control, instances: dict[str, HeaderType]) -> tuple[str, ...]:
+        order: list[str] = []
+        assert deparser.apply is not None
+        for stmt in deparser.apply.children:
+            call = stmt.children[0] if stmt.data == "call_stmt" else None
+            if call is None or call.data != "call":
+                raise self.fail(stmt, "the deparser may only emit headers")
+            path = [str(t) for t in call.children[0].children]
+            args = [a for a in call.children[1:] if a is not None]
+            if path[-1] != "emit" or len(args) != 1 or args[0].data != "ref":
+                raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
+            names = [str(t) for t in args[0].children[0].children]
+            header = ".".join([deparser.roles.get(names[0], names[0]), *names[1:]])
+            if header not in instances:
+                raise self.fail(stmt, f"emit: {header} is not a header")
+            order.append(header)
+        return tuple(order)
+
+
+_TYPE_RULES = {"bit_type", "bool_type", "named_type"}
+
+
+def _position(node: Tree | Token) -> tuple[int, int]:
+    if isinstance(node, Token):
+        return node.line or 0, node.column or 0
+    meta = node.meta
+    return (getattr(meta, "line", 0), getattr(meta, "column", 0)) if not meta.empty else (0, 0)
+
+
+def parse_program(text: str, source: str = "<p4>") -> Program:
+    """Parse and check a P4 program; P4Error (`file:line:col: what`) when it is outside the subset."""
+    try:
+        tree = _lark().parse(text)
+    except lark.UnexpectedCharacters as err:
+        raise P4Error(
+            f"{source}:{err.line}:{err.column}: unexpected character {text[err.pos_in_stream or 0]!r}"
+        ) from err
+    except lark.UnexpectedToken as err:
+        token = err.token
+        what = "end of file" if token.type == "$END" else f"{token.value!r}"
+        raise P4Error(
+            f"{source}:{err.line}:{err.column}: unexpected {what}; this construct is outside the "
+            f"supported P4-16 subset"
+        ) from err
+    except lark.UnexpectedEOF as err:
+        raise P4Error(f"{source}: unexpected end of file") from err
+    checker = _Checker(source, text)
+    checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
+    program = checker.build(tree)
+    from cloudtwin.smartnic.p4.datapath import compile_program
+
+    compile_program(program)  # resolves every name and width now, so errors surface here
+    return program

@@ -1,0 +1,141 @@
+"""A checked P4 program: header layouts, the parser's states, the control's tables and actions.
+
+Bodies stay as lark trees (with their source positions); `datapath` compiles them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+
+from lark import Tree
+
+__all__ = [
+    "Action",
+    "Control",
+    "Extern",
+    "HeaderType",
+    "MatchKind",
+    "ParserBlock",
+    "Program",
+    "Table",
+    "TableKey",
+]
+
+
+class MatchKind(StrEnum):
+    """How a table key field matches."""
+
+    EXACT = "exact"
+    LPM = "lpm"
+    TERNARY = "ternary"
+
+
+@dataclass(frozen=True)
+class HeaderType:
+    """A header: named fields of fixed bit widths, most significant first on the wire."""
+
+    name: str
+    fields: tuple[tuple[str, int], ...]
+
+    @property
+    def width_bits(self) -> int:
+        return sum(width for _, width in self.fields)
+
+    @property
+    def size_bytes(self) -> int:
+        return self.width_bits // 8
+
+    def offsets(self) -> dict[str, tuple[int, int]]:
+        """field -> (bit offset from the header's start, width)."""
+        out, offset = {}, 0
+        for name, width in self.fields:
+            out[name] = (offset, width)
+            offset += width
+        return out
+
+
+@dataclass(frozen=True)
+class TableKey:
+    """One key field: its expression, its match kind and its name (the expression's text)."""
+
+    name: str
+    expr: Tree
+    kind: MatchKind
+    width: int
+
+
+@dataclass(frozen=True)
+class Action:
+    """An action: parameters (name, width) bound by a table entry or a call, and a body."""
+
+    name: str
+    params: tuple[tuple[str, int], ...]
+    body: Tree
+
+
+@dataclass(frozen=True)
+class Table:
+    """A match-action table with its keys, allowed actions, default action and size."""
+
+    name: str
+    keys: tuple[TableKey, ...]
+    actions: tuple[str, ...]
+    default_action: str
+    default_args: tuple[Tree, ...]
+    default_is_const: bool
+    size: int
+
+
+@dataclass(frozen=True)
+class Extern:
+    """A counter or meter instance: `kind` (`Counter`/`Meter`), how many cells, what it counts."""
+
+    name: str
+    kind: str
+    size: int
+    unit: str
+
+
+@dataclass
+class Control:
+    """A control block: local actions, tables, externs, variables and the apply block."""
+
+    name: str
+    actions: dict[str, Action] = field(default_factory=dict)
+    tables: dict[str, Table] = field(default_factory=dict)
+    externs: dict[str, Extern] = field(default_factory=dict)
+    variables: dict[str, tuple[int, Tree | None]] = field(default_factory=dict)
+    apply: Tree | None = None
+    roles: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ParserBlock:
+    """The parser: its states (statements and transition), entered at `start`."""
+
+    name: str
+    states: dict[str, Tree] = field(default_factory=dict)
+    roles: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Program:
+    """A whole P4 program for the PNA-like NIC architecture."""
+
+    source: str
+    text: str
+    headers: dict[str, HeaderType]
+    header_instances: dict[str, HeaderType]
+    metadata_fields: dict[str, int]
+    constants: dict[str, int]
+    parser: ParserBlock
+    control: Control
+    deparser: Control
+    global_actions: dict[str, Action]
+    emit_order: tuple[str, ...] = ()
+
+    def table(self, name: str) -> Table:
+        """A table by its name (optionally prefixed with the control's name)."""
+        short = name.split(".")[-1]
+        return self.control.tables[short]

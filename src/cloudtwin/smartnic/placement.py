@@ -1,0 +1,112 @@
+"""Which NIC each host has and where its functions run: a scenario's `nic:` section resolved."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.errors import NicError
+from cloudtwin.scenario.nic import Nic, NicFunction
+from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, FUNCTIONS, PROFILES, NicProfile
+
+__all__ = ["HostNic", "NicPlan", "TierLoad", "plan_nics"]
+
+
+@dataclass(frozen=True)
+class TierLoad:
+    """What one packet costs a tier: x86 cycles per packet and per byte, set-up per flow."""
+
+    cycles_per_packet: float = 0.0
+    cycles_per_byte: float = 0.0
+    setup_cycles_per_flow: float = 0.0
+    functions: tuple[str, ...] = ()
+
+    def cycles(self, packet_bytes: float) -> float:
+        return self.cycles_per_packet + self.cycles_per_byte * packet_bytes
+
+
+@dataclass(frozen=True)
+class HostNic:
+    """A NIC model and its functions placed on tiers."""
+
+    profile: NicProfile
+    tiers: dict[str, str]
+
+    def load(self, tier: str) -> TierLoad:
+        """The summed cost of the functions placed on `tier`."""
+        names = tuple(f for f, t in self.tiers.items() if t == tier)
+        costs = [FUNCTIONS[f] for f in names]
+        return TierLoad(
+            sum(c.cycles_per_packet for c in costs),
+            sum(c.cycles_per_byte for c in costs),
+            sum(c.setup_cycles_per_flow for c in costs),
+            names,
+        )
+
+    def all_on_host(self) -> HostNic:
+        """The same functions, all in the host's software datapath (the no-offload baseline)."""
+        return HostNic(PROFILES["software-vswitch"], {f: "host" for f in self.tiers})
+
+
+@dataclass(frozen=True)
+class NicPlan:
+    """Every host's NIC: `nic_of_host[h]` indexes `nics`; the packet-size mix of the traffic."""
+
+    nics: tuple[HostNic, ...]
+    nic_of_host: np.ndarray
+    packet_bytes: np.ndarray
+    packet_share: np.ndarray
+    new_flows_per_s: float
+    swaps: tuple[tuple[int, float, float], ...] = ()  # (host, at_s, stall_s)
+    quarantined: tuple[tuple[int, str], ...] = ()  # (host, why) for NICs that failed measured boot
+
+    @property
+    def mean_packet_bytes(self) -> float:
+        return float(self.packet_bytes @ self.packet_share)
+
+    @property
+    def modelled(self) -> bool:
+        """False when every host has a `basic` NIC (no datapath cost anywhere)."""
+        return any(n.profile.modelled for n in self.nics) or bool(self.swaps or self.quarantined)
+
+
+def _chain(profile: NicProfile, functions: tuple[NicFunction, ...] | None, where: str) -> dict[str, str]:
+    chosen = functions if functions is not None else tuple(NicFunction(name=f) for f in DEFAULT_CHAIN)
+    tiers: dict[str, str] = {}
+    for i, function in enumerate(chosen):
+        tiers[function.name] = profile.tier_of(function.name, function.tier, f"{where}.{i}")
+    return tiers
+
+
+def plan_nics(nic: Nic, host_count: int) -> NicPlan:
+    """Resolve profiles and placements per host; NicError names an impossible placement."""
+    default_profile = PROFILES[nic.profile]
+    nics = [HostNic(default_profile, _chain(default_profile, nic.functions, "nic.functions"))]
+    nic_of_host = np.zeros(host_count, dtype=np.int64)
+    for i, group in enumerate(nic.groups):
+        profile = PROFILES[group.profile or nic.profile]
+        functions, where = group.functions, f"nic.groups.{i}.functions"
+        if functions is None and nic.functions is not None:  # the same chain, on this profile's tiers
+            functions = tuple(NicFunction(name=f.name) for f in nic.functions)
+        nics.append(HostNic(profile, _chain(profile, functions, where)))
+        nic_of_host[list(group.hosts)] = len(nics) - 1
+    if nic.packet_mix:
+        sizes = np.array([s for s, _ in nic.packet_mix], dtype=float)
+        share = np.array([w for _, w in nic.packet_mix], dtype=float)
+        if (share < 0).any() or share.sum() <= 0:
+            raise NicError("nic.packet_mix: shares must be non-negative and not all zero")
+        share = share / share.sum()
+    else:
+        sizes, share = np.array([float(nic.packet_size)]), np.array([1.0])
+    swaps = []
+    for i, swap in enumerate(nic.pipeline_swaps):
+        for host in swap.hosts:
+            pipeline = nics[nic_of_host[host]].profile.pipeline
+            if pipeline is None:
+                raise NicError(
+                    f"nic.pipeline_swaps.{i}.hosts: host {host}'s NIC "
+                    f"({nics[nic_of_host[host]].profile.name}) has no pipeline to swap"
+                )
+            swaps.append((host, swap.at, pipeline.swap_stall_s))
+    return NicPlan(tuple(nics), nic_of_host, sizes, share, nic.new_flows_per_s, tuple(swaps))

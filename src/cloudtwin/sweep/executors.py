@@ -1,0 +1,226 @@
+"""Where points run: in this process, on a local process pool, or on a Ray cluster.
+
+An executor takes batches of points and hands back, for each finished batch, one
+`Outcome` per point. Workers only compute: they return results to the driver, which
+alone writes the store (DuckDB admits one writing process). A batch whose worker died
+comes back as lost, and the driver runs its points again.
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import signal
+import threading
+import time
+from collections.abc import Sequence
+from concurrent import futures
+from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from cloudtwin.errors import CloudtwinError
+from cloudtwin.sweep.task import Task
+
+__all__ = [
+    "Batch",
+    "Executor",
+    "Finished",
+    "Outcome",
+    "PoolExecutor",
+    "SerialExecutor",
+    "run_batch",
+]
+
+OutcomeStatus = Literal["ok", "error", "crash"]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one point gave: a JSON result, a CloudtwinError message, or an unexpected crash."""
+
+    status: OutcomeStatus
+    result: str | None
+    error: str | None
+    seconds: float
+
+
+#: A batch: the overrides of each of its points.
+Batch = list[tuple[str, ...]]
+
+#: A finished batch: its handle and its outcomes, or None when its worker died.
+Finished = tuple[int, list[Outcome] | None]
+
+
+def _one(task: Task, overrides: Sequence[str]) -> Outcome:
+    start = time.perf_counter()
+    try:
+        document = task(overrides)
+    except CloudtwinError as err:
+        return Outcome("error", None, str(err), time.perf_counter() - start)
+    except Exception as err:  # a bug, not bad input: reported, not stored, retried next run
+        return Outcome("crash", None, f"{type(err).__name__}: {err}", time.perf_counter() - start)
+    return Outcome("ok", json.dumps(document), None, time.perf_counter() - start)
+
+
+def run_batch(task: Task, batch: Batch) -> list[Outcome]:
+    """Run a batch of points in this process."""
+    return [_one(task, overrides) for overrides in batch]
+
+
+class Executor(Protocol):
+    """Runs batches of points and reports them as they finish."""
+
+    #: How many points can run at the same time.
+    workers: int
+
+    def start(self, task: Task) -> None:
+        """Get ready to run points of `task` (start processes, connect, ship the task)."""
+
+    def submit(self, handle: int, batch: Batch) -> None:
+        """Start a batch; it comes back from `finished` under `handle`."""
+
+    def finished(self, timeout_s: float) -> list[Finished]:
+        """Batches that finished (waiting up to `timeout_s` for the first)."""
+
+    def close(self) -> None:
+        """Stop every worker this executor started."""
+
+
+class SerialExecutor:
+    """Every point in the driver process, one after the other (for debugging and tests)."""
+
+    workers = 1
+
+    def __init__(self) -> None:
+        self._task: Task | None = None
+        self._done: list[Finished] = []
+
+    def start(self, task: Task) -> None:
+        self._task = task
+
+    def submit(self, handle: int, batch: Batch) -> None:
+        assert self._task is not None, "start() first"
+        self._done.append((handle, run_batch(self._task, batch)))
+
+    def finished(self, timeout_s: float) -> list[Finished]:
+        done, self._done = self._done, []
+        return done
+
+    def close(self) -> None:
+        self._task = None
+
+
+_WORKER_TASK: list[Task] = []
+
+#: Modules the fork server imports once, so that each worker starts with them.
+_PRELOAD = ["cloudtwin.evaluation.run"]
+
+
+#: How often a worker checks that its driver is still there.
+_WATCH_S = 0.5
+
+
+def _watch(driver_pid: int) -> None:
+    """End this worker once its driver is gone (a killed driver cannot stop its workers)."""
+    while True:
+        time.sleep(_WATCH_S)
+        try:
+            os.kill(driver_pid, 0)
+        except ProcessLookupError:
+            os._exit(1)
+        except PermissionError:  # the pid now belongs to another user's process
+            os._exit(1)
+
+
+def _install(task: Task, driver_pid: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
+    _WORKER_TASK[:] = [task]
+    threading.Thread(target=_watch, args=(driver_pid,), name="driver-watch", daemon=True).start()
+
+
+def _run_installed(batch: Batch) -> list[Outcome]:
+    return run_batch(_WORKER_TASK[0], batch)
+
+
+class PoolExecutor:
+    """A local pool of worker processes (started by a fork server: small and quick)."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self._task: Task | None = None
+        self._pool: futures.ProcessPoolExecutor | None = None
+        self._pending: dict[futures.Future[list[Outcome]], int] = {}
+        self._lost: list[Finished] = []
+
+    def _open(self) -> futures.ProcessPoolExecutor:
+        assert self._task is not None, "start() first"
+        context = multiprocessing.get_context("forkserver")
+        # workers fork from a server that has already imported what every point needs
+        context.set_forkserver_preload(["__main__", __name__, *_PRELOAD])
+        return futures.ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=_install, initargs=(self._task, os.getpid())
+        )
+
+    def start(self, task: Task) -> None:
+        self._task = task
+        self._pool = self._open()
+
+    def submit(self, handle: int, batch: Batch) -> None:
+        if self._pool is None:
+            self._pool = self._open()
+        try:
+            future = self._pool.submit(_run_installed, batch)
+        except BrokenProcessPool:  # a worker died since the last look: start a new pool
+            self._lose_pending()
+            self._pool = self._open()
+            future = self._pool.submit(_run_installed, batch)
+        self._pending[future] = handle
+
+    def _lose_pending(self) -> None:
+        """Every batch still on a dead pool is lost with it."""
+        self._lost.extend((handle, None) for handle in self._pending.values())
+        self._pending.clear()
+        self._shutdown()
+
+    def finished(self, timeout_s: float) -> list[Finished]:
+        results, self._lost = self._lost, []
+        if not self._pending:
+            return results
+        wait_s = 0 if results else timeout_s
+        done, _ = futures.wait(self._pending, timeout=wait_s, return_when=futures.FIRST_COMPLETED)
+        broken = False
+        for future in done:
+            handle = self._pending.pop(future)
+            try:
+                results.append((handle, future.result()))
+            except BrokenProcessPool:
+                broken = True
+                results.append((handle, None))
+        if broken:
+            self._lose_pending()
+            results.extend(self._lost)
+            self._lost = []
+        return results
+
+    def worker_pids(self) -> list[int]:
+        """The process ids of the pool's workers (for monitoring, and tests that kill one)."""
+        processes = getattr(self._pool, "_processes", None) or {}
+        return list(processes)
+
+    def _shutdown(self) -> None:
+        if self._pool is None:
+            return
+        processes = list((getattr(self._pool, "_processes", None) or {}).values())
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for process in processes:  # a killed sweep stops its points now, not when they finish
+            if process.is_alive():
+                process.terminate()
+        for process in processes:
+            process.join(timeout=5)
+        self._pool = None
+
+    def close(self) -> None:
+        self._pending.clear()
+        self._shutdown()

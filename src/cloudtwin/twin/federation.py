@@ -1,0 +1,183 @@
+"""A federation's traffic run assembled for the engine, with and without its gateway faults.
+
+The inter-site flows share every link with the site-local ones; when a site's active
+gateway fails, its links go to zero capacity (the flows through it stall) and after the
+failover time the flows move to the standby gateway. The result reports what the engine
+computed: throughput, completion, the bytes the faulted run fell behind the fault-free
+one, and each failover's parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudtwin.engine.simulator import Change, SimResult, simulate
+from cloudtwin.errors import EngineError, FederationError
+from cloudtwin.intercloud.addressing import nat_port_usage
+from cloudtwin.intercloud.plan import FederationPlan
+from cloudtwin.intercloud.traffic import (
+    Failover,
+    FederatedFlows,
+    failover,
+    federated_flows,
+    route_federated,
+    tunnel_capacity,
+)
+from cloudtwin.topology.paths import Paths
+from cloudtwin.topology.sites import SitesTopology, join_sites
+
+__all__ = ["FederationRun", "bytes_behind", "simulate_federation"]
+
+
+@dataclass(frozen=True, eq=False)
+class FederationRun:
+    """The joined sites, the flows and paths, the changes, and both engine results."""
+
+    plan: FederationPlan
+    joined: SitesTopology
+    flows: FederatedFlows
+    paths: Paths
+    capacity_bps: np.ndarray
+    rate_cap_bps: np.ndarray
+    latency_s: np.ndarray
+    changes: list[Change]
+    failovers: list[Failover]
+    stalled: np.ndarray
+    baseline: SimResult
+    result: SimResult
+
+    def nat_usage(self) -> dict[str, dict[str, int]]:
+        """Per site gateway: global-nat translations in use, flows refused for want of a port."""
+        return _nat_usage(self)
+
+    @property
+    def inter_site(self) -> np.ndarray:
+        """Which flows cross sites."""
+        return self.plan.ep_site[self.flows.src] != self.plan.ep_site[self.flows.dst]
+
+    def summary(self) -> dict[str, object]:
+        """Throughput, completion and resiliency figures, as JSON."""
+        result, base = self.result, self.baseline
+        total = float(self.flows.size_bytes.sum())
+        inter = self.inter_site
+        fct = result.finish_s - result.start_s
+        networks = {}
+        for n, name in enumerate(self.plan.network_names):
+            rows = np.flatnonzero(self.flows.network == n)
+            if rows.size:
+                networks[name] = {
+                    "flows": int(rows.size),
+                    "completion_s": float(result.finish_s[rows].max()),
+                    "throughput_gbps": float(
+                        self.flows.size_bytes[rows].sum()
+                        * 8
+                        / max(result.finish_s[rows].max() - result.start_s[rows].min(), 1e-12)
+                        / 1e9
+                    ),
+                }
+        return {
+            "flows": len(self.flows),
+            "inter_site_flows": int(inter.sum()),
+            "completion_s": result.completion_s,
+            "baseline_completion_s": base.completion_s,
+            "aggregate_gbps": total * 8 / max(result.completion_s, 1e-12) / 1e9,
+            "inter_site_fct_s": {
+                "p50": float(np.median(fct[inter])) if inter.any() else 0.0,
+                "max": float(fct[inter].max()) if inter.any() else 0.0,
+            },
+            "networks": networks,
+            "gateway_faults": [
+                {**f.to_json(), "flows_stalled": int(self.stalled[k].sum())}
+                for k, f in enumerate(self.failovers)
+            ],
+            "bytes_delayed": bytes_behind(base, result),
+            "nat": self.nat_usage(),
+            "slowdown": result.completion_s / base.completion_s if base.completion_s else 1.0,
+        }
+
+
+def _nat_usage(run: FederationRun) -> dict[str, dict[str, int]]:
+    plan, flows = run.plan, run.flows
+    nat = np.array([plan.mode_of(n) == "global-nat" for n in range(len(plan.network_names))], dtype=bool)
+    crossing = run.inter_site & (nat[flows.network] if nat.size else False)
+    usage = {}
+    for site, name in enumerate(plan.site_names):
+        rows = np.flatnonzero(crossing & (plan.ep_site[flows.src] == site))
+        if not rows.size:
+            continue
+        # One translation (a source port of the sender's global address) per flow and destination.
+        pairs = flows.src[rows] * plan.endpoint_count + flows.dst[rows]
+        _, per_pair = np.unique(pairs, return_counts=True)
+        senders = np.unique(flows.src[rows]).size
+        used, refused = nat_port_usage(per_pair, addresses=max(senders, per_pair.size))
+        usage[name] = {"translations": used, "refused": refused, "global_addresses": senders}
+    return usage
+
+
+def _delivered(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
+    cumulative = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
+    index = np.searchsorted(times, at, side="right") - 1
+    safe = np.maximum(index, 0)
+    return np.where(index >= 0, cumulative[safe] + values[safe] * (at - times[safe]), 0.0)
+
+
+def bytes_behind(baseline: SimResult, faulted: SimResult) -> float:
+    """The most bytes the faulted run was ever behind the fault-free one (from the engine's timelines)."""
+    bt, bv, ft, fv = baseline.timeline_s, baseline.timeline_bps, faulted.timeline_s, faulted.timeline_bps
+    if bt is None or bv is None or ft is None or fv is None or not bt.size or not ft.size:
+        return 0.0
+    at = np.union1d(bt, ft)
+    return float(max((_delivered(bt, bv, at) - _delivered(ft, fv, at)).max(initial=0.0), 0.0) / 8.0)
+
+
+def _latency(paths: Paths, joined: SitesTopology) -> np.ndarray:
+    entry = joined.latency_s[paths.link_ids]
+    return np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
+
+
+def _faults(
+    plan: FederationPlan, joined: SitesTopology, flows: FederatedFlows, paths: Paths, seed: int
+) -> tuple[list[Change], list[Failover], np.ndarray]:
+    index = {name: i for i, name in enumerate(plan.site_names)}
+    active = np.zeros(len(plan.site_names), dtype=np.int64)
+    changes, failovers, stalled = [], [], []
+    for fault in sorted(plan.scenario.gateway_faults, key=lambda f: f.at):
+        site = index[fault.site]
+        gone = joined.sites[site].gateways[int(active[site])]
+        dead = joined.links_of(gone)
+        crossing = np.zeros(paths.flow_count, dtype=bool)
+        crossing[paths.flow_of_entry[np.isin(paths.link_ids, dead)]] = True
+        info = failover(plan, joined, site, fault.at)
+        active[site] = 1 - active[site]
+        moved = np.flatnonzero(crossing)
+        new = route_federated(plan, joined, flows, active, seed, moved)
+        changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
+        changes.append(Change(fault.at + info.total_s, flows=moved, paths=new))
+        paths = paths.replace(moved, new)
+        failovers.append(info)
+        stalled.append(crossing)
+    return changes, failovers, np.array(stalled, dtype=bool).reshape(len(failovers), paths.flow_count)
+
+
+def simulate_federation(plan: FederationPlan, seed: int | None = None) -> FederationRun:
+    """Run the scenario's `traffic:` over the joined sites, fault-free and with its `gateway_faults:`."""
+    seed = plan.scenario.seed if seed is None else seed
+    joined = join_sites(plan.scenario)
+    flows = federated_flows(plan)
+    active = np.zeros(len(plan.site_names), dtype=np.int64)
+    paths = route_federated(plan, joined, flows, active, seed)
+    capacity = tunnel_capacity(plan, joined)
+    rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
+    latency = _latency(paths, joined)
+    changes, failovers, stalled = _faults(plan, joined, flows, paths, seed)
+    args = (paths, capacity, flows.size_bytes, flows.start_s, rate_cap)
+    baseline = simulate(*args, latency_s=latency, timeline=True)
+    try:
+        result = simulate(*args, latency_s=latency, changes=changes, timeline=True)
+    except EngineError as err:
+        raise FederationError("gateway_faults", f"some flows can never finish ({err})") from err
+    return FederationRun(
+        plan, joined, flows, paths, capacity, rate_cap, latency, changes, failovers, stalled, baseline, result
+    )

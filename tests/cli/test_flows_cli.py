@@ -1,0 +1,91 @@
+"""`cloudtwin run` on a flow list, with per-flow results written to Parquet."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from tests.cli.cli_helpers import REPO, cloudtwin
+
+EXAMPLE = "examples/leaf-spine-pairs.yaml"
+
+
+def test_pairs_example_writes_every_flow(tmp_path: Path) -> None:
+    out = tmp_path / "flows.parquet"
+    done = cloudtwin("run", EXAMPLE, "--flows-out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["strategy"] == "dmodk"
+    assert result["flows_out"] == {"file": str(out), "rows": 1000}
+    table = pq.read_table(out)
+    assert table.column_names == [
+        "flow",
+        "connection",
+        "tenant",
+        "source",
+        "destination",
+        "bytes",
+        "start_s",
+        "finish_s",
+        "fct_s",
+        "mean_rate_gbps",
+        "path",
+    ]
+    pairs = np.loadtxt(REPO / "examples" / "leaf-spine-pairs.csv", delimiter=",", skiprows=1, dtype=np.int64)
+    assert table.column("source").to_pylist() == [f"host{h}" for h in pairs[:, 0]]
+    assert table.column("destination").to_pylist() == [f"host{h}" for h in pairs[:, 1]]
+    finish = np.array(table.column("finish_s").to_pylist())
+    assert finish.max() * 1e3 == result["completion_s"] * 1e3
+    fct = np.array(table.column("fct_s").to_pylist())
+    rate = np.array(table.column("mean_rate_gbps").to_pylist())
+    np.testing.assert_allclose(rate, 8.0 / fct, rtol=1e-12)  # 1 GB each
+    # D-mod-k: a cross-leaf pair goes through spine (destination mod 4)
+    first = table.column("path").to_pylist()[0].split()
+    assert first[0] == f"host{pairs[0, 0]}/nic0" and first[-1] == f"host{pairs[0, 1]}/nic0"
+    if pairs[0, 0] // 16 != pairs[0, 1] // 16:
+        assert first[2] == f"spine{pairs[0, 1] % 4}"
+
+
+def test_table_output_names_the_file(tmp_path: Path) -> None:
+    out = tmp_path / "flows.parquet"
+    done = cloudtwin("run", EXAMPLE, "--flows-out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "1,000 flows written to" in done.stdout
+    assert pq.read_table(out).num_rows == 1000
+
+
+def write_scenario(tmp_path: Path, file: str) -> Path:
+    path = tmp_path / "s.yaml"
+    path.write_text(
+        "fabric: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+        f"routing: {{strategy: dmodk}}\nworkload: {{kind: flows, file: {file}}}\n"
+    )
+    return path
+
+
+def test_parquet_flow_file_relative_to_the_scenario(tmp_path: Path) -> None:
+    pq.write_table(
+        pa.table({"source": [0, 1], "destination": [2, 3], "bytes": [1e9, 1e9]}), tmp_path / "f.parquet"
+    )
+    done = cloudtwin("run", str(write_scenario(tmp_path, "f.parquet")), "--json")
+    assert done.returncode == 0, done.stderr
+    # two 1 GB flows on disjoint spines (destinations 2, 3 -> spines 0, 1): 0.08 s + 4 us
+    assert json.loads(done.stdout)["completion_s"] == 0.080004
+
+
+def test_bad_flow_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "f.csv").write_text("source,destination,bytes\n0,2,1000\n1,host99,1000\n")
+    done = cloudtwin("run", str(write_scenario(tmp_path, "f.csv")))
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "cloudtwin: error: workload.file f.csv: row 2, column destination: no host 'host99' (hosts 0-3)"
+    ]
+    missing = cloudtwin("run", str(write_scenario(tmp_path, "nothere.csv")))
+    assert missing.returncode == 2 and "workload.file nothere.csv: no such file" in missing.stderr
+    (tmp_path / "bad.parquet").write_text("not parquet")
+    broken = cloudtwin("run", str(write_scenario(tmp_path, "bad.parquet")))
+    assert broken.returncode == 2 and "not a readable Parquet file" in broken.stderr
+    assert "Traceback" not in done.stderr + missing.stderr + broken.stderr

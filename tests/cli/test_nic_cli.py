@@ -1,0 +1,140 @@
+"""`cloudtwin nic run|offload|boot` as a user runs them, and bad input as one line with exit 2."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from scapy.all import VXLAN, Ether, rdpcap
+from tests.cli.cli_helpers import REPO, cloudtwin
+
+P4 = REPO / "examples" / "p4"
+GATEWAY = ["nic", "run", str(P4 / "vxlan_gateway.p4"), "--entries", str(P4 / "vxlan_gateway.entries.yaml")]
+
+
+def test_run_encapsulates_a_capture(tmp_path: Path) -> None:
+    out = tmp_path / "out.pcap"
+    done = cloudtwin(
+        *GATEWAY, "--pcap", str(P4 / "host-frames.pcap"), "--from", "host", "--out", str(out), "--json"
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["packets_in"] == 8 and report["packets_out"] == 6 and report["dropped"] == 2
+    assert report["table_hits"]["vf_vni"] == [8, 0]
+    frames = rdpcap(str(out))
+    assert len(frames) == 6 and all(Ether(bytes(f))[VXLAN].vni == 1001 for f in frames)
+
+
+def test_run_prints_a_table() -> None:
+    done = cloudtwin(*GATEWAY, "--pcap", str(P4 / "network-frames.pcap"))
+    assert done.returncode == 0 and "packets out" in done.stdout and "to port 1" in done.stdout
+
+
+def test_offload_json_has_the_documented_keys() -> None:
+    done = cloudtwin("nic", "offload", "examples/smartnic.yaml", "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    host = result["hosts"]["host0"]
+    for key in ("host_cores", "nic_core_utilization", "pipeline_pps", "slow_path_share", "added_latency_s"):
+        assert isinstance(host[key], float)
+    assert {"host_cores", "host_cores_saved"} <= set(result["totals"])
+    assert result["hosts"]["host5"]["quarantined"] and result["storm"]["dip_gbps"] > 0
+
+
+def test_boot_quarantines_and_diagnose_names_the_host_first(tmp_path: Path) -> None:
+    db = tmp_path / "ops.duckdb"
+    done = cloudtwin("nic", "boot", "examples/smartnic.yaml", "--db", str(db), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["totals"] == {"hosts": 128, "attested": 127, "quarantined": 1}
+    assert result["hosts"]["host5"]["failed_stage"] == "nic-os"
+    ranked = json.loads(cloudtwin("diagnose", "--db", str(db), "--json").stdout)["suspects"]
+    assert ranked[0]["component"] == "host5/nic0"
+    both = cloudtwin("diagnose", "examples/diagnose.yaml", "--db", str(db), "--json")
+    assert both.returncode == 0, both.stderr
+    ranked = json.loads(both.stdout)["suspects"]
+    assert ranked[0]["component"] == "host5/nic0" and ranked[1]["kind"] != "nic"
+
+
+def _bad(tmp_path: Path, name: str, text: str | bytes) -> str:
+    path = tmp_path / name
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("case", "message"),
+    [
+        ("program", r"^cloudtwin: error: .*bad\.p4:\d+:\d+: .*outside the supported P4-16 subset$"),
+        (
+            "entries",
+            r"^cloudtwin: error: tables\.vf_vni\.0\.match\.istd\.input_port: .* does not fit in bit<32>$",
+        ),
+        ("pcap", r"^cloudtwin: error: .*cut\.pcap: record \d+ is truncated"),
+        (
+            "placement",
+            r"^cloudtwin: error: nic\.functions\.0\.tier: storage-initiator cannot run on the pipeline",
+        ),
+        ("missing", r"^cloudtwin: error: .*nope\.p4: no such P4 program file$"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, case: str, message: str) -> None:
+    out = tmp_path / "out.pcap"
+    pcap = str(P4 / "host-frames.pcap")
+    if case == "program":
+        program = _bad(
+            tmp_path,
+            "bad.p4",
+            (P4 / "vxlan_gateway.p4").read_text().replace("size = 64;", "size = 64; register<bit<8>>(4) r;"),
+        )
+        args = ["nic", "run", program, "--pcap", pcap, "--out", str(out)]
+    elif case == "entries":
+        entries = _bad(
+            tmp_path,
+            "e.yaml",
+            "tables:\n  vf_vni:\n    - {match: {istd.input_port: 99999999999}, action: drop}\n",
+        )
+        args = [
+            "nic",
+            "run",
+            str(P4 / "vxlan_gateway.p4"),
+            "--entries",
+            entries,
+            "--pcap",
+            pcap,
+            "--out",
+            str(out),
+        ]
+    elif case == "pcap":
+        cut = _bad(tmp_path, "cut.pcap", (P4 / "host-frames.pcap").read_bytes()[:200])
+        args = [*GATEWAY, "--pcap", cut, "--out", str(out)]
+    elif case == "placement":
+        args = [
+            "nic",
+            "offload",
+            "examples/smartnic.yaml",
+            "--set",
+            "nic.functions=[{name: storage-initiator, tier: pipeline}]",
+        ]
+    else:
+        args = ["nic", "run", str(tmp_path / "nope.p4"), "--pcap", pcap]
+    done = cloudtwin(*args)
+    assert done.returncode == 2
+    assert done.stdout == "" and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert __import__("re").match(message, done.stderr.strip()), done.stderr
+    assert not out.exists()  # nothing half-written
+
+
+def test_a_run_through_a_quarantined_host_is_refused_in_one_line() -> None:
+    done = cloudtwin("run", "examples/smartnic.yaml", "--set", "workload.size=1MiB")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "cloudtwin: error: nic.boot_faults: host5's NIC failed measured boot (nic-os: signature does not "
+        "match the image (tampered)); its port is quarantined and its flows get no bandwidth, so they can "
+        "never finish"
+    )
+    clean = cloudtwin(
+        "run", "examples/smartnic.yaml", "--set", "workload.size=1MiB", "--set", "nic.boot_faults=[]"
+    )
+    assert clean.returncode == 0, clean.stderr

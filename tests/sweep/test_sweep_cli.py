@@ -1,0 +1,213 @@
+"""`cloudtwin sweep` as a user runs it: summaries, bad input, and a sweep killed half way."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import signal
+import socket
+import subprocess
+import time
+from contextlib import redirect_stderr, redirect_stdout
+from pathlib import Path
+
+import pytest
+from tests.cli.cli_helpers import CLOUDTWIN, REPO, cloudtwin
+
+from cloudtwin.cli.app import main
+from cloudtwin.store.database import Store
+
+SMALL = """name: small
+fabric: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
+workload: {kind: perftest, pattern: permutation, size: 1MiB}
+"""
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    path = tmp_path / "small.yaml"
+    path.write_text(SMALL)
+    return path
+
+
+def in_process(*args: str) -> tuple[int, str, str]:
+    """Exit code, stdout and stderr of `cloudtwin ARGS` run in this process (what the
+    console script calls), to keep the many short cases fast."""
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(list(args))
+    return code, out.getvalue(), err.getvalue()
+
+
+def count_points(db: Path) -> int:
+    with Store(db, read_only=True) as store:
+        return int(store.query("SELECT count(*) FROM sweep_points")[1][0][0])
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_summary_is_the_mean_and_t_interval_of_the_runs(small: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    done = cloudtwin("sweep", str(small), "--vary", "seed=1..3", "--vary", "routing.strategy=ecmp,pinning",
+                     "--db", str(db), "--json", "--plot", str(tmp_path / "plot.png"), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert document["run"]["executed"] == 6 and document["summary"]["keys"] == ["routing.strategy"]
+    groups = {g["values"]["routing.strategy"]: g for g in document["summary"]["groups"]}
+    for strategy, group in groups.items():
+        values = []
+        for seed in (1, 2, 3):
+            sets = ["--set", f"seed={seed}", "--set", f"routing.strategy={strategy}"]
+            code, out, _ = in_process("run", str(small), *sets, "--json")
+            values.append(json.loads(out)["aggregate_gbps"])
+        mean = sum(values) / 3
+        sd = math.sqrt(sum((v - mean) ** 2 for v in values) / 2)
+        half = 4.302652729911275 * sd / math.sqrt(3)  # t(0.975, 2 degrees of freedom)
+        assert group["n"] == 3
+        assert group["mean"] == pytest.approx(mean, rel=1e-12)
+        assert group["ci95_low"] == pytest.approx(mean - half, rel=1e-9, abs=1e-9)
+        assert group["ci95_high"] == pytest.approx(mean + half, rel=1e-9, abs=1e-9)
+    assert (tmp_path / "plot.png").read_bytes()[:4] == b"\x89PNG"
+    assert count_points(db) == 6
+
+
+def test_table_output_names_groups_and_the_store(small: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    varies = ["--vary", "seed=1,2", "--vary", "fabric.spines=1,2"]
+    code, out, err = in_process("sweep", str(small), *varies, "--db", str(db), "--executor", "serial")
+    assert code == 0, err
+    assert "fabric.spines" in out and "aggregate_gbps (run) over seed, fabric.spines" in out
+    assert "4 points: 0 already stored, 4 run" in out
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--vary", "fabric.spinez=4,8"], "vary fabric.spinez: not a key of the scenario"),
+        (["--vary", "seed=1..x"], "vary seed: '1..x' is not a range"),
+        (["--vary", "seed=9..1"], "vary seed: range '9..1' runs backwards"),
+        (["--vary", "fabric.spines=2,0"], "vary fabric.spines=0"),
+        (["--vary", "seed=1,2", "--command", "train"], "workload.kind"),
+        (["--vary", "seed=1,2", "--command", "compare", "--strategies", "ecmp,nosuch"], "nosuch"),
+        (["--vary", "seed=1,2", "--x", "fabric.leaves"], "x: fabric.leaves is not a varied key"),
+        (["--vary", "seed=1,2", "--address", "nonsense"], "address 'nonsense': expected auto or HOST:PORT"),
+        (["--vary", "seed=1,2", "--workers", "0"], "workers: at least 1"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2_before_any_point(
+    small: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    db = tmp_path / "s.duckdb"
+    code, _, err = in_process("sweep", str(small), *args, "--db", str(db))
+    assert code == 2, err
+    assert message in err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert not db.exists()
+
+
+def test_an_unreachable_ray_address_is_refused_at_once(small: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    start = time.monotonic()
+    done = cloudtwin("sweep", str(small), "--vary", "seed=1,2", "--address", f"127.0.0.1:{free_port()}",
+                     "--db", str(db))
+    assert done.returncode == 2
+    assert "no Ray cluster answers there" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert time.monotonic() - start < 30
+    assert not db.exists()
+
+
+def test_an_unknown_metric_names_some_that_exist_and_keeps_the_results(small: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    code, _, err = in_process(
+        "sweep", str(small), "--vary", "seed=1,2", "--metric", "nope", "--db", str(db), "--executor", "serial"
+    )
+    assert code == 2
+    assert "metric nope: no such number in the results" in err and "aggregate_gbps" in err
+    assert count_points(db) == 2
+
+
+def sweep_40(db: Path) -> list[str]:
+    return [
+        str(CLOUDTWIN), "sweep", "examples/routing-strategies.yaml", "--command", "nccl-tests",
+        "--set", "workload.rounds=8", "--vary", "seed=1..40", "--workers", "2", "--db", str(db), "--json",
+    ]
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_half_way_ends_with_exactly_its_points(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    env = {**os.environ, "COLUMNS": "200"}
+    driver = subprocess.Popen(sweep_40(db), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        done_before_kill = 0
+        assert driver.stderr is not None
+        for line in driver.stderr:
+            if "/40 points" in line:
+                done_before_kill = int(line.rsplit(": ", 1)[1].split("/")[0])
+                if done_before_kill >= 15:
+                    break
+        assert 15 <= done_before_kill < 40, "the sweep finished before it could be killed"
+        os.kill(driver.pid, signal.SIGKILL)  # the driver only: its workers must go by themselves
+        driver.wait(timeout=30)
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and _group_alive(driver.pid):
+            time.sleep(0.2)
+        assert not _group_alive(driver.pid), "workers outlived their killed driver"
+    finally:
+        if _group_alive(driver.pid):
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    second = subprocess.run(sweep_40(db), cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    assert second.returncode == 0, second.stderr
+    run = json.loads(second.stdout)["run"]
+    assert run["skipped"] >= done_before_kill - 4 and run["skipped"] + run["executed"] == 40
+    assert count_points(db) == 40
+    third = subprocess.run(sweep_40(db), cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
+    last = json.loads(third.stdout)["run"]
+    assert (last["executed"], last["skipped"]) == (0, 40)
+    assert count_points(db) == 40
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+@pytest.mark.slow
+def test_a_terminated_sweep_stores_what_finished_and_says_so(tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    env = {**os.environ, "COLUMNS": "200"}
+    driver = subprocess.Popen(sweep_40(db), cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert driver.stderr is not None
+        done = 0
+        for line in driver.stderr:
+            if "/40 points" in line:
+                done = int(line.rsplit(": ", 1)[1].split("/")[0])
+                if done >= 5:
+                    break
+        assert 5 <= done < 40
+        driver.send_signal(signal.SIGTERM)
+        rest = driver.stderr.read()
+        assert driver.wait(timeout=60) == 130
+    finally:
+        if _group_alive(driver.pid):
+            os.killpg(driver.pid, signal.SIGKILL)
+        driver.wait(timeout=30)
+    assert "sweep: interrupted after" in rest and "Traceback" not in rest
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and _group_alive(driver.pid):
+        time.sleep(0.2)
+    assert not _group_alive(driver.pid)
+    assert count_points(db) >= done

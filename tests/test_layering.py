@@ -1,0 +1,112 @@
+"""The package layering of DESIGN.md, checked on the source: imports go one way, and only
+`twin/` (besides the engine itself) calls the engine's simulation entry points."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "cloudtwin"
+DESIGN = Path(__file__).resolve().parents[2] / "shared" / "DESIGN.md"
+
+#: DESIGN.md's package table, from the bottom floor up: a package imports only from the
+#: rows before its own (the shared vocabulary may use itself).
+FLOORS: list[tuple[str, ...]] = [
+    ("errors", "flows", "hashing", "headers"),
+    ("scenario",),
+    ("ops",),
+    ("topology", "cluster", "store"),
+    ("tenancy",),
+    ("engine",),
+    ("routing", "smartnic", "workloads", "intercloud"),
+    ("faults", "mobility"),
+    ("twin",),
+    ("evaluation", "diagnosis"),
+    ("sweep",),
+    ("cli", "service"),
+]
+FLOOR = {name: i for i, row in enumerate(FLOORS) for name in row}
+ENTRY_POINTS = {"simulate", "Simulation"}
+MAY_SIMULATE = {"engine", "twin"}
+
+
+def _package(module: str) -> str | None:
+    """`cloudtwin.twin.jobs` -> `twin`; the root package itself -> None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "cloudtwin" and len(parts) > 1 else None
+
+
+def _sources() -> list[tuple[str, Path]]:
+    out = []
+    for path in sorted(SRC.rglob("*.py")):
+        relative = path.relative_to(SRC)
+        out.append((relative.parts[0].removesuffix(".py"), path))
+    return out
+
+
+def _imports(path: Path) -> list[tuple[str, list[str], int]]:
+    """(module, names imported from it, line) of every import, in functions and
+    TYPE_CHECKING blocks too."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, [], node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [alias.name for alias in node.names]
+            found.append((node.module, names, node.lineno))
+            found += [(f"{node.module}.{n}", [], node.lineno) for n in names]
+    return found
+
+
+def test_every_package_has_a_floor() -> None:
+    here = {package for package, path in _sources() if package != "__init__"}
+    assert sorted(here - set(FLOOR)) == [], "a package missing from DESIGN.md's table"
+
+
+def test_no_package_imports_one_above_it() -> None:
+    bad = []
+    for package, path in _sources():
+        if package == "__init__":
+            continue
+        for module, _, line in _imports(path):
+            target = _package(module)
+            if target is None or target == package or target not in FLOOR:
+                continue
+            same_vocabulary = FLOOR[package] == FLOOR[target] == 0
+            if FLOOR[target] >= FLOOR[package] and not same_vocabulary:
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {module}")
+    assert bad == []
+
+
+def test_only_the_twin_calls_the_engine() -> None:
+    bad = []
+    for package, path in _sources():
+        if package in MAY_SIMULATE:
+            continue
+        for module, names, line in _imports(path):
+            if _package(module) == "engine" and ENTRY_POINTS & set(names):
+                bad.append(f"{path.relative_to(SRC)}:{line} imports {sorted(ENTRY_POINTS & set(names))}")
+        text = path.read_text(encoding="utf-8")
+        if re.search(r"\bengine(\.simulator)?\.(simulate|Simulation)\b", text):
+            bad.append(f"{path.relative_to(SRC)} reaches the engine through its module")
+    assert bad == []
+
+
+def test_the_check_sees_a_violation(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text("def f():\n    from cloudtwin.evaluation.run import run_scenario\n")
+    assert _imports(source)[0][0] == "cloudtwin.evaluation.run"
+    assert FLOOR["evaluation"] > FLOOR["twin"] > FLOOR["faults"] > FLOOR["engine"]
+
+
+@pytest.mark.skipif(not DESIGN.exists(), reason="DESIGN.md is kept beside the repository (../shared)")
+def test_floors_are_designs_table() -> None:
+    text = DESIGN.read_text(encoding="utf-8")
+    table = text[text.index("| package | holds |") :].split("\n\n")[0]
+    rows = [line for line in table.splitlines()[2:] if line.startswith("|")]
+    names = [re.findall(r"`([a-z_]+(?:/|\.py))`", row.split("|")[1]) for row in rows]
+    floors = [tuple(name.strip("/").removesuffix(".py") for name in row) for row in names]
+    assert floors == FLOORS
