@@ -11,6 +11,7 @@ __all__ = [
     "LogFormatError",
     "MobilityError",
     "NicError",
+    "OutputError",
     "P4Error",
     "RoutingError",
     "ScenarioError",
@@ -47,6 +48,10 @@ class EngineError(CloudtwinError):
 
 class LogFormatError(CloudtwinError):
     """A log format string or log input cannot be understood."""
+
+
+class OutputError(CloudtwinError):
+    """An output file or folder cannot be written where it was asked for."""
 
 
 class StoreError(CloudtwinError):

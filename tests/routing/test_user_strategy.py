@@ -59,8 +59,8 @@ def test_example_runs_end_to_end_and_is_bad(examples_on_path, make_scenario) -> 
         (":Foo", "cannot import module ''"),
         (".relative:Foo", "cannot import module '.relative'"),
         ("cloudtwin.routing:Nope", "has no 'Nope'"),
-        ("cloudtwin.routing:color_bipartite_edges", "could not be created"),
-        ("builtins:object", "has no name and route"),
+        ("cloudtwin.routing:color_bipartite_edges", "is not a strategy class"),
+        ("builtins:object", "is not a strategy class"),
     ],
 )
 def test_bad_strategy_specs(spec: str, message: str) -> None:

@@ -61,3 +61,16 @@ def test_an_override_into_a_scalar_names_the_key() -> None:
     text = BASE + "tenants: [t1]\n"
     with pytest.raises(ScenarioError, match="tenants.0 is a value, not a section"):
         load_scenario(text, "s.yaml", ["tenants.0.name=x"])
+
+
+@pytest.mark.parametrize("prefix", ["a: ", "a: it's\nb: "])
+def test_thirty_thousand_brackets_are_refused_at_once(prefix: str) -> None:
+    # PyYAML's scanner is quadratic in flow nesting: this took about 110 s before
+    with pytest.raises(ScenarioError, match="nested more than 64 levels deep"):
+        load_scenario(prefix + "[" * 30_000 + "]" * 30_000, "deep.yaml")
+
+
+def test_brackets_in_quotes_do_not_count_and_a_huge_text_is_refused() -> None:
+    assert load_scenario(BASE.replace("name: t", "name: '[[[[[[[['"), "s.yaml").name == "[" * 8
+    with pytest.raises(ScenarioError, match="more than the 1,048,576 a scenario may have"):
+        load_scenario(BASE + "x: " + "y" * 2_000_000 + "\n", "big.yaml")

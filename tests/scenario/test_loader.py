@@ -63,8 +63,11 @@ def test_issue_example_validates() -> None:
     assert scenario.workload.qps == 1
 
 
-def test_empty_file_gives_defaults() -> None:
-    scenario = load_scenario("", "empty.yaml")
+def test_an_empty_file_is_refused_but_overrides_alone_give_defaults() -> None:
+    for text in ("", "# only a comment\n", "{}\n"):
+        with pytest.raises(ScenarioError, match="empty.yaml: the scenario is empty"):
+            load_scenario(text, "empty.yaml")
+    scenario = load_scenario("", "empty.yaml", ["name=defaults"])
     assert isinstance(scenario.fabric, LeafSpineFabric)
     assert scenario.tenants == ()
     assert scenario.host_count == 16 * 8

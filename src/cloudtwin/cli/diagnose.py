@@ -9,8 +9,9 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
+from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 
 __all__ = ["diagnose"]
 
@@ -23,12 +24,16 @@ _WINDOW = typer.Option(
     None, "--window-ms", min=0.001, help="Log anomaly window (default: 5 telemetry intervals)."
 )
 _SET = typer.Option(None, "--set", help="Override a scenario key: a.b=value.")
+_MAX_CELLS = typer.Option(
+    DEFAULT_MAX_CELLS, "--max-cells", min=1,
+    help="Refuse when log windows x keys exceeds this (memory grows with it).",
+)
 _JSON = typer.Option(False, "--json", help="Print JSON on stdout instead of a table.")
 
 
 def _open_store(db: Path, create: bool) -> Store:
     if not create and not db.exists():
-        raise StoreError(f"--db {db}: no store there (run `cloudtwin diagnose SCENARIO --db {db}`)")
+        raise StoreError(f"--db {db}: no store there (run `cloudtwin diagnose SCENARIO --db {db}` first)")
     return Store(db)
 
 
@@ -38,6 +43,7 @@ def diagnose(
     top: int = _TOP,
     window_ms: float | None = _WINDOW,
     overrides: list[str] | None = _SET,
+    max_cells: int = _MAX_CELLS,
     as_json: bool = _JSON,
 ) -> None:
     """Rank likely root causes (links, NICs, switches) from logs and flow telemetry.
@@ -49,9 +55,16 @@ def diagnose(
     loaded = read_scenario(scenario, overrides) if scenario is not None else None
     window = timedelta(milliseconds=window_ms) if window_ms else None
     with _open_store(db, create=loaded is not None) as store:
-        diagnosis = run_diagnosis(store, loaded, top, window)
+        try:
+            diagnosis = run_diagnosis(store, loaded, top, window, max_cells)
+        except LimitError as err:
+            raise LimitError(f"{err} (with --max-cells)", err.limit) from err
     if as_json:
         emit_json(diagnosis.to_json())
+        return
+    if not diagnosis.fault_found:
+        stdout.print("No fault found: no flow was degraded and no anomalous log line was an "
+                     "error.")
         return
     suspects = diagnosis.suspects
     table = Table(title="Likely root causes", title_justify="left")

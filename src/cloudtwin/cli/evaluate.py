@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_dir
 from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_text
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
@@ -52,7 +53,8 @@ _STRATEGIES = typer.Option(
     BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class."
 )
 _OUT = typer.Option(
-    None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name)."
+    None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name).",
+    callback=check_out_dir,
 )
 _DB = typer.Option(DEFAULT_DB, "--db", help="The results store (DuckDB).")
 _NO_STORE = typer.Option(False, "--no-store", help="Do not record the run in the store.")

@@ -9,12 +9,15 @@ from typing import TYPE_CHECKING, get_args
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
 from cloudtwin.cli.output import emit_json, read_scenario, stage_progress, stdout, write_json
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import CollectiveOp
+from cloudtwin.topology.estimate import collective_ranks
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.collective import CollectiveMeasurement
+    from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 
 __all__ = ["nccl_tests"]
 
@@ -29,9 +32,9 @@ def _table(
 ) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("size (B)", "count", "type", "time (us)", "algbw (GB/s)", "busbw (GB/s)"):
-        table.add_column(column, justify="right")
+        table.add_column(column, justify="right", overflow="fold")  # never cut a number
     if base is not None:
-        table.add_column(f"busbw vs {first}", justify="right")
+        table.add_column(f"busbw vs {first}", justify="right", overflow="fold")
     for i, m in enumerate(rows):
         cells = [
             str(m.size_bytes),
@@ -47,17 +50,30 @@ def _table(
     return table
 
 
+def _check_smallest(scenario: Scenario, workload: CollectiveWorkload, size: int) -> None:
+    """nccl-tests counts 4-byte floats (per rank for allgather, reducescatter, alltoall):
+    a size that holds none is an empty test."""
+    per_rank = workload.op in ("allgather", "reducescatter", "alltoall")
+    ranks = max(collective_ranks(scenario, workload)) if per_rank else 1
+    if size < 4 * ranks:
+        unit = f"{4 * ranks} bytes (one float per rank, {ranks} ranks)" if per_rank else "4 bytes"
+        raise ScenarioError(f"-b: {size} bytes gives a count of 0; {workload.op} needs at least {unit}")
+
+
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 OP = typer.Option(None, "--op", help=f"Collective ({', '.join(OPS)}); default: the scenario's.")
 BEGIN = typer.Option("1M", "-b", "--minbytes", help="Smallest size (K/M/G = powers of 1024).")
 END = typer.Option("1G", "-e", "--maxbytes", help="Largest size.")
 FACTOR = typer.Option(2, "-f", "--stepfactor", help="Multiply the size by this each step.")
 STRATEGIES = typer.Option(
-    None, "--strategies", help="Comma-separated strategies (default: the scenario's); ratios to the first."
+    None, "--strategies", help="Comma-separated strategies (default: the scenario's); ratios to the first.",
+    callback=check_strategy_list,
 )
 SET = typer.Option(None, "--set", "-s", help="Override a key (repeatable).")
 JSON = typer.Option(False, "--json", help="Print JSON on stdout and nothing else.")
-OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
 
 
 def nccl_tests(
@@ -80,6 +96,7 @@ def nccl_tests(
     Example:  cloudtwin nccl-tests examples/routing-strategies.yaml -b 1M -e 1G -f 4 --strategies ecmp,pinning
     """
     from cloudtwin.evaluation import usecases
+    from cloudtwin.evaluation.collective import collective_workload
 
     sets = list(overrides or [])
     if op is not None:
@@ -87,7 +104,9 @@ def nccl_tests(
             raise ScenarioError(f"workload.op: unknown collective {op!r} (known: {', '.join(OPS)})")
         sets.append(f"workload.op={op}")
     loaded = read_scenario(scenario, sets)
+    refuse_ignored_sections(loaded, "nccl-tests")
     sizes = usecases.nccl_sizes(begin, end, factor)
+    _check_smallest(loaded, collective_workload(loaded), sizes[0])
     names = usecases.parse_strategies(strategies, (loaded.routing.strategy,))
     with stage_progress(loaded.name, not as_json) as progress:
         sweep = usecases.nccl_tests(loaded, sizes, names, progress)

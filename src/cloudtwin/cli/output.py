@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator
@@ -40,7 +41,13 @@ BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
 """The strategies compared by default, in the order tables show them (ECMP first: ratios are to it);
 `dmodk`, a single-path baseline, is named explicitly when wanted."""
 
-stdout = Console(soft_wrap=False)
+#: Width of tables written to a file or a pipe (a terminal gives its own; COLUMNS wins).
+PIPE_WIDTH = 200
+
+stdout = Console(
+    soft_wrap=False,
+    width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH,
+)
 
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
@@ -64,17 +71,32 @@ def emit_json(document: object) -> None:
 
 
 def write_json(path: Path, document: object) -> None:
-    """Write JSON to `path` atomically: a crash never leaves a half-written file."""
+    """Write JSON to `path` atomically: a crash never leaves a half-written file.
+
+    The file gets the mode of the file it replaces, or the usual mode of a new file
+    (0666 less the umask), not the 0600 of a temporary file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
+    mode = _file_mode(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             json.dump(document, handle, indent=2)
             handle.write("\n")
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _file_mode(path: Path) -> int:
+    try:
+        return stat.S_IMODE(path.stat().st_mode)
+    except OSError:
+        umask = os.umask(0)
+        os.umask(umask)
+        return 0o666 & ~umask
 
 
 def write_text(path: Path, text: str) -> None:

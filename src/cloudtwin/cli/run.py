@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -26,12 +27,15 @@ __all__ = ["compare", "run"]
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.leaves=8 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
-OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
 FLOWS_OUT = typer.Option(
     None,
     "--flows-out",
     help="Also write one row per flow (ids, source, destination, bytes, start, finish, FCT, "
     "mean rate, path) to this Parquet file; the result names it.",
+    callback=check_out_file,
 )
 
 _ROWS: list[tuple[str, str, str]] = [
@@ -96,6 +100,7 @@ def run(
     from cloudtwin.evaluation import usecases
 
     loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    refuse_ignored_sections(loaded, "run", jobs_too=False)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         result = usecases.run(loaded, strategy, progress)
     document = result.to_json()
@@ -120,6 +125,7 @@ def compare(
         BUILTIN_STRATEGIES,
         "--strategies",
         help="Comma-separated strategies; ratios are to the first. Names or package.module:Class.",
+        callback=check_strategy_list,
     ),
     overrides: list[str] = SET,
     as_json: bool = JSON,
@@ -137,6 +143,7 @@ def compare(
 
     names = usecases.parse_strategies(strategies)
     loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    refuse_ignored_sections(loaded, "compare", jobs_too=False)
     with stage_progress(loaded.name, not as_json) as progress:
         comparison = usecases.compare(loaded, names, progress)
     document = comparison.to_json()

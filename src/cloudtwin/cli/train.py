@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, check_plot_file
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
 
@@ -20,8 +21,12 @@ __all__ = ["hpl", "parse_gpus", "train", "write_plot"]
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.pipeline=8 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
-OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
-PLOT = typer.Option(None, "--plot", help="Write the scaling plot (PNG, SVG, PDF) here.")
+OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
+PLOT = typer.Option(
+    None, "--plot", help="Write the scaling plot (PNG, SVG, PDF) here.", callback=check_plot_file
+)
 STRATEGY = typer.Option(None, "--strategy", help="Routing strategy (default: the scenario's).")
 
 

@@ -32,9 +32,10 @@ import numpy as np
 
 from cloudtwin.diagnosis.tables import TwinMeta, read_meta
 from cloudtwin.diagnosis.tomography import TomographyConfig, link_scores
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.store.database import Store
+from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 
 __all__ = ["DEFAULT_WINDOW_SAMPLES", "Suspect", "diagnose"]
 
@@ -48,7 +49,8 @@ _REPORTED_PORT = re.compile(r"\bfrom (\w+): (Ethernet\d+/\d+)")
 _KIND_ORDER = {"leaf": 0, "spine": 1, "agg": 2, "core": 3}
 #: Anomalous lines below warning severity (info, notice, debug) count this much.
 MILD_WEIGHT = 0.1
-_SEVERE = {"emerg", "alert", "crit", "critical", "err", "error", "warning", "warn"}
+_ERRORS = {"emerg", "alert", "crit", "critical", "err", "error"}
+_SEVERE = _ERRORS | {"warning", "warn"}
 _MNEMONIC = re.compile(r"%([A-Z_]+-\d-[A-Z_]+)")
 
 
@@ -176,7 +178,7 @@ def _tomography(
 
 
 def _device_template_anomalies(
-    store: Store, meta: TwinMeta, window: timedelta, first_flow: datetime
+    store: Store, meta: TwinMeta, window: timedelta, first_flow: datetime, max_cells: int
 ) -> list[Anomaly]:
     """Bursts and new keys per (template, device): `detect_changes` on the run's lines
     counted per window and per `template_id@device`."""
@@ -190,8 +192,15 @@ def _device_template_anomalies(
     if not rows:
         raise StoreError(f"the twin run has no log lines under {meta.log_prefix}")
     first, last = rows[0][0], rows[-1][0]
-    windows = [first + i * window for i in range(int((last - first) / window) + 1)]
+    n = int((last - first) / window) + 1
     keys = sorted({r[1] for r in rows})
+    if n * len(keys) > max_cells:
+        raise LimitError(
+            f"window {window} gives {n:,} windows x {len(keys):,} log keys = "
+            f"{n * len(keys):,} counts, above the limit of {max_cells:,} (max_cells); "
+            "use a larger window or raise the limit", "max_cells",
+        )
+    windows = [first + i * window for i in range(n)]
     column = {k: i for i, k in enumerate(keys)}
     counts = np.zeros((len(windows), len(keys)))
     for w, k, c in rows:
@@ -202,15 +211,27 @@ def _device_template_anomalies(
     return [a for a in found if a.kind in ("new", "burst")]
 
 
+@dataclass
+class _LogEvidence:
+    """Per link and per device, the anomaly score their lines carry; messages per component;
+    and how many anomalous lines were errors or worse."""
+
+    per_link: dict[int, float] = field(default_factory=lambda: defaultdict(float))
+    per_device: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    messages: dict[str, dict[str, int]] = field(
+        default_factory=lambda: defaultdict(lambda: defaultdict(int))
+    )
+    errors: int = 0
+
+
 def _log_evidence(
-    store: Store, meta: TwinMeta, inventory: _Inventory, window: timedelta
-) -> tuple[dict[int, float], dict[str, float], dict[str, dict[str, int]]]:
-    """Per link and per device: the anomaly score their lines carry; messages per component."""
-    per_link: dict[int, float] = defaultdict(float)
-    per_device: dict[str, float] = defaultdict(float)
-    messages: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    store: Store, meta: TwinMeta, inventory: _Inventory, window: timedelta, max_cells: int
+) -> _LogEvidence:
+    """The evidence that the run's anomalous log lines carry."""
+    evidence = _LogEvidence()
+    per_link, per_device, messages = evidence.per_link, evidence.per_device, evidence.messages
     first_flow = store.query("SELECT min(ts) FROM twin_flow_samples WHERE run = ?", [meta.run])[1][0][0]
-    for anomaly in _device_template_anomalies(store, meta, window, first_flow):
+    for anomaly in _device_template_anomalies(store, meta, window, first_flow, max_cells):
         template, _, device = anomaly.key.partition("@")
         lines = store.query(
             "SELECT l.content, l.level FROM ops_lines l JOIN ops_sources s USING (source_id) "
@@ -219,6 +240,7 @@ def _log_evidence(
              anomaly.window_start + window],
         )[1]
         for content, level in lines:
+            evidence.errors += (level or "").lower() in _ERRORS
             weight = 1.0 if (level or "").lower() in _SEVERE else MILD_WEIGHT
             share = weight * anomaly.score / len(lines)
             named = inventory.references(device, content)
@@ -231,7 +253,7 @@ def _log_evidence(
                 per_link[link] += share / len(named)
             for component in sorted({inventory.component[k][0] for k in named}):
                 messages[component][label] += 1
-    return per_link, per_device, messages
+    return evidence
 
 
 def _scaled(values: dict[str, float]) -> dict[str, float]:
@@ -243,9 +265,15 @@ def diagnose(
     store: Store,
     window: timedelta | None = None,
     config: TomographyConfig | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
 ) -> list[Suspect]:
     """Suspects (links, NICs, switches) from most to least likely; StoreError if there is
-    no twin run in the store. NICs that failed measured boot come first."""
+    no twin run in the store. NICs that failed measured boot come first.
+
+    Only they are listed when nothing else points to a fault: no flow sample is degraded
+    and no anomalous log line is an error or worse (scores are relative, so without this
+    the strongest piece of background noise would rank first with score 1).
+    """
     from cloudtwin.diagnosis.attestation import attestation_suspects
 
     if store.schema_version("twin") is None and (attested := attestation_suspects(store, 0.0)):
@@ -254,7 +282,10 @@ def diagnose(
     inventory = _Inventory(store, meta.run)
     window = window or timedelta(seconds=DEFAULT_WINDOW_SAMPLES * meta.sample_s)
     score, degraded, healthy = _tomography(store, meta, inventory, config or TomographyConfig())
-    per_link, per_device, messages = _log_evidence(store, meta, inventory, window)
+    evidence = _log_evidence(store, meta, inventory, window, max_cells)
+    if not np.any(degraded > 0) and evidence.errors == 0:
+        return _ranked(attestation_suspects(store, 0.0))
+    per_link, per_device, messages = evidence.per_link, evidence.per_device, evidence.messages
     suspects: dict[str, Suspect] = {}
     tomo: dict[str, float] = defaultdict(float)
     logs: dict[str, float] = defaultdict(float)

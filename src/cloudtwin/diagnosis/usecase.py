@@ -12,6 +12,7 @@ from cloudtwin.diagnosis.rank import diagnose as rank
 from cloudtwin.diagnosis.tables import TwinMeta
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.database import Store
+from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 from cloudtwin.twin import simulate_faulted
 
 __all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose"]
@@ -27,9 +28,14 @@ class Diagnosis:
     suspects: tuple[Suspect, ...]
     emitted: TwinMeta | None = None
 
+    @property
+    def fault_found(self) -> bool:
+        """Whether anything points to a fault (see `diagnosis.rank.diagnose`)."""
+        return bool(self.suspects)
+
     def to_json(self) -> dict[str, object]:
-        """`{"suspects": [...]}` (`cloudtwin diagnose --json`)."""
-        return {"suspects": [s.to_json() for s in self.suspects]}
+        """`{"fault_found": ..., "suspects": [...]}` (`cloudtwin diagnose --json`)."""
+        return {"fault_found": self.fault_found, "suspects": [s.to_json() for s in self.suspects]}
 
 
 def diagnose(
@@ -37,8 +43,9 @@ def diagnose(
     scenario: Scenario | None = None,
     top: int = DEFAULT_TOP,
     window: timedelta | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
 ) -> Diagnosis:
     """Rank suspects from `store`; with `scenario`, first simulate its faulted run (the one
     `evaluate` reports for the scenario's strategy) and emit its operations data there."""
     emitted = emit_run(store, simulate_faulted(scenario)) if scenario is not None else None
-    return Diagnosis(tuple(rank(store, window)[:top]), emitted)
+    return Diagnosis(tuple(rank(store, window, max_cells=max_cells)[:top]), emitted)

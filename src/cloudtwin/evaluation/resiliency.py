@@ -176,7 +176,7 @@ def stall_seconds(
     """Per connection: seconds in flight on a dead link (`stalled`) or a dead/degraded one (`impaired`)."""
     mask = plan.stalled if which == "stalled" else plan.impaired
     total = np.zeros(start.size)
-    ends = np.concatenate((plan.segment_s[1:], [np.inf]))
+    ends = np.append(plan.segment_s[1:], np.inf)[: plan.segment_s.size]  # none: no change
     for begin, end, row in zip(plan.segment_s, ends, mask, strict=True):
         overlap = np.minimum(end, finish) - np.maximum(begin, start)
         total += np.where(row, np.maximum(overlap, 0.0), 0.0)

@@ -131,7 +131,7 @@ def _intervals(
     """(start, end, links, capacity during the fault) for one target of one fault."""
     if fault.capacity is None:
         during = np.zeros(links.size)
-    elif fault.capacity < 1:
+    elif fault.capacity <= 1:  # a fraction (1: 100%, unchanged); rates are above 1 bit/s
         during = topology.capacity_bps[links] * fault.capacity
     else:
         during = np.minimum(topology.capacity_bps[links], fault.capacity)

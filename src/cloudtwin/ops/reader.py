@@ -97,7 +97,7 @@ def log_stream(raw: BinaryIO, name: str, *, close_raw: bool = True) -> LogStream
     """
     head = _read_head(raw, HEAD_BYTES)
     prefixed = _Prefixed(head, raw, close_raw)
-    stream: BinaryIO = io.BufferedReader(prefixed, buffer_size=_READ_CHUNK)
+    stream: BinaryIO = io.BufferedReader(prefixed, buffer_size=_READ_CHUNK)  # type: ignore[type-var]
     if head[:2] == _GZIP_MAGIC:
         stream = gzip.GzipFile(fileobj=stream, mode="rb")  # type: ignore[assignment]
         try:

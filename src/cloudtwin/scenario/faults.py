@@ -36,12 +36,24 @@ DEFAULT_RULE_INSTALL_S = 1e-3
 
 
 def _parse_capacity(value: object) -> object:
-    """A fraction (`0.5`, `50%`) stays a float below 1; a rate (`40Gbps`) becomes bit/s."""
+    """A fraction (`0.5`, `50%`, `100%`) stays a float up to 1; a rate (`40Gbps`) becomes
+    bit/s, and must be above 1 bit/s so that it cannot be read as a fraction."""
     if isinstance(value, str) and value.strip().endswith("%"):
-        return float(value.strip()[:-1]) / 100.0
-    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < 1:
+        try:
+            percent = float(value.strip()[:-1])
+        except ValueError as err:
+            raise ValueError(f"{value!r} is not a percentage") from err
+        if not 0 < percent <= 100:
+            raise ValueError(
+                f"{value!r}: a degraded link keeps between 0% (excluded) and 100% of its capacity"
+            )
+        return percent / 100.0
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value <= 1:
         return float(value)
-    return parse_rate(value)  # type: ignore[arg-type]
+    rate = parse_rate(value)  # type: ignore[arg-type]
+    if rate <= 1:
+        raise ValueError(f"{value!r}: a capacity given as a rate must be above 1bps")
+    return rate
 
 
 Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
@@ -75,8 +87,8 @@ class Fault(_Model):
     """One fault: a link (cable), switch or NIC goes down (or degrades) at `at`, back at `until`.
 
     `kind: random` draws `count` distinct targets of kind `of` from the scenario seed.
-    `capacity` makes it a degradation (the link keeps a fraction like 0.5 or a rate like
-    40Gbps) instead of a failure. `flap` repeats the failure.
+    `capacity` makes it a degradation (the link keeps a fraction like 0.5, 50% or 100%,
+    or a rate like 40Gbps) instead of a failure. `flap` repeats the failure.
     """
 
     kind: Literal["link", "switch", "nic", "random"]

@@ -91,8 +91,17 @@ def _index(part: str, items: list[Any], key: str) -> int:
 
 
 def load_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str] = ()) -> Scenario:
-    """Validate YAML `text` (with overrides) into a Scenario, or raise one-line ScenarioError."""
+    """Validate YAML `text` (with overrides) into a Scenario, or raise one-line ScenarioError.
+
+    An empty document is refused unless overrides give it content: an empty file is
+    more likely a mistake than a request for every default.
+    """
+    overrides = list(overrides)
     data, node = parse_yaml(text, source)
+    if not data and not overrides:
+        raise ScenarioError(
+            f"{source}: the scenario is empty; give at least a name and a fabric (see examples/)"
+        )
     return scenario_from_data(data, node, source, overrides)
 
 

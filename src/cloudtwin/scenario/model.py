@@ -19,6 +19,7 @@ from pydantic import (
 
 from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
+from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.mobility import Mobility, check_mobility
 from cloudtwin.scenario.nic import Nic
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
@@ -306,6 +307,7 @@ class Scenario(_Model):
     reaction: Reaction = Field(default_factory=Reaction)
     nic: Nic = Field(default_factory=Nic)
     mobility: Mobility = Field(default_factory=Mobility)
+    limits: Limits = Field(default_factory=Limits)
 
     @property
     def host_count(self) -> int:
@@ -369,10 +371,16 @@ class Scenario(_Model):
     def _check_tenants(self) -> None:
         seen: dict[int, str] = {}
         names: set[str] = set()
+        vnis: dict[int, str] = {}
         for i, tenant in enumerate(self.tenants):
             if tenant.name in names:
                 raise ValueError(f"tenants.{i}.name: duplicate tenant name {tenant.name!r}")
             names.add(tenant.name)
+            if tenant.vni in vnis:
+                raise ValueError(
+                    f"tenants.{i}.vni: VNI {tenant.vni} is already tenant {vnis[tenant.vni]!r}'s"
+                )
+            vnis[tenant.vni] = tenant.name
             for host in tenant.hosts:
                 if not 0 <= host < self.host_count:
                     raise ValueError(

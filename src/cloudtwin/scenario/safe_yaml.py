@@ -10,6 +10,7 @@ are unique; PyYAML silently keeps the last one).
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
@@ -22,6 +23,9 @@ __all__ = ["MAX_DEPTH", "MAX_NODES", "load_yaml"]
 MAX_NODES = 200_000
 #: Mappings and lists nest at most this deep.
 MAX_DEPTH = 64
+#: A scenario's text is at most this many characters (real ones are a few KB).
+MAX_TEXT_CHARS = 1 << 20
+_BRACKETS = re.compile(r"""[\[\]{}"']""")
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -32,7 +36,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         for key_node, _ in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 continue
-            key = self.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+            key = self.construct_object(key_node, deep=deep)
             line = key_node.start_mark.line + 1
             try:
                 first = seen.get(key)
@@ -44,12 +48,18 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     None, None, f"key {key!r} appears twice (first on line {first})",
                     key_node.start_mark,
                 )
-        return super().construct_mapping(node, deep=deep)  # type: ignore[no-untyped-call]
+        return super().construct_mapping(node, deep=deep)
 
 
 def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     """The document in ``text`` and its node tree; ScenarioError (one line) if it is
     malformed, too deep, too large once aliases are expanded, or repeats a key."""
+    if len(text) > MAX_TEXT_CHARS:
+        raise ScenarioError(
+            f"{source}: {len(text):,} characters is more than the {MAX_TEXT_CHARS:,} a "
+            "scenario may have"
+        )
+    _check_flow_depth(text, source)
     try:
         node = yaml.compose(text, Loader=_UniqueKeyLoader)
     except RecursionError as err:
@@ -61,12 +71,36 @@ def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     _check_size(node, source)
     loader = _UniqueKeyLoader("")
     try:
-        data = loader.construct_document(node)  # type: ignore[no-untyped-call]
+        data = loader.construct_document(node)
     except yaml.YAMLError as err:
         raise ScenarioError(_yaml_problem(err, source)) from err
     finally:
-        loader.dispose()  # type: ignore[no-untyped-call]
+        loader.dispose()
     return data, node
+
+
+def _check_flow_depth(text: str, source: str) -> None:
+    """Refuse `[[[[...` nested beyond MAX_DEPTH before PyYAML's scanner, which takes time
+    quadratic in the nesting, sees it (brackets inside quotes are skipped)."""
+    depth = 0
+    quote = ""
+    for match in _BRACKETS.finditer(text):
+        char = match.group(0)
+        if quote:
+            if char == quote:
+                quote = ""
+        elif char in "\"'":
+            # a quote opens a quoted scalar only where one may start (not in "it's")
+            before = text[match.start() - 1] if match.start() else "\n"
+            if before in " \t\n:[{,-?":
+                quote = char
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, match.start()) + 1
+                raise ScenarioError(f"{source}:{line}: nested more than {MAX_DEPTH} levels deep")
+        else:
+            depth = max(depth - 1, 0)
 
 
 def _yaml_problem(err: yaml.YAMLError, source: str) -> str:

@@ -13,12 +13,18 @@ integer. Rates and times always need a unit.
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["format_rate", "format_size", "format_time", "parse_rate", "parse_size", "parse_time"]
 
 _NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
 _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[A-Za-zµ/]*)\s*$")
+
+#: The slowest rate a link or NIC may have (one bit per second).
+MIN_RATE_BPS = 1.0
+#: The largest size a transfer may have (1 EiB; sizes are held as 64-bit floats).
+MAX_SIZE_BYTES = 1 << 60
 
 _RATE_UNITS: dict[str, float] = {
     "bps": 1.0,
@@ -90,6 +96,8 @@ def parse_rate(value: str | float | int) -> float:
     rate = float(num) * _RATE_UNITS[unit]
     if rate <= 0:
         raise ValueError(f"rate {value!r} must be positive")
+    if not MIN_RATE_BPS <= rate < math.inf:
+        raise ValueError(f"rate {value!r} must be at least 1bps and finite")
     return rate
 
 
@@ -102,6 +110,8 @@ def parse_size(value: str | int) -> int:
     elif isinstance(value, str):
         num, unit = _split(value, "size", _SIZE_UNITS)
         scaled = float(num) * _SIZE_UNITS[unit or "B"]
+        if not scaled <= MAX_SIZE_BYTES:
+            raise ValueError(f"size {value!r} is more than 1EiB")
         if scaled != int(scaled):
             raise ValueError(f"size {value!r} is not a whole number of bytes")
         size = int(scaled)
@@ -109,6 +119,8 @@ def parse_size(value: str | int) -> int:
         raise ValueError(f"{value!r} is not a size (expected e.g. 1GiB)")
     if size <= 0:
         raise ValueError(f"size {value!r} must be positive")
+    if size > MAX_SIZE_BYTES:
+        raise ValueError(f"size {value!r} is more than 1EiB")
     return size
 
 
@@ -123,7 +135,10 @@ def parse_time(value: str | float | int) -> float:
         if float(num) == 0:
             return 0.0
         raise ValueError(f"{value!r} needs a unit, e.g. 1us")
-    return float(num) * _TIME_UNITS[unit]
+    seconds = float(num) * _TIME_UNITS[unit]
+    if not math.isfinite(seconds):
+        raise ValueError(f"time {value!r} must be finite")
+    return seconds
 
 
 def format_rate(rate_bps: float) -> str:

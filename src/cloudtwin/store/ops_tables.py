@@ -28,7 +28,7 @@ __all__ = [
 OPS_SCHEMA_VERSION = 1
 
 #: strptime formats tried, in order, on a line's time text; ISO 8601 is tried last.
-#: A format without a year (syslog, OpenSSH) gives year 1900 unless ``--year`` is set.
+#: A format without a year (syslog, OpenSSH) gives year 1900 unless a year is given.
 TIME_FORMATS = [
     "%y%m%d %H%M%S",
     "%Y-%m-%d %H:%M:%S,%g",

@@ -160,6 +160,9 @@ def log_preset(log_format: str, masks: Iterable[str] | None = None) -> Preset:
     masks = tuple(masks or ())
     if not masks:
         return preset
+    for mask in masks:
+        if not mask.strip():
+            raise LogFormatError("mask: an empty pattern would mask everything")
     Masker(masks)  # a bad pattern fails here, naming the mask
     return replace(preset, masks=masks)
 

@@ -12,6 +12,7 @@ from cloudtwin.scenario.model import (
     RailOptimizedFabric,
     Scenario,
 )
+from cloudtwin.topology.estimate import check_memory
 from cloudtwin.topology.topology import NodeKind, Topology
 
 __all__ = ["build_topology", "fat_tree", "leaf_spine", "rail_optimized"]
@@ -172,7 +173,8 @@ def fat_tree(fabric: FatTreeFabric, hosts: Hosts) -> Topology:
 
 
 def build_topology(scenario: Scenario) -> Topology:
-    """The topology a scenario describes."""
+    """The topology a scenario describes; LimitError first if it would not fit in memory."""
+    check_memory(scenario)
     fabric = scenario.fabric
     if isinstance(fabric, FatTreeFabric):
         return fat_tree(fabric, scenario.hosts)

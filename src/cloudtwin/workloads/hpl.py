@@ -80,6 +80,11 @@ def check_fits(w: HplWorkload, spec: ClusterSpec) -> None:
         )
     if w.nb > w.n:
         raise WorkloadError(f"workload.nb: block {w.nb} is larger than N={w.n}")
+    if w.n < w.nb * max(w.p, w.q):
+        raise WorkloadError(
+            f"workload.n: N={w.n} gives some of the {w.p} x {w.q} grid no {w.nb}-wide block; "
+            f"N must be at least {w.nb * max(w.p, w.q)}"
+        )
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ def host_pairs(
     if pattern == "shift":
         if shift % n == 0:
             raise WorkloadError(f"workload.shift: {shift} maps every one of {n} hosts onto itself")
+        if shift >= n:
+            raise WorkloadError(f"workload.shift: {shift} is not below the {n} hosts it shifts")
         return hosts, hosts[(np.arange(n) + shift) % n]
     if pattern == "incast":
         senders = n - 1 if incast_senders is None else incast_senders

@@ -1,0 +1,209 @@
+"""Run broken, empty, deep, huge and hostile inputs through every command and count outcomes.
+
+Each input runs `cloudtwin` in its own process with a 60 s limit; the outcome is one of
+ok (exit 0), clean (exit 2, one line on stderr, nothing on stdout), traceback, other
+exit, hang (killed at 60 s) or big (peak memory above 4 GiB). Prints one line per input
+that is not ok or clean, then the counts.
+
+    python benchmarks/bad_inputs.py            # from the repository root, next to shared/
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+EX = REPO / "examples"
+HDFS = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
+CLOUDTWIN = Path(sys.executable).with_name("cloudtwin")
+LIMIT_S = 60
+BIG_KB = 4 << 20
+
+
+def scenarios(tmp: Path) -> dict[str, str]:
+    bomb = ['a0: &a0 ["l","l","l","l","l","l","l","l","l"]']
+    bomb += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 9)]
+    small = "name: s\nfabric: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+    return {
+        "empty": "",
+        "comment-only": "# nothing\n",
+        "not-a-mapping": "- 1\n- 2\n",
+        "broken-yaml": "name: [unclosed\n",
+        "tabs": "name:\tx\n\tfabric: 1\n",
+        "binary": "\x00\x01\x02",
+        "alias-bomb": "\n".join(bomb) + "\nname: *a8\n",
+        "deep-brackets": "a: " + "[" * 20_000 + "]" * 20_000,
+        "deep-blocks": "".join("  " * i + f"k{i}:\n" for i in range(300)),
+        "huge-text": "name: " + "x" * 5_000_000 + "\n",
+        "many-keys": small + "".join(f"k{i}: {i}\n" for i in range(20_000)),
+        "dup-key": small + "seed: 1\nseed: 2\n",
+        "unknown-key": small + "colour: blue\n",
+        "seed-2^64": small + f"seed: {2**64}\n",
+        "negative-leaves": small.replace("leaves: 2", "leaves: -2"),
+        "float-leaves": small.replace("leaves: 2", "leaves: 2.5"),
+        "huge-hosts": "name: h\nfabric: {kind: leaf-spine, leaves: 16, hosts_per_leaf: 62500}\n",
+        "fat-tree-180": "name: f\nfabric: {kind: fat-tree, k: 180}\n",
+        "fat-tree-odd": "name: f\nfabric: {kind: fat-tree, k: 7}\n",
+        "uplinks-1e5": small.replace("hosts_per_leaf: 2}", "hosts_per_leaf: 2, uplinks_per_spine: 100000}"),
+        "tiny-rate": small.replace("hosts_per_leaf: 2}", "hosts_per_leaf: 2, host_link: 1e-300Gbps}"),
+        "inf-rate": small.replace("hosts_per_leaf: 2}", "hosts_per_leaf: 2, uplink: 1e400Gbps}"),
+        "no-unit": small.replace("hosts_per_leaf: 2}", "hosts_per_leaf: 2, latency: 5}"),
+        "size-1e400": small + "workload: {size: 1e400GiB}\n",
+        "shift-101": small + "workload: {pattern: shift, shift: 101}\n",
+        "one-vni": small + "tenants: [{name: a, vni: 7, hosts: '0-1'}, {name: b, vni: 7, hosts: '2-3'}]\n",
+        "host-outside": small + "tenants: [{name: a, vni: 7, hosts: '0-99'}]\n",
+        "capacity-100%": small + "faults: [{kind: link, target: leaf0-spine1, capacity: 100%}]\n",
+        "capacity-150%": small + "faults: [{kind: link, target: leaf0-spine1, capacity: 150%}]\n",
+        "fault-no-link": small + "faults: [{kind: link, target: leaf9-spine9}]\n",
+        "strategy-os-abort": small + "routing: {strategy: 'os:abort'}\n",
+        "strategy-object": small + "routing: {strategy: 'builtins:object'}\n",
+        "alltoall-1024": "name: a\nfabric: {kind: fat-tree, k: 8}\nhosts: {gpus: 8}\n"
+        "workload: {kind: collective, op: alltoall}\n",
+        "small": small,
+    }
+
+
+def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
+    out: list[tuple[str, list[str], bytes | None]] = []
+    for name, text in scenarios(tmp).items():
+        path = tmp / f"{name}.yaml"
+        path.write_text(text)
+        out.append((f"run {name}", ["run", str(path)], None))
+    small = str(tmp / "small.yaml")
+    for name, sets in {
+        "set-no-equals": ["seed"], "set-empty-key": ["=3"], "set-into-scalar": ["name.x=1"],
+        "set-list-index": ["tenants.5.name=x"], "set-scalar-tenant": ["tenants=[t1]", "tenants.0.name=x"],
+        "set-yaml-flow": ["fabric={"], "set-huge-int": ["fabric.leaves=" + "9" * 400],
+        "set-limits": ["limits.memory=1KiB"], "set-nan": ["fabric.latency=nan"],
+    }.items():
+        argv = ["run", small]
+        for item in sets:
+            argv += ["--set", item]
+        out.append((f"run {name}", argv, None))
+    res = str(EX / "resiliency.yaml")
+    rs = str(EX / "routing-strategies.yaml")
+    out += [
+        ("run missing file", ["run", str(tmp / "nope.yaml")], None),
+        ("run a folder", ["run", str(tmp)], None),
+        ("run out onto folder", ["run", small, "--out", str(tmp)], None),
+        ("run out read-only", ["run", small, "--out", "/proc/x.json"], None),
+        ("run resiliency (jobs+faults)", ["run", res], None),
+        ("compare duplicate", ["compare", small, "--strategies", "ecmp,ecmp"], None),
+        ("compare empty list", ["compare", small, "--strategies", ","], None),
+        ("compare unknown", ["compare", small, "--strategies", "ecmp,nope"], None),
+        ("nccl -b 1", ["nccl-tests", rs, "-b", "1", "--op", "allgather"], None),
+        ("nccl -b 0", ["nccl-tests", rs, "-b", "0"], None),
+        ("nccl -e < -b", ["nccl-tests", rs, "-b", "1G", "-e", "1M"], None),
+        ("nccl -f 1", ["nccl-tests", rs, "-f", "1"], None),
+        ("nccl bad op", ["nccl-tests", rs, "--op", "gossip"], None),
+        ("nccl alltoall 1024",
+         ["nccl-tests", str(tmp / "alltoall-1024.yaml"), "-b", "1M", "-e", "16M"], None),
+        ("train bad plot", ["train", str(EX / "vela.yaml"), "--plot", "x.jpg"], None),
+        ("train plot read-only", ["train", str(EX / "vela.yaml"), "--plot", "/proc/x.png"], None),
+        ("train gpus 0", ["train", str(EX / "vela.yaml"), "--gpus", "0"], None),
+        ("train gpus junk", ["train", str(EX / "vela.yaml"), "--gpus", "a,b"], None),
+        ("hpl N=1", ["hpl", str(EX / "vela-hpl.yaml"), "--set", "workload.n=1"], None),
+        ("evaluate out onto file", ["evaluate", small, "--out", small], None),
+        ("evaluate no-op degradation", ["evaluate", str(tmp / "capacity-100%.yaml"), "--strategies",
+                                        "ecmp", "--no-store", "--out", str(tmp / "rep")], None),
+        ("diagnose no store", ["diagnose", "--db", str(tmp / "none.duckdb")], None),
+        ("unknown command", ["frobnicate"], None),
+        ("unknown flag", ["run", small, "--frobnicate"], None),
+    ]
+    db = str(tmp / "ops.duckdb")
+    rng = random.Random(7)
+    blob = tmp / "blob.bin"
+    blob.write_bytes(rng.randbytes(100_000))
+    words = tmp / "words.log"
+    words.write_text(" ".join(f"w{i}" for i in range(150)) + "\n")
+    nested = tmp / "nested.jsonl"
+    nested.write_text("[" * 5000 + "]" * 5000 + '\n{"msg": "ok"}\n')
+    cut = tmp / "cut.log.gz"
+    data = gzip.compress(HDFS.read_bytes())
+    cut.write_bytes(data[: len(data) // 2])
+    empty = tmp / "empty.log"
+    empty.write_text("")
+    hdfs = HDFS.read_bytes()
+    out += [
+        ("logs ingest hdfs", ["logs", "ingest", str(HDFS), "-f", "hdfs", "--db", db], None),
+        ("logs ingest again (adds 0)", ["logs", "ingest", str(HDFS), "-f", "hdfs", "--db", db], None),
+        ("logs ingest stdin", ["logs", "ingest", "-", "-f", "hdfs", "--db", db], hdfs),
+        ("logs ingest /dev/zero", ["logs", "ingest", "/dev/zero", "-f", "hdfs", "--db", db], None),
+        ("logs ingest binary", ["logs", "ingest", str(blob), "-f", "hdfs", "--db", db], None),
+        ("logs ingest hostile words", ["logs", "ingest", str(words), "-f", "hdfs", "--db", db], None),
+        ("logs ingest nested json", ["logs", "ingest", str(nested), "-f", "jsonl", "--db", db], None),
+        ("logs ingest cut gzip", ["logs", "ingest", str(cut), "-f", "hdfs", "--db", db], None),
+        ("logs ingest empty", ["logs", "ingest", str(empty), "-f", "hdfs", "--db", db], None),
+        ("logs ingest folder", ["logs", "ingest", str(tmp), "-f", "hdfs", "--db", db], None),
+        ("logs ingest bad format", ["logs", "ingest", str(HDFS), "-f", "<A> <B", "--db", db], None),
+        ("logs parse empty mask", ["logs", "parse", str(HDFS), "-f", "hdfs", "--mask", ""], None),
+        ("logs parse bad mask", ["logs", "parse", str(HDFS), "-f", "hdfs", "--mask", "("], None),
+        ("logs templates --limit 0", ["logs", "templates", "--limit", "0", "--db", db], None),
+        ("logs templates --limit -1", ["logs", "templates", "--limit", "-1", "--db", db], None),
+        ("logs sql range(1e8)", ["logs", "sql", "SELECT * FROM range(100000000)", "--db", db], None),
+        ("logs sql long", ["logs", "sql", "SELECT count(*) FROM range(100000000000)", "--db", db,
+                           "--timeout", "5"], None),
+        ("logs sql write", ["logs", "sql", "DELETE FROM ops_lines", "--db", db], None),
+        ("logs sql two", ["logs", "sql", "SELECT 1; SELECT 2", "--db", db], None),
+        ("logs sql file read", ["logs", "sql", "SELECT * FROM read_csv('/etc/passwd')", "--db", db], None),
+        ("logs counts 1ms", ["logs", "counts", "--window", "1ms", "--db", db], None),
+        ("logs anomalies 1ms", ["logs", "anomalies", "--window", "1ms", "--db", db], None),
+        ("logs counts 0s", ["logs", "counts", "--window", "0s", "--db", db], None),
+        ("logs counts huge window", ["logs", "counts", "--window", "999999999999d", "--db", db], None),
+        ("logs search no text", ["logs", "search", "--db", db], None),
+        ("logs search bad since", ["logs", "search", "x", "--since", "yesterday", "--db", db], None),
+        ("logs no store", ["logs", "templates", "--db", str(tmp / "none.duckdb")], None),
+        ("logs store is a file", ["logs", "templates", "--db", small], None),
+    ]
+    return out
+
+
+def run_one(argv: list[str], stdin: bytes | None) -> tuple[str, float, int, str]:
+    start = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    try:
+        done = subprocess.run([str(CLOUDTWIN), *argv], input=stdin or b"", capture_output=True,
+                              timeout=LIMIT_S, env={**os.environ, "COLUMNS": "120"})
+    except subprocess.TimeoutExpired:
+        return "hang", time.perf_counter() - start, 0, ""
+    elapsed = time.perf_counter() - start
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    peak_kb = peak if peak > before else 0  # only known when it raised the children's peak
+    err = done.stderr.decode("utf-8", "replace")
+    if "Traceback" in err:
+        kind = "traceback"
+    elif peak_kb > BIG_KB:
+        kind = "big"
+    elif done.returncode == 0:
+        kind = "ok"
+    elif done.returncode == 2 and err.count("\n") == 1 and not done.stdout:
+        kind = "clean"
+    else:
+        kind = f"exit {done.returncode}"
+    return kind, elapsed, peak_kb, err.strip().splitlines()[-1] if err.strip() else ""
+
+
+def main() -> None:
+    counts: dict[str, int] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        tmp = Path(folder)
+        os.chdir(tmp)
+        for label, argv, stdin in cases(tmp):
+            kind, elapsed, _, last = run_one(argv, stdin)
+            counts[kind] = counts.get(kind, 0) + 1
+            flag = "" if kind in ("ok", "clean") else "  <--"
+            print(f"{kind:9} {elapsed:6.1f}s  {label}: {last[:110]}{flag}", flush=True)
+    print(json.dumps(counts, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,33 @@
+"""Resource limits of a run: how much memory a scenario may ask for before it is refused."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+
+from cloudtwin.scenario.units import parse_size
+
+__all__ = ["DEFAULT_FLOWS", "DEFAULT_MEMORY_BYTES", "Limits"]
+
+#: A run whose estimated memory is above this is refused unless `limits.memory` is raised.
+DEFAULT_MEMORY_BYTES = 4 << 30
+#: A run with more engine flows than this is refused unless `limits.flows` is raised: on
+#: a 2-core machine an alltoall over 512 GPUs (261,632 flows) takes about 20 s, one over
+#: 768 GPUs (589,056 flows) did not finish in 300 s.
+DEFAULT_FLOWS = 300_000
+
+
+class Limits(BaseModel):
+    """`limits:` of a scenario; each is checked before the work it bounds starts.
+
+    `memory` bounds the estimated size of the arrays a run builds (fabric tables, flows,
+    paths); raise it (e.g. `--set limits.memory=16GiB`) on a machine that has more.
+    `flows` bounds the flows one simulation holds (perftest connections x QPs, alltoall
+    pairs), which sets how long it runs.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    memory: Annotated[int, BeforeValidator(parse_size), Field(gt=0)] = DEFAULT_MEMORY_BYTES
+    flows: int = Field(DEFAULT_FLOWS, gt=0)
