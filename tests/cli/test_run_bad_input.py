@@ -152,7 +152,7 @@ def test_evaluate_with_a_degradation_that_changes_nothing_reports_no_harm(
         (["compare", "{tiny}", "--strategies", "ecmp,ecmp"], "ecmp named twice"),
         (["nccl-tests", "{tiny}", "--strategies", "pinning,ecmp,pinning"], "pinning named twice"),
         (["run", "{tiny}", "--set", "tenants=[{name: a, vni: 7, hosts: '0-1'}, "
-          "{name: b, vni: 7, hosts: '2-3'}]"], "tenants.1.vni: VNI 7 is already tenant 'a'"),
+          "{name: b, vni: 7, hosts: '2-3'}]"], "tenants.1.vni: VNI 7 is already used by tenant 'a'"),
         (["run", "{tiny}", "--set", "workload.pattern=shift", "--set", "workload.shift=101"],
          "workload.shift: 101 is not below the 4 hosts"),
         (["hpl", str(EXAMPLES / "vela-hpl.yaml"), "--set", "workload.n=1", "--set", "workload.nb=1"],

@@ -101,7 +101,7 @@ def test_bad_input_answers_4xx_naming_the_field_and_stores_nothing(
     before = json.dumps(store.state, sort_keys=True)
     answer = client.post(path, json=body, headers=headers)
     assert answer.status_code == status, answer.text
-    assert answer.json()["field"] == field and answer.json()["error"]
+    assert answer.json()["error"]["field"] == field and answer.json()["error"]["message"]
     assert json.dumps(store.state, sort_keys=True) == before
 
 
@@ -112,7 +112,7 @@ def test_overlap_message_names_both_prefixes(api: tuple[TestClient, MemoryStore]
         json=_west({"address": "10.1.0.200/24"}),
         headers={"Authorization": f"Bearer {WEST}"},
     )
-    assert "10.1.0.0/24 overlaps 10.1.0.0/24 at 'east'" in answer.json()["error"]
+    assert "10.1.0.0/24 overlaps 10.1.0.0/24 at 'east'" in answer.json()["error"]["message"]
 
 
 def test_openapi_schema_lists_the_endpoints(api: tuple[TestClient, MemoryStore]) -> None:

@@ -119,7 +119,7 @@ def test_global_nat_allows_overlap_and_translates() -> None:
     [
         ("networks.0.sites.1=mars", "networks.0.sites.1", "unknown site 'mars'"),
         ("networks.1.vni=5", None, None),
-        ("sites.1.tenants.1.vni=7001", "sites.1.tenants.1.vni", "VNI 7001 at site 'west' is already used"),
+        ("sites.1.tenants.1.vni=7001", "sites.1.tenants.1.vni", "VNI 7001 is already used by tenant 'red'"),
         ("networks.1.tenant=green", "networks.1.tenant", "site 'east' has no tenant 'green'"),
         ("wan.0.between.1=pluto", "wan.0.between.1", "unknown site 'pluto'"),
         ("sites.0.tenants.0.address=10.0.0.254/24", "sites.0.tenants.0.address", "do not fit"),

@@ -3,7 +3,8 @@ mounts and `cloudtwin federate serve` serves alone (FastAPI comes with the `web`
 
 Every request but the reads carries `Authorization: Bearer TOKEN` (the admin's, or the
 site's own for what a site consents to, pulls and reports). Bad input answers 4xx with a
-JSON body `{"error": "...", "field": "..."}` naming the field; nothing is stored then.
+JSON body `{"error": {"field": ..., "message": ...}}` naming the field (the service's
+shape); nothing is stored then.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ class SiteCreate(SiteRequest):
 
 
 def _error(status: int, field: str, reason: str) -> JSONResponse:
-    return JSONResponse(status_code=status, content={"error": reason, "field": field})
+    # the service's error shape, so that the router reads the same mounted or alone
+    return JSONResponse(status_code=status, content={"error": {"field": field, "message": reason}})
 
 
 class _FederationRoute(APIRoute):

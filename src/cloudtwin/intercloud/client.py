@@ -28,8 +28,9 @@ class FederationClient:
         content = answer.json() if answer.content else None
         self.messages.append({"direction": "received", "path": path, "body": content})
         if answer.status_code >= 400:
-            field = (content or {}).get("field", "request")
-            reason = (content or {}).get("error", answer.reason_phrase)
+            error_body = (content or {}).get("error") or {}
+            field = error_body.get("field") or "request"
+            reason = error_body.get("message") or answer.reason_phrase
             error = AccessError if answer.status_code in (401, 403) else FederationError
             raise error(field, reason, answer.status_code)
         return content

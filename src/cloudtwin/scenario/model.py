@@ -378,7 +378,7 @@ class Scenario(_Model):
             names.add(tenant.name)
             if tenant.vni in vnis:
                 raise ValueError(
-                    f"tenants.{i}.vni: VNI {tenant.vni} is already tenant {vnis[tenant.vni]!r}'s"
+                    f"tenants.{i}.vni: VNI {tenant.vni} is already used by tenant {vnis[tenant.vni]!r}"
                 )
             vnis[tenant.vni] = tenant.name
             for host in tenant.hosts:
