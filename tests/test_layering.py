@@ -110,3 +110,14 @@ def test_floors_are_designs_table() -> None:
     names = [re.findall(r"`([a-z_]+(?:/|\.py))`", row.split("|")[1]) for row in rows]
     floors = [tuple(name.strip("/").removesuffix(".py") for name in row) for row in names]
     assert floors == FLOORS
+
+
+@pytest.mark.skipif(not DESIGN.exists(), reason="DESIGN.md is kept beside the repository (../shared)")
+def test_every_name_in_designs_table_is_in_the_tree() -> None:
+    missing = [
+        name
+        for row in FLOORS
+        for name in row
+        if not (SRC / name).is_dir() and not (SRC / f"{name}.py").is_file()
+    ]
+    assert missing == []

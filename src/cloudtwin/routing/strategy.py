@@ -13,7 +13,7 @@ import numpy as np
 from cloudtwin.errors import RoutingError
 from cloudtwin.flows import Flows
 from cloudtwin.hashing import HashKind, hash_fields, switch_seeds
-from cloudtwin.tenancy.overlay import Headers
+from cloudtwin.headers import Headers
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import Topology
 

@@ -9,12 +9,11 @@ that one source port.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from cloudtwin.flows import ROCE_UDP_PORT, Flows
 from cloudtwin.hashing import hash_fields
+from cloudtwin.headers import Headers
 from cloudtwin.topology.topology import Topology
 
 __all__ = ["UDP", "VXLAN_UDP_PORT", "Headers", "outer_headers", "underlay_ip"]
@@ -25,21 +24,6 @@ _UNDERLAY_BASE = 10 << 24
 _OVERLAY_BASE = (192 << 24) | (168 << 16)
 _EPHEMERAL_LOW = 49152
 _EPHEMERAL_SPAN = 16384
-
-
-@dataclass(frozen=True, eq=False)
-class Headers:
-    """The 5-tuple per flow that the fabric's switches see."""
-
-    src_ip: np.ndarray
-    dst_ip: np.ndarray
-    proto: np.ndarray
-    sport: np.ndarray
-    dport: np.ndarray
-
-    def fields(self) -> list[np.ndarray]:
-        """The five fields in hashing order."""
-        return [self.src_ip, self.dst_ip, self.proto, self.sport, self.dport]
 
 
 def underlay_ip(nic_nodes: np.ndarray) -> np.ndarray:
