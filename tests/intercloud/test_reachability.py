@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+import yaml
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from cloudtwin.errors import FederationError
@@ -22,26 +23,58 @@ TENANTS = ["red", "blue", "green"]
 MODES = ["l2-stretch", "l3-routed", "global-nat"]
 
 
-def expected_pairs(plan) -> np.ndarray:
-    """Declared: same segment, or segments of one federated network."""
-    seg = plan.ep_segment
-    net = plan.seg_network[seg]
-    same_segment = seg[:, None] == seg[None, :]
-    same_network = (net[:, None] == net[None, :]) & (net[:, None] >= 0)
-    return (same_segment | same_network) & ~np.eye(seg.size, dtype=bool)
+def declared_pairs(data: dict) -> set[tuple[str, str]]:
+    """From the scenario alone: two endpoints of one tenant at one site, or of one tenant at two
+    sites that its federated network joins."""
+    members = {n["tenant"]: set(n["sites"]) for n in data["networks"]}
+    endpoints = []
+    for site in data["sites"]:
+        for tenant in site["tenants"]:
+            lo, hi = (int(h) for h in tenant["hosts"].split("-"))
+            endpoints += [(site["name"], tenant["name"], h) for h in range(lo, hi + 1)]
+    return {
+        (f"{sa}/{ta}/host{ha}", f"{sb}/{tb}/host{hb}")
+        for sa, ta, ha in endpoints
+        for sb, tb, hb in endpoints
+        if (sa, ha) != (sb, hb) and ta == tb and (sa == sb or {sa, sb} <= members.get(ta, set()))
+    }
+
+
+def conflicting_networks(data: dict) -> set[int]:
+    """Networks the address modes must refuse, from the scenario alone: overlapping prefixes in
+    l3-routed; two subnets, or one address used twice, in l2-stretch."""
+    bad = set()
+    for n, spec in enumerate(data["networks"]):
+        held = []
+        for site in data["sites"]:
+            if site["name"] in spec["sites"]:
+                tenant = next(t for t in site["tenants"] if t["name"] == spec["tenant"])
+                first = ipaddress.IPv4Interface(tenant["address"])
+                lo, hi = (int(h) for h in tenant["hosts"].split("-"))
+                used = range(int(first.ip), int(first.ip) + hi - lo + 1)
+                held.append((first.network, used))
+        for i, (net_a, used_a) in enumerate(held):
+            for net_b, used_b in held[i + 1 :]:
+                if spec["mode"] == "l3-routed" and net_a.overlaps(net_b):
+                    bad.add(n)
+                if spec["mode"] == "l2-stretch" and (net_a != net_b or set(used_a) & set(used_b)):
+                    bad.add(n)
+    return bad
 
 
 @st.composite
 def federations(draw) -> dict:
-    n_sites = draw(st.integers(1, 4))
+    n_sites = draw(st.integers(1, 5))
+    # A tenant keeps one prefix at every site, or draws one per site: both give overlaps.
+    shared = {name: draw(st.sampled_from(PREFIXES)) if draw(st.booleans()) else None for name in TENANTS}
     sites = []
     for i in range(n_sites):
         names = draw(st.lists(st.sampled_from(TENANTS), min_size=1, max_size=3, unique=True))
         tenants, host = [], 0
         for k, name in enumerate(names):
             count = draw(st.integers(1, 3))
-            net = ipaddress.IPv4Network(draw(st.sampled_from(PREFIXES)))
-            first = net.network_address + draw(st.integers(1, 8))
+            net = ipaddress.IPv4Network(shared[name] or draw(st.sampled_from(PREFIXES)))
+            first = net.network_address + draw(st.integers(1, 40))
             tenants.append(
                 {
                     "name": name,
@@ -61,8 +94,8 @@ def federations(draw) -> dict:
     networks = []
     for name in TENANTS:
         holders = [s["name"] for s in sites if any(t["name"] == name for t in s["tenants"])]
-        if holders and draw(st.booleans()):
-            chosen = draw(st.lists(st.sampled_from(holders), min_size=1, unique=True))
+        if holders and draw(st.integers(0, 3)):
+            chosen = draw(st.lists(st.sampled_from(holders), min_size=min(2, len(holders)), unique=True))
             networks.append(
                 {"name": f"{name}-net", "tenant": name, "mode": draw(st.sampled_from(MODES)), "sites": chosen}
             )
@@ -73,13 +106,22 @@ def federations(draw) -> dict:
 @given(federations())
 def test_exactly_the_federated_pairs_are_reachable(data: dict) -> None:
     scenario = FederationScenario.model_validate(data)
+    conflicts = conflicting_networks(data)
     try:
         plan = plan_federation(scenario)
     except FederationError as err:
-        assert err.field.startswith("networks.")
+        assert conflicts, f"refused without a conflict: {err}"
+        assert err.field in {f"networks.{n}.sites" for n in conflicts}, str(err)
         assert any(w in err.reason for w in ("overlaps", "duplicate addresses", "one subnet"))
+        event("refused")
         return
-    np.testing.assert_array_equal(reachability(plan), expected_pairs(plan))
+    assert not conflicts, f"planned although networks {sorted(conflicts)} conflict"
+    matrix = reachability(plan)
+    names = plan.endpoint_names
+    reached = {(names[a], names[b]) for a, b in zip(*np.nonzero(matrix), strict=True)}
+    assert reached == declared_pairs(data)
+    across = any(a.split("/")[0] != b.split("/")[0] for a, b in reached)
+    event("planned, pairs across sites" if across else "planned")
 
 
 def test_three_site_example_matrix() -> None:
@@ -111,7 +153,11 @@ def test_global_nat_allows_overlap_and_translates() -> None:
     # 2 endpoints per site: three aligned blocks of 2 from 100.64.0.0.
     first = int(ipaddress.IPv4Address("100.64.0.0"))
     assert blocks == [(first, 2), (first + 2, 2), (first + 4, 2)]
-    np.testing.assert_array_equal(reachability(plan), expected_pairs(plan))
+    data = yaml.safe_load(text)
+    data["networks"][0]["mode"] = "global-nat"
+    names = plan.endpoint_names
+    reached = {(names[a], names[b]) for a, b in zip(*np.nonzero(reachability(plan)), strict=True)}
+    assert reached == declared_pairs(data)
 
 
 @pytest.mark.parametrize(
