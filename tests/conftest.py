@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import signal
+import threading
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import pytest
@@ -37,3 +39,23 @@ def make_scenario() -> Callable[..., Scenario]:
 @pytest.fixture
 def assert_valid_paths() -> Callable[[Topology, Paths, np.ndarray, np.ndarray], None]:
     return check_paths
+
+
+@pytest.fixture(scope="module")
+def sigterm_cleans_up() -> Iterator[None]:
+    """SIGTERM (what `timeout` and CI runners send) raises KeyboardInterrupt in the test process,
+    so the `finally` blocks and fixture teardowns that remove namespaces and stop processes run;
+    a second SIGTERM during that clean-up is ignored. Python's default would exit at once."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def stop(signum: int, frame: object) -> None:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        raise KeyboardInterrupt("SIGTERM: cleaning up")
+
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -21,6 +21,7 @@ def _our_qemus(workdir: str) -> list[str]:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("sigterm_cleans_up")  # both QEMU processes are stopped even on SIGTERM
 @pytest.mark.skipif(REASON is not None, reason=f"real QEMU migrations cannot run here: {REASON}")
 def test_a_small_guest_migrates_for_real_and_the_model_agrees_it_converges() -> None:
     trial = qg.Trial(memory_mib=128, dirty_mib=16, rate_mib_s=4, bandwidth_mib_s=64, give_up_s=60)
