@@ -85,7 +85,17 @@ def test_a_cut_leaf_stalls_the_migration_for_the_outage() -> None:
     base, hit = alone.migrations[0], run.migrations[0]
     assert hit["converged"]
     assert hit["total_time_s"] == pytest.approx(base["total_time_s"] + 2.0, rel=1e-9)
-    assert any(e["event"].startswith("stalled") for e in hit["path_events"])
+    # the timeline shows it: the bulk round (0 s to its end) stalls at 1 s and resumes at 3 s
+    bulk = hit["timeline"][0]
+    assert bulk["phase"] == "bulk"
+    assert [(e["time_s"], e["event"].split(":")[0]) for e in bulk["path_events"]] == [
+        (1.0, "stalled"),
+        (3.0, "resumed"),
+    ]
+    assert bulk["end_s"] - bulk["start_s"] == pytest.approx(
+        base["timeline"][0]["end_s"] - base["timeline"][0]["start_s"] + 2.0, rel=1e-9
+    )
+    assert all(e["path_events"] == [] for e in hit["timeline"][1:])
 
 
 def test_a_failed_spine_link_reroutes_the_stream() -> None:
@@ -98,6 +108,13 @@ def test_a_failed_spine_link_reroutes_the_stream() -> None:
     untouched = next(m for m in outcomes if m is not rerouted[0])
     assert rerouted[0]["converged"]
     assert rerouted[0]["total_time_s"] > untouched["total_time_s"]
+    # visible in the timeline: the round in flight at 1 s carries the re-route, after the
+    # fabric's reaction delay; the untouched migration's rounds carry nothing
+    (event,) = [e for r in rerouted[0]["timeline"] for e in r["path_events"]]
+    assert event["event"] == "re-routed" and 1.0 < event["time_s"] < 2.0
+    round_of = next(r for r in rerouted[0]["timeline"] if event in r["path_events"])
+    assert round_of["start_s"] <= event["time_s"] < round_of["end_s"]
+    assert all(r["path_events"] == [] for r in untouched["timeline"])
 
 
 def test_refused_admission_never_starts_a_transfer() -> None:

@@ -14,10 +14,17 @@ _COLOURS = {
     "postcopy": "tab:purple",
     "disk-background": "tab:olive",
 }
+_EVENT_COLOURS = {
+    "stalled": "red",
+    "re-routed": "darkorange",
+    "resumed": "green",
+    "clients re-pointed": "grey",
+}
 
 
 def rounds_figure(documents: list[dict[str, Any]]) -> Any:
-    """One panel per migration: its transfers over time (the stop-and-copy in red)."""
+    """One panel per migration: its transfers over time (the stop-and-copy in red), and dashed
+    lines where its path stalled, was re-routed or resumed."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -41,6 +48,14 @@ def rounds_figure(documents: list[dict[str, Any]]) -> Any:
                 linewidth=0.3,
                 label=label,
             )
+        for entry in doc["timeline"]:
+            for event in entry.get("path_events", ()):
+                word = event["event"].split(":")[0]
+                colour = _EVENT_COLOURS.get(word, "black")
+                axis.axvline(event["time_s"], color=colour, linestyle="--", linewidth=1)
+                axis.annotate(
+                    word, (event["time_s"], 1), xycoords=("data", "axes fraction"), fontsize=7, va="top"
+                )
         status = "converged" if doc["converged"] else "did not converge"
         axis.set_title(
             f"{doc.get('vm', 'vm')}: {status}, {doc['total_time_s']:.2f} s, "

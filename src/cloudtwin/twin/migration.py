@@ -415,12 +415,16 @@ class _Runner:
             if live.migration.outcome != "running" or live.flow < 0:
                 continue
             if live.path.size and not down[live.path].any():
+                if live.reroutes and live.reroutes[-1]["event"].startswith("stalled"):
+                    # the links came back at this state's instant, and the stream with them
+                    live.reroutes.append({"time_s": current.time_s, "event": "resumed"})
                 continue
             if live.transaction.phase.value not in ("transferring", "switching"):
                 continue
             new = self._path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
-                live.reroutes.append({"time_s": now_s, "event": "stalled: no surviving path"})
+                # the stream stopped when the links went down, not when this was noticed
+                live.reroutes.append({"time_s": current.time_s, "event": "stalled: no surviving path"})
                 continue
             live.path = new
             self.sim.apply(
@@ -438,6 +442,7 @@ class _Runner:
         documents = []
         for live in sorted(self.live, key=lambda m: m.index):
             result = live.migration.result().to_dict()
+            result["timeline"] = _with_path_events(result["timeline"], live.reroutes, live.migration.start_s)
             alone = live.alone.get("total_time_s", 0.0)
             documents.append(
                 {
@@ -567,3 +572,20 @@ def _tenant_repairs(
     states = expand_faults(scenario.faults, topology, scenario.seed)
     plan = plan_faulted(scenario, topology, bench, strategy, paths, states)
     return [bench.engine_change(c) for c in plan.changes]
+
+
+def _with_path_events(
+    timeline: list[dict[str, Any]], events: list[dict[str, Any]], start_s: float
+) -> list[dict[str, Any]]:
+    """Each round with the path events (stall, re-route, resume) that happened while it was sent,
+    timed like the rounds, from the migration's start."""
+    rounds = []
+    for k, entry in enumerate(timeline):
+        end = entry["end_s"] if k + 1 < len(timeline) else float("inf")  # the last keeps what follows
+        during = [
+            {**event, "time_s": event["time_s"] - start_s}
+            for event in events
+            if entry["start_s"] <= event["time_s"] - start_s < end
+        ]
+        rounds.append({**entry, "path_events": during})
+    return rounds
