@@ -237,7 +237,7 @@ def test_migrate_run_cli_json_and_store(tmp_path) -> None:
         ("mobility.migrations.0.vm=ghost", "mobility.migrations.0.vm"),
         ("mobility.migrations.0.to=mars", "mobility.migrations.0.to"),
         ("mobility.vms.0.dirty_rate=-1MiB/s", "mobility.vms.0.dirty_rate"),
-        ("mobility.vms.0.working_set=64GiB", "working_set"),
+        ("mobility.vms.0.working_set=64GiB", "mobility.vms.0.working_set: "),
         ("mobility.migrations.0.downtime_limit=0ms", "mobility.migrations.0.downtime_limit"),
     ],
 )

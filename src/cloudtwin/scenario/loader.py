@@ -137,6 +137,12 @@ def _describe(
     if not key:  # a model-level check names its key at the start of the message
         named = re.match(r"([A-Za-z_][\w.]*): ", message)
         loc = [int(p) if p.isdigit() else p for p in named.group(1).split(".")] if named else loc
+    elif first["type"] == "value_error" and isinstance(first.get("input"), Mapping):
+        # a nested model's own check naming one of its keys: `vms.0.working_set: reason`
+        own = re.match(r"([A-Za-z_]\w*): ", message)
+        if own and own.group(1) in first["input"]:
+            loc, message = [*loc, own.group(1)], message[own.end() :]
+            key = f"{key}.{own.group(1)}"
     line = _line_of(node, loc)
     where = f"{source}:{line}" if line else source
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
