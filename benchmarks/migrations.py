@@ -3,13 +3,14 @@
 Two clouds of 64 hosts each (16 leaves x 8 hosts, 8 spines, 400G links), each with one
 gateway host, joined by a 400 Gbps WAN link. 1,000 VMs (4 GiB, a 256 MiB working set,
 dirty rates drawn uniformly from 1-20 MiB/s, start times uniformly over the first 60 s,
-fixed seed) spread over the first cloud's hosts migrate to the second cloud: every round
-of every migration is a flow of the engine sharing the gateways and the WAN, so
-hundreds are in flight at once. Prints the wall time of the run (admission, routing,
-simulation; the scenario is validated from a dict first, YAML parsing not counted),
-engine events and the migrations' outcomes.
+or `--start-window` seconds, 0 starting all of them at once; fixed seed) spread over the
+first cloud's hosts migrate to the second cloud: every round of every migration is a
+flow of the engine sharing the gateways and the WAN, so hundreds are in flight at once.
+Prints the wall time of the run (admission, routing, simulation; the scenario is
+validated from a dict first, YAML parsing not counted), engine events and the
+migrations' outcomes.
 
-Usage:  python benchmarks/migrations.py [--migrations 1000]
+Usage:  python benchmarks/migrations.py [--migrations 1000] [--start-window 60]
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ import time
 import numpy as np
 
 
-def scenario_text(count: int, seed: int = 1) -> str:
+def scenario_text(count: int, seed: int = 1, window_s: float = 60.0) -> str:
     rng = np.random.default_rng(seed)
     hosts = rng.integers(0, 63, count)  # host 63 is the gateway
     rates = rng.uniform(1, 20, count)
-    starts = rng.uniform(0, 60, count)
+    starts = rng.uniform(0, window_s, count)
     vms = "\n".join(
         f"    - {{name: vm{i}, cloud: east, host: {h}, memory: 4GiB, working_set: 256MiB, "
         f"dirty_rate: {r:.1f}MiB/s}}"
@@ -60,6 +61,12 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--migrations", type=int, default=1000)
+    parser.add_argument(
+        "--start-window",
+        type=float,
+        default=60.0,
+        help="start times are drawn uniformly over this many seconds (0: every migration at once)",
+    )
     args = parser.parse_args()
     import yaml
 
@@ -67,7 +74,8 @@ def main() -> None:
     from cloudtwin.twin.migration import run_migrations
 
     begin = time.perf_counter()
-    scenario = Scenario.model_validate(yaml.load(scenario_text(args.migrations), Loader=yaml.CSafeLoader))
+    text = scenario_text(args.migrations, window_s=args.start_window)
+    scenario = Scenario.model_validate(yaml.load(text, Loader=yaml.CSafeLoader))
     validated = time.perf_counter() - begin
     begin = time.perf_counter()
     run = run_migrations(scenario)
