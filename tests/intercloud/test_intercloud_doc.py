@@ -40,6 +40,16 @@ def test_benchmark_command_is_documented() -> None:
     assert done.returncode == 0 and "planned in" in done.stdout
 
 
+@pytest.mark.slow
+def test_benchmark_command_runs_as_documented() -> None:
+    (command,) = [c for c in COMMANDS if c.startswith("python benchmarks/intercloud.py")]
+    done = subprocess.run(
+        [sys.executable, *command.split()[1:]], cwd=REPO, capture_output=True, text=True, timeout=600
+    )
+    assert done.returncode == 0, done.stderr
+    assert "500 sites, 10,000 federated networks" in done.stdout and "128,000 endpoints" in done.stdout
+
+
 def test_reachability_json_shape() -> None:
     done = cloudtwin("federate", "reachability", "examples/intercloud.yaml", "--json")
     result = json.loads(done.stdout)
