@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -198,6 +199,55 @@ def test_controller_killed_and_restarted_loses_and_duplicates_nothing(tmp_path: 
     finally:
         server.kill()
         server.wait()
+
+
+def test_controller_killed_mid_request_keeps_every_acknowledged_change(tmp_path: Path) -> None:
+    """Requests stream in while the controller is killed with SIGKILL: every acknowledged site
+    survives the restart, and the retried unacknowledged ones are made once."""
+    state, port = tmp_path / "state.json", _free_port()
+    url = f"http://127.0.0.1:{port}/federation"
+    server = _serve(state, port)
+    acknowledged: list[str] = []
+    unanswered: list[str] = []
+
+    def register_until_the_controller_dies() -> None:
+        for i in range(2_000):
+            site = {"name": f"site{i}", "token": f"token-of-site-{i:04d}"}
+            try:
+                answer = httpx.post(f"{url}/sites", json=site, headers=ADMIN, timeout=5)
+            except httpx.HTTPError:
+                unanswered.append(site["name"])
+                return
+            assert answer.status_code == 201, answer.text
+            acknowledged.append(site["name"])
+
+    client = threading.Thread(target=register_until_the_controller_dies)
+    try:
+        client.start()
+        deadline = time.monotonic() + 60
+        while len(acknowledged) < 20 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        server.send_signal(signal.SIGKILL)  # with a request in flight, most likely
+        server.wait()
+        client.join(timeout=30)
+        assert len(acknowledged) >= 20 and len(unanswered) == 1
+        server = _serve(state, port)
+        kept = {s["name"] for s in httpx.get(f"{url}/sites").json()}
+        assert set(acknowledged) <= kept  # nothing acknowledged is lost
+        assert kept <= set(acknowledged) | set(unanswered)  # nothing appears that was not asked for
+        (name,) = unanswered
+        number = int(name.removeprefix("site"))
+        retry = httpx.post(
+            f"{url}/sites", json={"name": name, "token": f"token-of-site-{number:04d}"}, headers=ADMIN
+        )
+        assert retry.status_code in (200, 201), retry.text
+        sites = httpx.get(f"{url}/sites").json()
+        assert sorted(s["name"] for s in sites) == sorted({*acknowledged, name})
+        assert len({s["gateway"] for s in sites}) == len(sites)  # no address handed out twice
+    finally:
+        server.kill()
+        server.wait()
+        client.join(timeout=30)
 
 
 def _site_file_counts(path: Path) -> dict[str, int]:
