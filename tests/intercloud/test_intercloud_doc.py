@@ -105,7 +105,25 @@ def test_apply_refused_leaves_no_state(tmp_path: Path) -> None:
     wrong = cloudtwin(
         "federate", "status", "--state", str(state), env={"CLOUDTWIN_FEDERATION_TOKEN": "wrong"}
     )
-    assert wrong.returncode == 2 and "admin token does not match" in wrong.stderr
+    assert wrong.returncode == 2 and "token: the admin token does not match" in wrong.stderr
+    assert len(wrong.stderr.strip().splitlines()) == 1
+    assert state.read_text() == before
+
+
+def test_agent_without_token_or_controller_is_one_line_and_exit_2() -> None:
+    import socket
+
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    argv = ["federate", "agent", "east", "--controller", url, "--once"]
+    for env, words in (
+        ({"CLOUDTWIN_SITE_TOKEN": ""}, "token: the site's token is needed"),
+        ({"CLOUDTWIN_SITE_TOKEN": "east-token"}, f"controller: cannot reach {url}"),
+    ):
+        done = cloudtwin(*argv, env=env)
+        assert done.returncode == 2, done.stderr
+        assert len(done.stderr.strip().splitlines()) == 1 and words in done.stderr, done.stderr
 
 
 def test_evaluate_on_a_multi_site_scenario_shows_the_failover() -> None:

@@ -348,7 +348,12 @@ def agent(
     if not token:
         raise FederationError("token", f"the site's token is needed in {SITE_TOKEN_ENV}", 401)
     client = FederationClient(controller)
-    made = _agent_adapter(adapter, adapter_command, site, prefix, client.desired(token, site).gateway)
+    try:
+        gateway = client.desired(token, site).gateway
+    except httpx.HTTPError as err:
+        client.close()
+        raise FederationError("controller", f"cannot reach {controller}: {err}") from err
+    made = _agent_adapter(adapter, adapter_command, site, prefix, gateway)
     try:
         while True:
             try:
