@@ -26,15 +26,19 @@ def closed_form(
     limit: float,
     final: float,
     resume: float,
+    resident: float | None = None,
 ) -> dict[str, float] | None:
     """Rounds, total time, downtime and bytes for constant bandwidth and dirty rate (bytes/s).
 
-    Round 0 sends memory x F in t0 = memory F / B. The first dirty set is D1 = min(W, r t0);
-    while the working set does not cap it, each later set is rho = r F / B times the one
-    before, so D_i = D1 rho^(i-1). The VM stops at the first n with D_n <= B x limit.
-    None when it does not converge (rho >= 1 with D1 above the threshold).
+    Round 0 sends the resident memory at F per byte and each zero page as a 9-byte marker,
+    S0 = resident F + (memory - resident) / 4096 x 9, in t0 = S0 / B. The first dirty set
+    is D1 = min(W, r t0); while the working set does not cap it, each later set is
+    rho = r F / B times the one before, so D_i = D1 rho^(i-1). The VM stops at the first n
+    with D_n <= B x limit. None when it does not converge (rho >= 1 with D1 above the threshold).
     """
-    t0 = memory * F / bandwidth
+    resident = memory if resident is None else resident
+    s0 = resident * F + (memory - resident) / 4096 * 9
+    t0 = s0 / bandwidth
     d1 = min(working_set, rate * t0)
     threshold = bandwidth * limit
     rho = rate * F / bandwidth
@@ -51,7 +55,7 @@ def closed_form(
         "rounds": n,
         "total_time_s": t0 + live * F / bandwidth + downtime,
         "downtime_s": downtime,
-        "bytes": memory * F + live * F + last * F,
+        "bytes": s0 + live * F + last * F,
     }
 
 
@@ -62,8 +66,11 @@ def _plan(
     bandwidth: float,
     limit: float = 0.3,
     final: float | None = None,
+    resident: int | None = None,
 ):
-    vm = VmMemory(memory_bytes=memory, working_set_bytes=working_set, dirty_rate_bps=rate * 8)
+    vm = VmMemory(
+        memory_bytes=memory, working_set_bytes=working_set, dirty_rate_bps=rate * 8, resident_bytes=resident
+    )
     # an unprotected stream: the path's bandwidth alone limits it, as in the closed form
     options = MigrationOptions(
         bandwidth_bps=bandwidth * 8,
@@ -102,22 +109,31 @@ def test_idle_vm_is_one_round_and_memory_over_bandwidth() -> None:
     bandwidth=st.floats(10e6, 10e9),
     limit=st.floats(0.01, 2.0),
     final_share=st.floats(0.5, 20.0),
+    resident_share=st.sampled_from([None, 0.0, 0.25, 0.5, 0.9]),
 )
 def test_plan_equals_closed_form(
-    memory_mib: int, ws_share: float, rate_share: float, bandwidth: float, limit: float, final_share: float
+    memory_mib: int,
+    ws_share: float,
+    rate_share: float,
+    bandwidth: float,
+    limit: float,
+    final_share: float,
+    resident_share: float | None,
 ) -> None:
     memory = memory_mib * MIB
+    resident = None if resident_share is None else int(memory_mib * resident_share) * MIB
     working_set = int(memory * ws_share)
     rate = bandwidth * rate_share
     final = bandwidth * final_share
-    expected = closed_form(memory, working_set, rate, bandwidth, limit, final, 0.01)
+    expected = closed_form(memory, working_set, rate, bandwidth, limit, final, 0.01, resident)
     assume(expected is not None and expected["rounds"] < 30 and expected["total_time_s"] < 3600)
-    d1 = min(working_set, rate * memory * F / bandwidth)
+    s0 = memory * F if resident is None else resident * F + (memory - resident) / 4096 * 9
+    d1 = min(working_set, rate * s0 / bandwidth)
     rho = rate * F / bandwidth
     if d1 > bandwidth * limit:  # keep away from a round boundary where rounding could decide
         exponent = math.log(bandwidth * limit / d1) / math.log(rho)
         assume(abs(exponent - round(exponent)) > 1e-6)
-    _assert_matches(_plan(memory, working_set, rate, bandwidth, limit, final), expected)
+    _assert_matches(_plan(memory, working_set, rate, bandwidth, limit, final, resident), expected)
 
 
 def test_cli_plan_json_equals_closed_form() -> None:
