@@ -7,7 +7,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudtwin.errors import MobilityError
-from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Phase, Transaction, VmProfile
+from cloudtwin.mobility.insularity import (
+    AdmissionPolicy,
+    Cloud,
+    ConsentError,
+    Phase,
+    Ticket,
+    Token,
+    Transaction,
+    VmProfile,
+)
 
 GIB = 1 << 30
 LABELS = ["pci", "gdpr", "web"]
@@ -83,3 +92,44 @@ def test_an_abort_after_any_step_leaves_exactly_one_running_copy(steps: int, see
     committed = steps == len(actions)
     assert ("vm" in west.running) == committed and ("vm" in east.running) != committed
     assert not west.reserved
+
+
+SOURCE_TOKENS = {
+    "another key": lambda east, mallory: Token.issue(
+        mallory.key, "east", "west", "migrate-request", "m0", 0.0
+    ),
+    "another audience": lambda east, _: Token.issue(east.key, "east", "north", "migrate-request", "m0", 0.0),
+    "another purpose": lambda east, _: Token.issue(east.key, "east", "west", "migrate-admit", "m0", 0.0),
+    "another migration": lambda east, _: Token.issue(east.key, "east", "west", "migrate-request", "m9", 0.0),
+    "expired": lambda east, _: Token.issue(east.key, "east", "west", "migrate-request", "m0", -1000.0),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(SOURCE_TOKENS))
+def test_the_destination_admits_nothing_without_the_sources_proof(kind: str) -> None:
+    east, west = _clouds(AdmissionPolicy())
+    mallory = Cloud("east", ["x"], {"x": "1.1.1.1"}, seed=99)
+    profile = VmProfile("vm", GIB, 1, (), "52:54:00:00:00:01", "192.168.0.2")
+    with pytest.raises(ConsentError, match="^token: "):
+        west.admit(profile, "east", SOURCE_TOKENS[kind](east, mallory), east.public_key, "m0", 0.0)
+    assert not west.reserved and not west.log
+
+
+def test_the_source_starts_nothing_on_a_ticket_the_destination_did_not_sign(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    east, west = _clouds(AdmissionPolicy())
+    east.place("vm", "east-h0", GIB)
+    impostor = Cloud("west", ["y"], {"y": "2.2.2.2"}, seed=99)  # answers for west with another key
+
+    def forged_admit(*args: object, **kwargs: object) -> Ticket:
+        return Ticket("0" * 16, Token.issue(impostor.key, "west", "east", "migrate-admit", "m", 0.0))
+
+    monkeypatch.setattr(west, "admit", forged_admit)
+    tx = Transaction("m", "vm", east, west, VmProfile("vm", GIB, 1, (), "52:54:00:00:00:01", "192.168.0.2"))
+    with pytest.raises(ConsentError, match="signature of 'west'"):
+        tx.request(0.0)
+    with pytest.raises(MobilityError):
+        tx.start_transfer(0.0)
+    assert tx.phase == Phase.ABORTED and tx.ticket is None and tx.running_copies() == 1
+    assert [r["event"] for r in east.log] == ["migration-requested", "migration-refused"]
