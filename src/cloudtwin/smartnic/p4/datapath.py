@@ -1060,41 +1060,34 @@ class Datapath:
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
     def deparse(self, ctx: _Ctx, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Valid emitted headers, then the payload after the parser's cursor."""
+        """Valid emitted headers, then the payload after the parser's cursor.
+
+        Rows are grouped by which headers they emit and where their payload starts (a
+        batch has few such groups); each group is written as blocks: its headers' bytes
+        side by side, then its payload shifted into place."""
         program = self.program
-        header_len = np.zeros(ctx.n, dtype=np.int64)
-        for header in program.emit_order:
-            header_len += np.where(ctx.header_valid(header), program.header_instances[header].size_bytes, 0)
-        delta = header_len - ctx.cursor
-        length = np.where(alive, ctx.length + delta, 0)
-        width = max(int(length.max()) if ctx.n else 0, 1)
-        out = np.zeros((ctx.n, width), dtype=np.uint8)
-        src_width = ctx.data.shape[1]
-        for k, d in enumerate(_distinct(delta[alive])):
-            same = None if k == 0 else (alive & (delta == d))[:, None]  # the first group: every row,
-            d = int(d)  # later groups overwrite their own rows (bytes past a packet's length are never read)
-            if d >= 0:
-                span = min(src_width, width - d)
-                np.copyto(out[:, d : d + span], ctx.data[:, :span], where=True if same is None else same)
-            else:
-                span = min(src_width + d, width)
-                np.copyto(out[:, :span], ctx.data[:, -d : -d + span], where=True if same is None else same)
-        offset = np.zeros(ctx.n, dtype=np.int64)
-        for header in program.emit_order:
-            htype = program.header_instances[header]
-            emitted = alive & ctx.header_valid(header)
-            if not emitted.any():
-                continue
-            size = htype.size_bytes
-            if emitted.sum() * 4 < ctx.n:  # a few rows: write those only
-                rows = np.flatnonzero(emitted)
-                _scatter(out, rows, offset[rows], self.header_bytes(ctx, header, htype, rows), ctx.n)
-            else:  # most rows: compute every row, write where emitted, one block per offset
-                raw = self.header_bytes(ctx, header, htype, np.arange(ctx.n))
-                for start in _distinct(offset[emitted]):
-                    where = (emitted & (offset == start))[:, None]
-                    np.copyto(out[:, int(start) : int(start) + size], raw, where=where)
-            offset += np.where(emitted, size, 0)
+        n = ctx.n
+        emits = [(h, program.header_instances[h]) for h in program.emit_order]
+        valid = [ctx.header_valid(h) & alive for h, _ in emits]
+        header_len = np.zeros(n, dtype=np.int64)
+        for v, (_, htype) in zip(valid, emits, strict=True):
+            header_len += v * htype.size_bytes
+        length = np.where(alive, ctx.length + header_len - ctx.cursor, 0)
+        width = max(int(length.max()) if n else 0, 1)
+        out = np.zeros((n, width), dtype=np.uint8)
+        if not alive.any():
+            return out, length
+        for rows, emitted, start in _deparse_groups(valid, alive, ctx.cursor):
+            index = np.arange(n) if isinstance(rows, slice) else rows
+            at = 0
+            for k in emitted:
+                header, htype = emits[k]
+                size = htype.size_bytes
+                out[rows, at : at + size] = self.header_bytes(ctx, header, htype, index)
+                at += size
+            span = min(ctx.data.shape[1] - start, width - at)
+            if span > 0:
+                out[rows, at : at + span] = ctx.data[rows, start : start + span]
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
@@ -1110,6 +1103,35 @@ class Datapath:
         for name, (bit, w) in htype.offsets().items():
             _put_bits(raw, ctx.get(f"{header}.{name}")[rows], bit, w)
         return raw
+
+
+def _deparse_groups(
+    valid: list[np.ndarray], alive: np.ndarray, cursor: np.ndarray
+) -> list[tuple[np.ndarray | slice, list[int], int]]:
+    """The alive rows grouped by the headers they emit and their parser cursor: (rows, the
+    emitted headers' positions in emit order, cursor). `rows` is a slice when it is every row."""
+    n = alive.size
+    rows = np.flatnonzero(alive)
+    if len(valid) <= 62:  # which headers a row emits, as the bits of one code
+        code = np.zeros(rows.size, dtype=np.int64)
+        for k, v in enumerate(valid):
+            code |= v[rows].astype(np.int64) << k
+        codes = _distinct(code)
+        patterns = [[k for k in range(len(valid)) if (int(c) >> k) & 1] for c in codes]
+        members = [rows] if codes.size == 1 else [rows[code == c] for c in codes]
+    else:
+        matrix = np.stack([v[rows] for v in valid], axis=1)
+        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
+        patterns = [[int(k) for k in np.flatnonzero(u)] for u in unique]
+        members = [rows[inverse.reshape(-1) == p] for p in range(len(unique))]
+    groups: list[tuple[np.ndarray | slice, list[int], int]] = []
+    for emitted, group in zip(patterns, members, strict=True):
+        starts = cursor[group]
+        distinct = _distinct(starts)
+        for start in distinct:
+            same = group if distinct.size == 1 else group[starts == start]
+            groups.append((slice(None) if same.size == n else same, emitted, int(start)))
+    return groups
 
 
 def _entry_action_codes(state: _TableState) -> np.ndarray:
