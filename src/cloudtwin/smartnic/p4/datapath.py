@@ -188,6 +188,9 @@ class _Ctx:
             self.values[key] = _column(value, self.n, width)
             return
         old = self.get(key)
+        if isinstance(value, int) and old.dtype != object:  # a constant: no column to build
+            self.values[key] = np.where(mask, np.uint64(value), old)
+            return
         new = _column(value, self.n, width)
         self.values[key] = np.where(mask, new, old)
 
@@ -421,8 +424,11 @@ class _Compiler:
             if hit.any():
                 np.add.at(state.hits, index[hit], 1)
             chosen = np.where(hit, index, -1)
+            codes = _entry_action_codes(state)
+            # each row's action, as its position in the table's action list (-1: a miss)
+            taken = np.where(hit, codes[np.maximum(chosen, 0)], -1) if codes.size else chosen
             for name, run in actions.items():
-                rows = self.dp.rows_for(state, chosen, name, mask)
+                rows = self.dp.rows_for(state, chosen, taken, name, mask)
                 if rows is not None:
                     run(ctx, rows[0], rows[1])
             return hit
@@ -646,7 +652,9 @@ class _Compiler:
                 # most rows, one offset: read every row's bytes there, keep the ones that extract
                 self_start = int(start[0])
                 raw = ctx.data[:, self_start : self_start + size]
-                _extract_masked(ctx, header, plan, raw, ok, narrow)
+                _extract_masked(
+                    ctx, header, plan, raw, ok, _words_at(ctx.data, self_start, size) if narrow else None
+                )
                 ctx.cursor = ctx.cursor + np.where(ok, size, 0)
                 return
             rows = np.flatnonzero(ok)
@@ -671,10 +679,15 @@ class _Compiler:
 
 
 def _extract_masked(
-    ctx: _Ctx, header: str, plan: list[tuple[str, int, int]], raw: np.ndarray, ok: np.ndarray, narrow: bool
+    ctx: _Ctx,
+    header: str,
+    plan: list[tuple[str, int, int]],
+    raw: np.ndarray,
+    ok: np.ndarray,
+    words: np.ndarray | None,
 ) -> None:
-    """Field columns from every row's bytes `raw`, taken where `ok` (the others keep theirs)."""
-    words = _to_words(raw) if narrow else None
+    """Field columns from every row's bytes `raw` (or their 64-bit `words` when every field
+    fits in 64 bits), taken where `ok` (the others keep theirs)."""
     whole = bool(ok.all())
     for key, offset, width in plan:
         value = _bits(raw, offset, width) if words is None else _word_field(words, offset, width)
@@ -698,6 +711,15 @@ def _to_words(raw: np.ndarray) -> np.ndarray:
     padded = np.zeros((rows, words * 8), dtype=np.uint8)
     padded[:, :size] = raw
     return padded.view(">u8").astype(np.uint64)
+
+
+def _words_at(data: np.ndarray, start: int, size: int) -> np.ndarray:
+    """`_to_words` of bytes [start, start + size) of every row, read in place when whole
+    words fit in the rows (the bytes past `size` then fill the last word, never a field)."""
+    end = start + -(-size // 8) * 8
+    if end <= data.shape[1] and data.strides[1] == 1:
+        return data[:, start:end].view(">u8").astype(np.uint64)
+    return _to_words(data[:, start : start + size])
 
 
 def _from_words(words: np.ndarray, size: int) -> np.ndarray:
@@ -1003,17 +1025,12 @@ class Datapath:
         return lookup(keys)
 
     def rows_for(
-        self, state: _TableState, chosen: np.ndarray, action: str, mask: np.ndarray
+        self, state: _TableState, chosen: np.ndarray, taken: np.ndarray, action: str, mask: np.ndarray
     ) -> tuple[np.ndarray, list[np.ndarray]] | None:
-        """Rows that run `action` (hits of entries with it, misses when it is the default)."""
-        entry_actions = _entry_action_codes(state)
+        """Rows that run `action` (hits of entries with it, misses when it is the default);
+        `chosen` is each row's entry (-1: a miss), `taken` that entry's action code."""
         code = state.table.actions.index(action) if action in state.table.actions else -2
-        hit_rows = (
-            (chosen >= 0) & (entry_actions[np.maximum(chosen, 0)] == code)
-            if entry_actions.size
-            else np.zeros_like(mask)
-        )
-        rows = hit_rows.copy()
+        rows = taken == code
         if state.default[0] == action:
             rows |= mask & (chosen < 0)
         if not rows.any():
@@ -1023,7 +1040,8 @@ class Datapath:
             per_entry = _entry_params(state, action, j, width)
             column = per_entry[np.maximum(chosen, 0)] if per_entry.size else _column(0, chosen.size, width)
             default = state.default[1][j] if state.default[0] == action else 0
-            column = np.where(chosen >= 0, column, _column(default, chosen.size, width))
+            fallback = np.uint64(default) if column.dtype != object else _column(default, chosen.size, width)
+            column = np.where(chosen >= 0, column, fallback)
             params.append(column)
         return rows, params
 
@@ -1078,16 +1096,21 @@ class Datapath:
         if not alive.any():
             return out, length
         for rows, emitted, start in _deparse_groups(valid, alive, ctx.cursor):
+            # every row: write in place; some rows: build their block, then place it whole
+            whole = isinstance(rows, slice)
             index = np.arange(n) if isinstance(rows, slice) else rows
+            block = out if whole else np.zeros((index.size, width), dtype=np.uint8)
             at = 0
             for k in emitted:
                 header, htype = emits[k]
                 size = htype.size_bytes
-                out[rows, at : at + size] = self.header_bytes(ctx, header, htype, index)
+                block[:, at : at + size] = self.header_bytes(ctx, header, htype, index)
                 at += size
             span = min(ctx.data.shape[1] - start, width - at)
             if span > 0:
-                out[rows, at : at + span] = ctx.data[rows, start : start + span]
+                block[:, at : at + span] = ctx.data[rows, start : start + span]
+            if not whole:
+                out[rows] = block
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
