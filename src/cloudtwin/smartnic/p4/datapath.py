@@ -748,9 +748,14 @@ def _word_put(words: np.ndarray, value: np.ndarray, offset: int, width: int) -> 
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values (fast when they are all the same, the common case)."""
+    """The distinct values, ascending (fast when they are all the same, the common case, or
+    small non-negative integers such as byte offsets, counted rather than sorted)."""
     if values.size and (values == values[0]).all():
         return values[:1]
+    if values.size and values.dtype.kind in "iu":
+        low, high = int(values.min()), int(values.max())
+        if low >= 0 and high < 1 << 16:
+            return np.flatnonzero(np.bincount(values, minlength=high + 1)).astype(values.dtype)
     return np.unique(values)
 
 
@@ -760,7 +765,7 @@ def _gather(data: np.ndarray, rows: np.ndarray, starts: np.ndarray, size: int, n
     if (starts == first).all():
         return data[:, first : first + size] if rows.size == n else data[rows, first : first + size]
     out = np.empty((rows.size, size), dtype=np.uint8)
-    for start in np.unique(starts):
+    for start in _distinct(starts):
         same = starts == start
         out[same] = data[rows[same], int(start) : int(start) + size]
     return out
@@ -1136,9 +1141,10 @@ def _deparse_groups(
     n = alive.size
     rows = np.flatnonzero(alive)
     if len(valid) <= 62:  # which headers a row emits, as the bits of one code
-        code = np.zeros(rows.size, dtype=np.int64)
+        code = np.zeros(n, dtype=np.int64)
         for k, v in enumerate(valid):
-            code |= v[rows].astype(np.int64) << k
+            code |= v.astype(np.int64) << k
+        code = code if rows.size == n else code[rows]
         codes = _distinct(code)
         patterns = [[k for k in range(len(valid)) if (int(c) >> k) & 1] for c in codes]
         members = [rows] if codes.size == 1 else [rows[code == c] for c in codes]
