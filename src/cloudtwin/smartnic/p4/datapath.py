@@ -422,7 +422,7 @@ class _Compiler:
             )
             hit = (index >= 0) & mask
             if hit.any():
-                np.add.at(state.hits, index[hit], 1)
+                _add_at(state.hits, index[hit], 1)
             chosen = np.where(hit, index, -1)
             codes = _entry_action_codes(state)
             # each row's action, as its position in the table's action list (-1: a miss)
@@ -626,8 +626,9 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             cells = _column(index.fn(ctx, mask), ctx.n, 64).astype(np.int64)
             rows = mask & (cells < packets.size)
-            np.add.at(packets, cells[rows], 1)
-            np.add.at(octets, cells[rows], ctx.length[rows])
+            where = cells[rows]
+            _add_at(packets, where, 1)
+            _add_at(octets, where, ctx.length[rows])
 
         return run
 
@@ -702,6 +703,18 @@ def _extract_masked(
         else:
             ctx.values[key] = np.where(ok, value, old)
     ctx.valid[header] = ctx.header_valid(header) | ok
+
+
+def _add_at(totals: np.ndarray, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+    """`totals[cells] += amounts`, repeated cells adding up (np.add.at); counted with bincount
+    when the totals are few (exact: a batch's sums stay far below 2**53)."""
+    if totals.size > 1 << 16 or cells.size == 0 or cells.min() < 0:
+        np.add.at(totals, cells, amounts)
+        return
+    if isinstance(amounts, int):
+        totals += np.bincount(cells, minlength=totals.size) * amounts
+    else:
+        totals += np.rint(np.bincount(cells, weights=amounts, minlength=totals.size)).astype(totals.dtype)
 
 
 def _to_words(raw: np.ndarray) -> np.ndarray:
