@@ -206,3 +206,44 @@ def test_a_mixed_batch_gives_what_its_packets_give_one_by_one(
             assert octets.tolist() == alone.counters[counter][1].tolist(), counter
         for table, state in together.tables.items():
             assert state.hits.tolist() == alone.tables[table].hits.tolist(), table
+
+
+EXIT_PROGRAM = """
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etherType; }
+struct headers_t { ethernet_t ethernet; }
+struct metadata_t { bit<8> unused; }
+parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.ethernet); transition accept; }
+}
+control C(inout headers_t hdr, inout metadata_t meta, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    apply {
+        send_to_port(1);
+        if (hdr.ethernet.etherType == 0x0001) {
+            hdr.ethernet.src = 1;
+            exit;
+            hdr.ethernet.src = 2;
+        }
+        if (hdr.ethernet.etherType == 0x0002) {
+            hdr.ethernet.src = 3;
+        }
+        hdr.ethernet.dst = 4;
+    }
+}
+control D(packet_out pkt, in headers_t hdr, in metadata_t meta, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.ethernet); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+def test_exit_stops_only_the_rows_that_run_it() -> None:
+    """`exit` ends the control for its rows (the rest of its block and of every enclosing
+    block); the other rows of the batch run on."""
+    datapath = Datapath(parse_program(EXIT_PROGRAM, "exit.p4"))
+    frames = [bytes(6) + bytes(6) + kind.to_bytes(2, "big") for kind in (1, 2, 3)]
+    result = datapath.process(PacketBatch.from_packets(frames))
+    fields = [(out[:6], out[6:12]) for out in result.packets()]  # (dst, src)
+    one, four = (1).to_bytes(6, "big"), (4).to_bytes(6, "big")
+    assert fields == [(bytes(6), one), (four, (3).to_bytes(6, "big")), (four, bytes(6))]
+    assert result.out_port.tolist() == [1, 1, 1]

@@ -173,6 +173,7 @@ class _Ctx:
     drop: np.ndarray
     port: np.ndarray
     exited: np.ndarray
+    any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
 
     def get(self, key: str) -> np.ndarray:
         column = self.values.get(key)
@@ -479,7 +480,8 @@ class _Compiler:
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             for stmt in stmts:
-                mask = mask & ~ctx.exited
+                if ctx.any_exit:  # rows that ran `exit` run nothing more
+                    mask = mask & ~ctx.exited
                 if not mask.any():
                     return
                 stmt(ctx, mask)
@@ -496,6 +498,7 @@ class _Compiler:
 
             def exit_(ctx: _Ctx, mask: np.ndarray) -> None:
                 ctx.exited |= mask
+                ctx.any_exit = True
 
             return exit_
         if kind == "assign":
@@ -543,7 +546,9 @@ class _Compiler:
             if taken.any():
                 then(ctx, taken)
             if other is not None:
-                rest = mask & ~taken & ~ctx.exited
+                rest = mask & ~taken
+                if ctx.any_exit:
+                    rest &= ~ctx.exited
                 if rest.any():
                     other(ctx, rest)
 
