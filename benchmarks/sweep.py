@@ -1,8 +1,9 @@
 """Sweep benchmark: parallel speed-up, per-point overhead, and time to the first result.
 
 1. Speed-up: `--points` CPU-bound points of at least `--point-seconds` CPU seconds each
-   (a pure-Python loop calibrated on CPU time, not wall time, so a busy machine does not
-   shorten the points; each point reports the CPU seconds it used), run serially in the
+   (a pure-Python loop of a fixed length, calibrated on CPU time, not wall time, on the
+   fastest of several probes, so a busy machine does not shorten the points; each point
+   reports the CPU seconds it used, and the smallest is printed), run serially in the
    driver and on a local pool of 2 workers. To give both the same machine, the points are
    cut into `--rounds` slices and each slice runs both ways, alternating which goes first;
    the speed-up is the serial wall time over the pool's, summed over the slices, and the
@@ -59,10 +60,12 @@ class Busy(Task):
 
 
 def busy_task(seconds: float) -> Busy:
-    """A Busy task calibrated (in this process, on CPU time) to use `seconds` of CPU per point."""
+    """A Busy task calibrated (in this process, on CPU time) to use `seconds` of CPU per point
+    or more: the loop count is taken from the fastest of five probes, so a probe slowed by
+    other work on the machine does not make the points shorter than asked."""
     probe = Busy(SCENARIO, "<benchmark>", "run")
-    object.__setattr__(probe, "loops", 3_000_000)
-    per_loop = probe(["seed=0"])["cpu_s"] / 3_000_000
+    object.__setattr__(probe, "loops", 2_000_000)
+    per_loop = min(probe(["seed=0"])["cpu_s"] for _ in range(5)) / 2_000_000
     task = Busy(SCENARIO, "<benchmark>", "run", sets=(f"name=busy-{seconds}",))
     object.__setattr__(task, "loops", int(seconds / per_loop))
     return task
