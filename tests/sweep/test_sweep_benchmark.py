@@ -25,5 +25,6 @@ def test_the_sweep_benchmark_runs_small() -> None:
     # each point used the CPU it was calibrated for (CPU time, so the machine's load does not matter)
     low = re.search(r"CPU seconds per point: min ([\d.]+), mean ([\d.]+)", out)
     assert low and float(low.group(1)) >= 0.05, out
+    assert re.search(r"cores the points got: serial [\d.]+, pool of 2 [\d.]+", out), out
     assert re.search(r"^speed-up: serial [\d.]+ s, pool of 2 [\d.]+ s: [\d.]+x", out, re.M), out
     assert "streaming: 500 trivial points" in out
