@@ -26,6 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_strategy_list
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
 from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.database import DEFAULT_DB
@@ -79,6 +80,7 @@ _STRATEGIES = typer.Option(
     None,
     "--strategies",
     help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
+    callback=check_strategy_list,
 )
 _SET = typer.Option(None, "--set", "-s", help="Override a key at every point (repeatable).")
 _EXECUTOR = typer.Option(
