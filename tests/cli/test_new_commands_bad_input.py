@@ -282,3 +282,10 @@ def test_more_listed_flows_than_limits_flows_are_refused(
     scenario = _flows(tmp_path, "f.csv", HEADER + "0,1,1000,0\n" * 20)
     err = one_line_error(capsys, "run", str(scenario), "--set", "limits.flows=10")
     assert "makes 20 flows in one simulation, above limits.flows = 10" in err
+
+
+def test_flows_out_onto_a_folder_names_its_own_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = one_line_error(capsys, "run", str(EXAMPLES / "leaf-spine-pairs.yaml"), "--flows-out", str(tmp_path))
+    assert f"--flows-out {tmp_path}: is a folder" in err
