@@ -228,6 +228,15 @@ def test_sweep_refuses_a_strategy_named_twice(
     assert "ecmp named twice" in err
 
 
+def test_more_local_workers_than_can_help_are_refused_before_any_start(
+    tiny: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the fork server started every one of them at once
+    err = one_line_error(capsys, "sweep", str(tiny), "--vary", "seed=1", "--workers", "100000000",
+                         "--db", str(tmp_path / "s.duckdb"))
+    assert "workers: 100,000,000 local worker processes, more than the" in err
+
+
 def test_a_deeply_nested_override_value_is_one_line(tiny: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # yaml.safe_load of the value raised RecursionError (run, sweep, every --set)
     err = one_line_error(capsys, "run", str(tiny), "--set", "seed=" + "[" * 5000)
