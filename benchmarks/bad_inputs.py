@@ -164,7 +164,124 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
         ("logs no store", ["logs", "templates", "--db", str(tmp / "none.duckdb")], None),
         ("logs store is a file", ["logs", "templates", "--db", small], None),
     ]
+    return out + newer_cases(tmp)
+
+
+def newer_cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
+    """federate, migrate, nic, sweep and flow files."""
+    out: list[tuple[str, list[str], bytes | None]] = []
+    fed = (EX / "intercloud.yaml").read_text()
+    for name, text in {
+        "sites-scalar": "name: x\nsites: 3\n",
+        "hosts-1e8": fed.replace('hosts: "0-1", address: 10.0.0.11/24',
+                                 'hosts: "0-99999999", address: 10.0.0.11/24'),
+        "net-unknown-site": fed.replace("sites: [east, west, lab]", "sites: [east, mars]"),
+        "bad-address": fed.replace("10.0.0.21/24", "10.0.0.300/24"),
+        "deep": "a: " + "[" * 20_000 + "]" * 20_000,
+    }.items():
+        path = tmp / f"fed-{name}.yaml"
+        path.write_text(text)
+        out.append((f"federate plan {name}", ["federate", "plan", str(path)], None))
+    good = tmp / "fed" / "state.json"
+    out.append(("federate apply (fresh state)", ["federate", "apply", str(EX / "intercloud.yaml"),
+                                                 "--state", str(good)], None))
+    for name, data in {
+        "empty": b"", "binary": b"\xff\xfe\x00", "deep": b"[" * 100_000 + b"]" * 100_000,
+        "version-only": b'{"version": 1}', "sites-null": b'{"version": 1, "generation": 0, "admin": "x", '
+        b'"next_gateway": 1, "next_global": 0, "global_pool": "100.64.0.0/10", "sites": null, '
+        b'"networks": {}, "segments": {}, "reports": {}}',
+    }.items():
+        state = tmp / f"state-{name}.json"
+        state.write_bytes(data)
+        out.append((f"federate status state {name}", ["federate", "status", "--state", str(state)], None))
+    tokens = tmp / "tok" / "state.json"
+    tokens.parent.mkdir()
+    tokens.with_name("state.json.tokens").write_text('{"sites": []}')
+    out.append(("federate apply bad tokens", ["federate", "apply", str(EX / "intercloud.yaml"),
+                                              "--state", str(tokens)], None))
+    mig = str(EX / "migration.yaml")
+    plan = ["migrate", "plan", "--memory", "4GiB", "--dirty-rate", "50MiB/s", "--working-set", "1GiB"]
+    out += [
+        ("migrate plan 1bps", [*plan, "--bandwidth", "1bps"], None),
+        ("migrate plan multifd 0", [*plan, "--multifd", "0"], None),
+        ("migrate plan memory 1e400", ["migrate", "plan", "--memory", "1e400GiB"], None),
+        ("migrate plan scenario + flags", ["migrate", "plan", mig, "--memory", "4GiB"], None),
+        ("migrate plan plot read-only", [*plan, "--plot", "/proc/x.png"], None),
+        ("migrate run twice one VM", ["migrate", "run", mig, "--set", "mobility.migrations="
+                                      "[{vm: web1, to: west}, {vm: web1, to: west}]"], None),
+        ("migrate run unknown VM", ["migrate", "run", mig, "--set", "mobility.migrations.0.vm=nope"], None),
+        ("migrate run out onto folder", ["migrate", "run", mig, "--out", str(tmp)], None),
+        ("migrate run hosts 1e8",
+         ["migrate", "run", mig, "--set", "mobility.clouds.0.hosts=0-99999999"], None),
+    ]
+    p4 = EX / "p4"
+    frames = str(p4 / "host-frames.pcap")
+    nic = ["nic", "run", str(p4 / "vxlan_gateway.p4"), "--pcap", frames, "--from", "host"]
+    entries = {
+        "scalar": "tables: 3\n", "deep": "tables: " + "[" * 20_000 + "]" * 20_000,
+        "huge": "# " + "x" * 5_000_000 + "\n", "dup-key": "tables: {}\ntables: {}\n",
+    }
+    for name, text in entries.items():
+        path = tmp / f"entries-{name}.yaml"
+        path.write_text(text)
+        out.append((f"nic run entries {name}", [*nic, "--entries", str(path)], None))
+    rng = random.Random(11)
+    for name, data in {"empty": b"", "binary": rng.randbytes(10_000),
+                       "pcapng": b"\x0a\x0d\x0d\x0a" + bytes(200),
+                       "cut": (p4 / "host-frames.pcap").read_bytes()[:70]}.items():
+        path = tmp / f"cap-{name}.pcap"
+        path.write_bytes(data)
+        out.append((f"nic run pcap {name}",
+                    ["nic", "run", str(p4 / "parse_only.p4"), "--pcap", str(path)], None))
+    program = tmp / "nomain.p4"
+    program.write_text((p4 / "vxlan_gateway.p4").read_text().replace("main", "mian"))
+    out += [
+        ("nic run program binary", ["nic", "run", str(blob_file(tmp)), "--pcap", frames], None),
+        ("nic run program undeclared type", ["nic", "run", str(program), "--pcap", frames], None),
+        ("nic run port 2^70", [*nic, "--port", str(2**70)], None),
+        ("nic run out onto folder", [*nic, "--out", str(tmp)], None),
+        ("nic offload hosts 1e8", ["nic", "offload", str(EX / "smartnic.yaml"), "--set",
+                                   "nic.groups.0.hosts=0-99999999"], None),
+    ]
+    small = str(tmp / "small.yaml")
+    sweep = ["sweep", small, "--executor", "serial", "--db", str(tmp / "sweep.duckdb")]
+    out += [
+        ("sweep 20,000 listed values", [*sweep, "--vary", "seed=" + ",".join(map(str, range(20_000)))], None),
+        ("sweep backwards range", [*sweep, "--vary", "seed=5..1"], None),
+        ("sweep step 0", [*sweep, "--vary", "seed=1..5:0"], None),
+        ("sweep range 1e11", [*sweep, "--vary", "seed=1..99999999999"], None),
+        ("sweep deep value", [*sweep, "--vary", "seed=" + "[" * 5000], None),
+        ("sweep unknown key", [*sweep, "--vary", "colour=1,2"], None),
+        ("sweep strategy twice",
+         [*sweep, "--vary", "seed=1,2", "-c", "compare", "--strategies", "ecmp,ecmp"], None),
+    ]
+    head = "source,destination,bytes,start\n"
+    flow_files: dict[str, str | None] = {
+        "empty": "", "binary": None, "bad-host": head + "a,1,100,0\n", "late": head + "0,1,100,1e300\n",
+        "long-field": head + "0,1,100," + "0" * 200_000 + "\n", "many": head + "0,1,1000,0\n" * 400_000,
+        "dev-zero": "/dev/zero", "folder": ".",
+    }
+    for name, content in flow_files.items():
+        file = f"flows-{name}.csv"
+        if name in ("dev-zero", "folder"):
+            file = str(content)
+        elif content is None:
+            (tmp / file).write_bytes(rng.randbytes(5000))
+        else:
+            (tmp / file).write_text(content)
+        scenario = tmp / f"flows-{name}.yaml"
+        scenario.write_text("name: f\nfabric: {kind: leaf-spine, leaves: 2, spines: 2, hosts_per_leaf: 2}\n"
+                            f"workload: {{kind: flows, file: '{file}'}}\n")
+        out.append((f"run flow file {name}", ["run", str(scenario)], None))
+    pairs = str(EX / "leaf-spine-pairs.yaml")
+    out.append(("run --flows-out onto folder", ["run", pairs, "--flows-out", str(tmp)], None))
     return out
+
+
+def blob_file(tmp: Path) -> Path:
+    path = tmp / "blob.p4"
+    path.write_bytes(random.Random(5).randbytes(20_000))
+    return path
 
 
 def run_one(argv: list[str], stdin: bytes | None) -> tuple[str, float, int, str]:

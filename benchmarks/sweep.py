@@ -1,9 +1,15 @@
 """Sweep benchmark: parallel speed-up, per-point overhead, and time to the first result.
 
-1. Speed-up: a sweep of `--points` CPU-bound points of about `--point-seconds` each
-   (a calibrated pure-Python loop, so the figure is the sweep machinery's, not the
-   simulator's), on a local pool of 1 worker and of 2 workers. Target on 2 free cores:
-   at least 1.7x for points of 1 s or more.
+1. Speed-up: `--points` CPU-bound points of at least `--point-seconds` CPU seconds each
+   (a pure-Python loop of a fixed length, calibrated on CPU time, not wall time, on the
+   fastest of several probes, so a busy machine does not shorten the points; each point
+   reports the CPU seconds it used, and the smallest is printed), run serially in the
+   driver and on a local pool of 2 workers. To give both the same machine, the points are
+   cut into `--rounds` slices and each slice runs both ways, alternating which goes first;
+   the speed-up is the serial wall time over the pool's, summed over the slices, and the
+   load average is printed beside each slice, with the cores the points got (their CPU
+   seconds over the wall time: about 1 and 2 on 2 free cores). Target on 2 free cores: at least 1.7x for
+   points of 1 s or more (the pool's start-up, once per slice, is counted against it).
 2. Start-up and per-point overhead: the seconds until a fresh pool answers its first
    point; then trivial points (they return at once) on the serial executor and on a
    pool, batched as the driver batches them and one point per batch: wall time per
@@ -13,13 +19,14 @@
 
 Every sweep writes to a fresh store in a temporary directory.
 
-Usage:  python benchmarks/sweep.py [--points 200] [--point-seconds 1.0] [--skip-speedup]
+Usage:  python benchmarks/sweep.py [--points 200] [--point-seconds 1.0] [--rounds 4] [--skip-speedup]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import tempfile
 import time
 from collections.abc import Sequence
@@ -46,40 +53,78 @@ class Busy(Task):
     loops: int = 0
 
     def __call__(self, overrides: Sequence[str]) -> dict[str, Any]:
+        cpu = time.process_time()
         total = 0
         for i in range(self.loops):
             total += i * i % 7
-        return {"seed": int(overrides[0].split("=")[1]), "total": total}
+        return {"seed": int(overrides[0].split("=")[1]), "total": total, "cpu_s": time.process_time() - cpu}
 
 
 def busy_task(seconds: float) -> Busy:
-    """A Busy task calibrated (in this process) to take about `seconds` per point."""
+    """A Busy task calibrated (in this process, on CPU time) to use `seconds` of CPU per point
+    or more: the loop count is taken from the fastest of five probes, so a probe slowed by
+    other work on the machine does not make the points shorter than asked."""
     probe = Busy(SCENARIO, "<benchmark>", "run")
     object.__setattr__(probe, "loops", 2_000_000)
-    start = time.perf_counter()
-    probe(["seed=0"])
-    per_loop = (time.perf_counter() - start) / 2_000_000
+    per_loop = min(probe(["seed=0"])["cpu_s"] for _ in range(5)) / 2_000_000
     task = Busy(SCENARIO, "<benchmark>", "run", sets=(f"name=busy-{seconds}",))
-    object.__setattr__(task, "loops", int(seconds / per_loop))
+    # a quarter more: a loop's CPU time varies by about that much between points when
+    # other work shares the cores' caches, and the points must not be shorter than asked
+    object.__setattr__(task, "loops", int(1.25 * seconds / per_loop))
     return task
 
 
-def sweep(task: Task, points: int, executor: Executor, folder: Path, name: str, target_s: float = 0.1
-          ) -> tuple[float, Any]:
+def sweep(task: Task, points: int, executor: Executor, folder: Path, name: str, target_s: float = 0.1,
+          first: int = 1) -> tuple[float, Any]:
     start = time.perf_counter()
-    plan = Plan((parse_vary(f"seed=1..{points}"),))
+    plan = Plan((parse_vary(f"seed={first}..{first + points - 1}"),))
     keyed = plan.points(task.digest)
     with Store(folder / f"{name}.duckdb") as store:
         run = run_points(keyed, task, store, executor, "benchmark", target_batch_s=target_s)
     return time.perf_counter() - start, run
 
 
-def speedup(points: int, seconds: float, folder: Path) -> None:
+def point_cpu_seconds(db: Path) -> list[float]:
+    """The CPU seconds each stored point reported."""
+    with Store(db) as store:
+        _, rows = store.query("SELECT json_extract(result, '$.cpu_s')::DOUBLE FROM sweep_points")
+    return [float(row[0]) for row in rows]
+
+
+def load() -> str:
+    return " ".join(f"{x:.1f}" for x in os.getloadavg())
+
+
+def speedup(points: int, seconds: float, rounds: int, folder: Path) -> None:
     task = busy_task(seconds)
-    one, _ = sweep(task, points, PoolExecutor(1), folder, "one")
-    two, _ = sweep(task, points, PoolExecutor(2), folder, "two")
-    print(f"speed-up: {points} points of ~{seconds:g} s: 1 worker {one:.1f} s, 2 workers {two:.1f} s, "
-          f"speed-up {one / two:.2f}x (target >= 1.7x)")
+    legs = {"serial": (lambda: SerialExecutor()), "pool of 2": (lambda: PoolExecutor(2))}
+    wall = dict.fromkeys(legs, 0.0)
+    cpu: dict[str, list[float]] = {leg: [] for leg in legs}
+    size = -(-points // rounds)
+    print(f"speed-up: {points} points of >= {seconds:g} CPU s ({task.loops:,} loops), serial against a "
+          f"pool of 2 workers, in {rounds} slices of {size} (load average 1/5/15 min: {load()})")
+    for slice_no, first in enumerate(range(1, points + 1, size)):
+        count = min(size, points - first + 1)
+        order = list(legs) if slice_no % 2 == 0 else list(reversed(legs))
+        line = []
+        for leg in order:
+            name = f"speedup-{leg.replace(' ', '')}-{slice_no}"
+            took, run = sweep(task, count, legs[leg](), folder, name, first=first)
+            assert run.executed == count, run.to_json()
+            wall[leg] += took
+            cpu[leg] += point_cpu_seconds(folder / f"{name}.duckdb")
+            line.append(f"{leg} {took:.1f} s (load {load()})")
+        print(f"  slice {slice_no + 1}: points {first}-{first + count - 1}: " + ", ".join(line))
+    every = cpu["serial"] + cpu["pool of 2"]
+    print(f"  CPU seconds per point: min {min(every):.2f}, mean {statistics.fmean(every):.2f}, "
+          f"max {max(every):.2f}")
+    # the points' CPU seconds over the wall time: about 1 and 2 on 2 free cores; less
+    # says how much of the machine other work took, and bounds the speed-up
+    print(f"  cores the points got: serial {sum(cpu['serial']) / wall['serial']:.2f}, "
+          f"pool of 2 {sum(cpu['pool of 2']) / wall['pool of 2']:.2f}")
+    ratio = wall["serial"] / wall["pool of 2"]
+    print(f"speed-up: serial {wall['serial']:.1f} s, pool of 2 {wall['pool of 2']:.1f} s: {ratio:.2f}x "
+          f"(target >= 1.7x on 2 free cores; load average now {load()})")
 
 
 def overhead(points: int, folder: Path) -> None:
@@ -118,6 +163,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=formatter)
     parser.add_argument("--points", type=int, default=200, help="points in the speed-up sweep")
     parser.add_argument("--point-seconds", type=float, default=1.0, help="CPU seconds per point")
+    parser.add_argument("--rounds", type=int, default=4, help="slices the speed-up sweep alternates over")
     parser.add_argument("--trivial", type=int, default=2000, help="points in the overhead sweeps")
     parser.add_argument("--stream", type=int, default=100_000, help="points in the streaming sweep")
     parser.add_argument("--skip-speedup", action="store_true", help="only overhead and streaming")
@@ -128,7 +174,7 @@ def main() -> None:
         folder = Path(tmp)
         overhead(args.trivial, folder)  # first: the pool's start-up is measured cold
         if not args.skip_speedup:
-            speedup(args.points, args.point_seconds, folder)
+            speedup(args.points, args.point_seconds, args.rounds, folder)
         streaming(args.stream, folder)
     print(f"load average after: {os.getloadavg()[0]:.1f}")
 

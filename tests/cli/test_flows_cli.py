@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from tests.cli.cli_helpers import REPO, cloudtwin
 
 EXAMPLE = "examples/leaf-spine-pairs.yaml"
@@ -89,3 +90,45 @@ def test_bad_flow_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     broken = cloudtwin("run", str(write_scenario(tmp_path, "bad.parquet")))
     assert broken.returncode == 2 and "not a readable Parquet file" in broken.stderr
     assert "Traceback" not in done.stderr + missing.stderr + broken.stderr
+
+
+def test_every_flow_finish_time_is_the_hand_computed_one(tmp_path: Path) -> None:
+    # 2 leaves x 2 spines x 2 hosts, 100G links of 1 us, D-mod-k (spine = destination mod 2).
+    # A 0->2 and B 1->2 share host2's downlink; B and D 1->3 (0.5 GB) share host1's uplink:
+    # all three get 50 Gb/s. D is done at 4e9 / 50e9 = 0.08 s; A and B stay at 50 Gb/s (the
+    # downlink still holds both) until 8e9 / 50e9 = 0.16 s. C 0->3 starts at 0.2 s alone:
+    # 0.08 s later. Every finish adds the 4 hops' latency (4 us).
+    (tmp_path / "f.csv").write_text(
+        "source,destination,bytes,start\n0,2,1GB,0\n1,2,1GB,0\n0,3,1GB,0.2\n1,3,0.5GB,0\n"
+    )
+    out = tmp_path / "flows.parquet"
+    done = cloudtwin("run", str(write_scenario(tmp_path, "f.csv")), "--flows-out", str(out), "--json")
+    assert done.returncode == 0, done.stderr
+    table = pq.read_table(out)
+    assert table.column("source").to_pylist() == ["host0", "host1", "host0", "host1"]
+    np.testing.assert_allclose(
+        table.column("finish_s").to_pylist(), [0.160004, 0.160004, 0.280004, 0.080004], rtol=1e-12
+    )
+    np.testing.assert_allclose(table.column("start_s").to_pylist(), [0, 0, 0.2, 0], atol=0)
+    assert json.loads(done.stdout)["completion_s"] == pytest.approx(0.280004, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("rows", "message"),
+    [
+        ("0,2,1000,\n1,host9,1000,\n", "row 2, column destination: no host 'host9' (hosts 0-3)"),
+        ("0,2,-5,\n", "row 1, column bytes: size"),
+        ("0,2,1000,host0/nic0 leaf0 leaf1 host2/nic0\n", "row 1, column path: not connected"),
+        ("0,2,1000,\n0,2\n", "row 2 (line 3) has 2 fields, expected 4"),
+    ],
+    ids=["unknown host", "negative bytes", "path not connected", "malformed row"],
+)
+def test_bad_rows_through_the_cli_are_one_line_and_exit_2(tmp_path: Path, rows: str, message: str) -> None:
+    (tmp_path / "f.csv").write_text("source,destination,bytes,path\n" + rows)
+    out = tmp_path / "flows.parquet"
+    done = cloudtwin("run", str(write_scenario(tmp_path, "f.csv")), "--flows-out", str(out))
+    assert done.returncode == 2
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("cloudtwin: error: workload.file f.csv: "), lines
+    assert message in lines[0]
+    assert not out.exists()

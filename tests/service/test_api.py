@@ -195,3 +195,23 @@ def test_extra_routers_are_mounted_and_share_the_token(db: Path, tmp_path: Path)
         assert client.post("/extra/change").status_code == 401
         assert client.post("/extra/change", headers=auth()).json() == {"changed": True}
         assert "/extra/change" in client.get("/openapi.json").json()["paths"]
+
+
+def test_every_route_that_changes_something_refuses_without_the_token(client: TestClient, db: Path) -> None:
+    """Not only the routes named above: every POST/PUT/PATCH/DELETE of the OpenAPI schema."""
+    before = db.read_bytes()
+    schema = client.get("/openapi.json").json()
+    changing = [
+        (method.upper(), path)
+        for path, operations in schema["paths"].items()
+        for method in operations
+        if method not in ("get", "head", "options")
+    ]
+    assert {("POST", "/api/jobs"), ("POST", "/api/logs/ingest")} <= set(changing)
+    for method, path in changing:
+        url = re.sub(r"\{[^}]+\}", "1", path)
+        answer = client.request(method, url, json={})
+        assert answer.status_code == 401, (method, path, answer.text)
+        assert answer.json()["error"]["field"] == "Authorization"
+    assert client.get("/api/jobs").json()["jobs"] == []
+    assert db.read_bytes() == before

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
+import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, TCP, UDP, VXLAN, Dot1Q, Ether, IPv6, Raw
 from scapy.contrib.roce import BTH
-from tests.smartnic.p4_helpers import shipped
+from tests.smartnic.p4_helpers import EXAMPLES, shipped
 
-from cloudtwin.smartnic.p4 import PacketBatch
+from cloudtwin.smartnic.p4 import Datapath, PacketBatch, Program, install, parse_program
 
 MAC = st.integers(0, (1 << 48) - 1).map(
     lambda v: ":".join(f"{(v >> s) & 0xFF:02x}" for s in range(40, -8, -8))
@@ -135,3 +138,112 @@ def test_gateway_survives_truncated_network_packets(cut: int) -> None:
     frame = bytes(Ether() / IP(dst="10.0.0.1") / UDP(dport=4789) / VXLAN(vni=1001) / Raw(inner_frame()))
     result = shipped("vxlan_gateway").process(PacketBatch.from_packets([frame[:cut]]))
     assert result.dropped[0]
+
+
+@functools.cache
+def _parsed(name: str) -> tuple[Program, object]:
+    text = (EXAMPLES / f"{name}.p4").read_text()
+    entries = EXAMPLES / f"{name}.entries.yaml"
+    return parse_program(text, f"{name}.p4"), yaml.safe_load(
+        entries.read_text()
+    ) if entries.exists() else None
+
+
+def fresh(name: str) -> Datapath:
+    """A shipped program with its entries, parsed once per test session."""
+    program, document = _parsed(name)
+    datapath = Datapath(program)
+    install(datapath, document)
+    return datapath
+
+
+@st.composite
+def mixed_batches(draw: st.DrawFn) -> tuple[list[bytes], list[int], list[int]]:
+    """Frames of every kind the shipped programs act on (tenant frames to known and unknown
+    MACs, VXLAN to this NIC's VTEP, random stacks), some cut short, from any direction and port."""
+    frames, directions, ports = [], [], []
+    for _ in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["tenant", "vxlan", "random"]))
+        if kind == "tenant":
+            dst = draw(st.sampled_from(["0a:00:00:00:10:02", "0a:00:00:00:20:02", "0a:00:00:00:99:99"]))
+            frame = inner_frame(dst=dst, size=draw(st.integers(0, 300)))
+        elif kind == "vxlan":
+            inner = inner_frame(dst=draw(st.sampled_from(["0a:00:00:00:10:01", "0a:00:00:00:20:01"])))
+            outer = Ether() / IP(src="10.0.0.2", dst=draw(st.sampled_from(["10.0.0.1", "10.0.0.3"])))
+            vni = draw(st.sampled_from([1001, 2002, 3003]))
+            frame = bytes(outer / UDP(dport=4789) / VXLAN(vni=vni) / Raw(inner))
+        else:
+            frame = draw(packets())
+        if draw(st.integers(0, 9)) == 0:
+            frame = frame[: draw(st.integers(0, len(frame)))]
+        frames.append(frame)
+        directions.append(draw(st.integers(0, 1)))
+        ports.append(draw(st.integers(0, 3)))
+    return frames, directions, ports
+
+
+@settings(max_examples=40, deadline=None)
+@given(mixed_batches())
+def test_a_mixed_batch_gives_what_its_packets_give_one_by_one(
+    batch: tuple[list[bytes], list[int], list[int]],
+) -> None:
+    """Rows of one batch take different parser paths, emit different headers and start
+    their payload at different offsets; each still leaves as it would alone, and the
+    counters, table hits and meters end the same."""
+    frames, directions, ports = batch
+    times = np.arange(len(frames), dtype=np.uint64) * 1000
+    for name in ("vxlan_gateway", "security_groups", "tenant_meter", "parse_only"):
+        together, alone = fresh(name), fresh(name)
+        result = together.process(
+            PacketBatch.from_packets(frames, np.array(directions), np.array(ports), times)
+        )
+        for i, frame in enumerate(frames):
+            one = alone.process(PacketBatch.from_packets([frame], directions[i], ports[i], times[i : i + 1]))
+            assert result.packet(i) == one.packet(0), (name, i)
+            assert (result.out_port[i], result.parser_error[i]) == (one.out_port[0], one.parser_error[0])
+        for counter, (packets_, octets) in together.counters.items():
+            assert packets_.tolist() == alone.counters[counter][0].tolist(), counter
+            assert octets.tolist() == alone.counters[counter][1].tolist(), counter
+        for table, state in together.tables.items():
+            assert state.hits.tolist() == alone.tables[table].hits.tolist(), table
+
+
+EXIT_PROGRAM = """
+header ethernet_t { bit<48> dst; bit<48> src; bit<16> etherType; }
+struct headers_t { ethernet_t ethernet; }
+struct metadata_t { bit<8> unused; }
+parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.ethernet); transition accept; }
+}
+control C(inout headers_t hdr, inout metadata_t meta, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    apply {
+        send_to_port(1);
+        if (hdr.ethernet.etherType == 0x0001) {
+            hdr.ethernet.src = 1;
+            exit;
+            hdr.ethernet.src = 2;
+        }
+        if (hdr.ethernet.etherType == 0x0002) {
+            hdr.ethernet.src = 3;
+        }
+        hdr.ethernet.dst = 4;
+    }
+}
+control D(packet_out pkt, in headers_t hdr, in metadata_t meta, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.ethernet); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+def test_exit_stops_only_the_rows_that_run_it() -> None:
+    """`exit` ends the control for its rows (the rest of its block and of every enclosing
+    block); the other rows of the batch run on."""
+    datapath = Datapath(parse_program(EXIT_PROGRAM, "exit.p4"))
+    frames = [bytes(6) + bytes(6) + kind.to_bytes(2, "big") for kind in (1, 2, 3)]
+    result = datapath.process(PacketBatch.from_packets(frames))
+    fields = [(out[:6], out[6:12]) for out in result.packets()]  # (dst, src)
+    one, four = (1).to_bytes(6, "big"), (4).to_bytes(6, "big")
+    assert fields == [(bytes(6), one), (four, (3).to_bytes(6, "big")), (four, bytes(6))]
+    assert result.out_port.tolist() == [1, 1, 1]

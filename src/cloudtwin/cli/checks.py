@@ -14,6 +14,7 @@ from cloudtwin.errors import OutputError, RoutingError, ScenarioError
 from cloudtwin.scenario.model import Scenario
 
 __all__ = [
+    "check_flows_out_file",
     "check_out_dir",
     "check_out_file",
     "check_plot_file",
@@ -44,6 +45,11 @@ def _writable_dir(path: Path, flag: str, shown: Path) -> None:
 def check_out_file(value: Path | None) -> Path | None:
     """A file the command will write: not a folder, in a place that can be written."""
     return _check_file(value, "--out")
+
+
+def check_flows_out_file(value: Path | None) -> Path | None:
+    """`--flows-out`: a file, as for `--out`."""
+    return _check_file(value, "--flows-out")
 
 
 def _check_file(value: Path | None, flag: str) -> Path | None:

@@ -107,11 +107,21 @@ def _tokens_path(state: Path) -> Path:
 def _read_tokens(state: Path) -> dict[str, Any]:
     path = _tokens_path(state)
     try:
-        return dict(json.loads(path.read_text(encoding="utf-8")))
+        tokens = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
-    except (OSError, json.JSONDecodeError) as err:
+    except (OSError, ValueError, RecursionError) as err:
         raise FederationError("tokens", f"{path}: cannot read the tokens file") from err
+    sites = tokens.get("sites", {}) if isinstance(tokens, dict) else None
+    if (
+        not isinstance(sites, dict)
+        or not isinstance(tokens.get("admin", ""), str)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in sites.items())
+    ):
+        raise FederationError(
+            "tokens", f"{path}: not a tokens file (an admin token and a sites mapping of tokens)"
+        )
+    return dict(tokens)
 
 
 def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
@@ -124,7 +134,12 @@ def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
             raise FederationError("token", f"{state} exists: give its admin token in {TOKEN_ENV}", 401)
         admin = new_token()
     tokens["admin"] = admin
-    return FederationController(JsonFileStore(state), admin), tokens
+    try:
+        return FederationController(JsonFileStore(state), admin), tokens
+    except FederationError as err:
+        if not err.field.startswith("state."):
+            raise
+        raise FederationError(err.field, f"{err.reason} (in {state})", err.status) from err
 
 
 def apply(

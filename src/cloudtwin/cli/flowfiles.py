@@ -57,12 +57,32 @@ def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
                 first = str(err).splitlines()[0] if str(err) else type(err).__name__
                 raise WorkloadError(f"{origin}: not a readable Parquet file ({first})") from None
         else:
-            table = flow_table_from_csv(path.read_text(encoding="utf-8"), origin)
+            table = flow_table_from_csv(_read_csv(path, origin, scenario.limits.flows), origin)
     except FileNotFoundError:
         raise WorkloadError(f"{origin}: no such file ({path})") from None
     except UnicodeDecodeError:
         raise WorkloadError(f"{origin}: not a text (CSV) file") from None
     return scenario.model_copy(update={"workload": workload.with_table(table)})
+
+
+#: Bytes a flow file may hold per flow that `limits.flows` allows (a row with an explicit
+#: path of a dozen hops is about 150 bytes).
+BYTES_PER_FLOW = 512
+
+
+def _read_csv(path: Path, origin: str, flows: int) -> str:
+    """The text of a CSV flow file: a regular file, at most BYTES_PER_FLOW per allowed flow."""
+    if path.exists() and not path.is_file():
+        raise WorkloadError(f"{origin}: not a regular file ({path})")
+    most = BYTES_PER_FLOW * flows + 4096
+    with path.open("rb") as handle:
+        data = handle.read(most + 1)
+    if len(data) > most:
+        raise WorkloadError(
+            f"{origin}: more than {most:,} bytes, more than {flows:,} flows can take "
+            "(limits.flows); raise limits.flows for a longer list"
+        )
+    return data.decode("utf-8")
 
 
 def _path_names(run: Run) -> list[str]:

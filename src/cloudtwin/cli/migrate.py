@@ -9,6 +9,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file, check_plot_file
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import MobilityError
 from cloudtwin.store.database import DEFAULT_DB
@@ -26,7 +27,9 @@ app = typer.Typer(
 )
 
 _JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
-_PLOT = typer.Option(None, "--plot", help="Write a plot of the rounds (PNG) to this file.")
+_PLOT = typer.Option(
+    None, "--plot", help="Write a plot of the rounds (PNG) to this file.", callback=check_plot_file
+)
 _PLAN_SCENARIO = typer.Argument(
     None,
     help="Plan the migrations of this scenario (each alone on its path) instead of flags.",
@@ -35,13 +38,16 @@ _PLAN_SCENARIO = typer.Argument(
 _RUN_SCENARIO = typer.Argument(
     ..., help="Scenario YAML file with mobility.clouds, vms and migrations.", show_default=False
 )
-_OUT = typer.Option(None, "--out", "-o", help="Also write the JSON result to this file.")
+_OUT = typer.Option(
+    None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
+)
 _DB_OPTION = typer.Option(None, "--db", help=f"Store the run in this DuckDB file (e.g. {DEFAULT_DB}).")
 _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set mobility.wan.bandwidth=1Gbps.")
 
 
 @app.command("plan")
 def plan(
+    ctx: typer.Context,
     scenario: Path | None = _PLAN_SCENARIO,
     memory: str | None = typer.Option(None, "--memory", help="VM memory, e.g. 4GiB."),
     dirty_rate: str = typer.Option(
@@ -92,6 +98,12 @@ def plan(
     from cloudtwin.mobility.plan import plan_request, plan_scenario
 
     if scenario is not None:
+        given = [name for name in _VM_FLAGS if _given(ctx, name)]
+        if given:
+            raise MobilityError(
+                f"{given[0]}: a scenario's VMs and paths come from its mobility: section "
+                "(change them with --set); give either a scenario or the VM's flags"
+            )
         plans = plan_scenario(read_scenario(scenario, overrides))
         documents = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]
         if as_json:
@@ -128,6 +140,20 @@ def plan(
         stdout.print(_table("migration plan", [{"vm": "vm", **result}]))
     if plot:
         _plot(plot, [{"vm": "vm", **result}])
+
+
+#: `plan` options that describe one VM and its path: meaningless beside a scenario.
+_VM_FLAGS = (
+    "memory", "dirty_rate", "working_set", "resident", "bandwidth", "downtime_limit",
+    "final_bandwidth", "max_bandwidth", "auto_converge", "postcopy", "xbzrle", "multifd",
+    "policy", "storage", "disk", "disk_dirty_rate",
+)
+
+
+def _given(ctx: typer.Context, name: str) -> bool:
+    """Whether option `name` was given on the command line (not left at its default)."""
+    source = ctx.get_parameter_source(name)
+    return source is not None and source.name == "COMMANDLINE"
 
 
 def _request(fields: dict[str, Any]) -> Any:

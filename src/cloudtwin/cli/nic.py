@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import typer
-import yaml
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
-from cloudtwin.errors import NicError
+from cloudtwin.errors import NicError, ScenarioError
+from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
 
@@ -44,13 +45,19 @@ def _read_text(path: Path, what: str) -> str:
         raise NicError(f"{path}: {what} is not UTF-8 text") from err
 
 
+#: An entries file is at most this long (about 40,000 entries), and at most ENTRIES_NODES
+#: YAML values once its aliases are expanded: reading it stays within seconds.
+ENTRIES_CHARS = 4 << 20
+ENTRIES_NODES = 1_000_000
+
+
 def _read_yaml(path: Path, what: str) -> Any:
     try:
-        return yaml.safe_load(_read_text(path, what))
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f"{path}:{mark.line + 1}" if mark is not None else str(path)
-        raise NicError(f"{where}: {what} is not valid YAML") from err
+        return load_yaml(
+            _read_text(path, what), str(path), f"table-{what} file", ENTRIES_CHARS, ENTRIES_NODES
+        )[0]
+    except ScenarioError as err:
+        raise NicError(str(err)) from err
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -69,10 +76,16 @@ def _write_atomic(path: Path, data: bytes) -> None:
 _PROGRAM = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False)
 _ENTRIES = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML).")
 _PCAP = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False)
-_OUT = typer.Option(None, "--out", "-o", help="Write the packets that leave the pipeline here.")
+_OUT = typer.Option(
+    None, "--out", "-o", help="Write the packets that leave the pipeline here.", callback=check_out_file
+)
 _FROM = typer.Option("network", "--from", help="Where the capture enters the NIC: network or host.")
 _PORT = typer.Option(
-    None, "--port", min=0, help="Input port: 0 is the network, 1.. a host function (default: 0 / 1)."
+    None,
+    "--port",
+    min=0,
+    max=(1 << 32) - 1,
+    help="Input port: 0 is the network, 1.. a host function (default: 0 / 1).",
 )
 _NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
 _TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")

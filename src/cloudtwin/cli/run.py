@@ -8,7 +8,12 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
+from cloudtwin.cli.checks import (
+    check_flows_out_file,
+    check_out_file,
+    check_strategy_list,
+    refuse_ignored_sections,
+)
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -35,7 +40,7 @@ FLOWS_OUT = typer.Option(
     "--flows-out",
     help="Also write one row per flow (ids, source, destination, bytes, start, finish, FCT, "
     "mean rate, path) to this Parquet file; the result names it.",
-    callback=check_out_file,
+    callback=check_flows_out_file,
 )
 
 _ROWS: list[tuple[str, str, str]] = [

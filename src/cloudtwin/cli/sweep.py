@@ -26,6 +26,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_strategy_list
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
 from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.database import DEFAULT_DB
@@ -79,6 +80,7 @@ _STRATEGIES = typer.Option(
     None,
     "--strategies",
     help="Comma-separated strategies for compare, nccl-tests, evaluate (ratios to the first).",
+    callback=check_strategy_list,
 )
 _SET = typer.Option(None, "--set", "-s", help="Override a key at every point (repeatable).")
 _EXECUTOR = typer.Option(
@@ -143,7 +145,17 @@ def _executor(name: ExecutorName, address: str | None, workers: int | None) -> E
         return RayExecutor(address or "auto", workers)
     if name is ExecutorName.serial:
         return SerialExecutor()
+    most = MAX_WORKERS_PER_CPU * (os.cpu_count() or 1)
+    if workers is not None and workers > most:
+        raise SweepError(
+            f"workers: {workers:,} local worker processes, more than the {most} ({MAX_WORKERS_PER_CPU} "
+            "per CPU) that can help here; each is a Python process of its own"
+        )
     return PoolExecutor(workers or _workers_default())
+
+
+#: Local workers beyond this many per CPU only add processes (all started at once).
+MAX_WORKERS_PER_CPU = 4
 
 
 def _number(value: float) -> str:

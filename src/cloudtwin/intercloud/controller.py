@@ -20,6 +20,9 @@ from contextlib import contextmanager
 from itertools import combinations
 from typing import Any, Protocol
 
+from pydantic import TypeAdapter, ValidationError
+from typing_extensions import TypedDict
+
 from cloudtwin.errors import AccessError, FederationError
 from cloudtwin.intercloud.objects import (
     DesiredSegment,
@@ -88,6 +91,88 @@ def _empty(admin_hash: str) -> dict[str, Any]:
     }
 
 
+class _SiteRecord(TypedDict):
+    flavour: str
+    gateway: str
+    token: str
+
+
+class _NetworkRecord(TypedDict):
+    mode: str
+    sites: list[str]
+    tenant: str
+    vni: int
+
+
+class _SegmentRecord(TypedDict):
+    address: str
+    endpoints: int
+    global_block: str
+    network: str
+    site: str
+    tenant: str
+    vni: int
+
+
+class _RealisedRecord(TypedDict):
+    network: str
+    peers: list[str]
+
+
+class _ReportRecord(TypedDict):
+    generation: int
+    realised: list[_RealisedRecord]
+
+
+class _State(TypedDict):
+    version: int
+    generation: int
+    admin: str
+    next_gateway: int
+    next_global: int
+    global_pool: str
+    sites: dict[str, _SiteRecord]
+    networks: dict[str, _NetworkRecord]
+    segments: dict[str, _SegmentRecord]
+    reports: dict[str, _ReportRecord]
+
+
+_STATE = TypeAdapter(_State)
+
+
+def check_state(state: dict[str, Any]) -> None:
+    """FederationError naming the first field of a saved state that is missing, of the wrong
+    type, or refers to a site or network the state does not hold (a file edited by hand or
+    cut short must not crash the controller later, half-way through a change)."""
+    if state.get("version") != STATE_VERSION:
+        raise FederationError("state.version", f"unknown state version {state.get('version')!r}")
+    try:
+        _STATE.validate_python(state, strict=True)
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in ("state", *first["loc"]))
+        raise FederationError(where, first["msg"].lower()) from err
+    for name, network in state["networks"].items():
+        for site in network["sites"]:
+            if site not in state["sites"]:
+                raise FederationError(f"state.networks.{name}.sites", f"no site named {site!r}")
+    for key, segment in state["segments"].items():
+        if segment["network"] not in state["networks"] or segment["site"] not in state["sites"]:
+            raise FederationError(
+                f"state.segments.{key}", "refers to a network or site the state does not hold"
+            )
+        try:
+            _span(segment["address"], 1)
+            if segment["global_block"]:
+                ipaddress.IPv4Network(segment["global_block"])
+        except ValueError as err:
+            raise FederationError(f"state.segments.{key}.address", str(err)) from err
+    try:
+        ipaddress.IPv4Network(state["global_pool"])
+    except ValueError as err:
+        raise FederationError("state.global_pool", str(err)) from err
+
+
 def _key(network: str, site: str) -> str:
     return f"{network}@{site}"
 
@@ -103,9 +188,9 @@ class FederationController:
         if state is None:
             state = _empty(hash_token(admin_token))
             store.save(state)
-        elif state.get("version") != STATE_VERSION:
-            raise FederationError("state.version", f"unknown state version {state.get('version')!r}")
-        elif not hmac.compare_digest(state["admin"], hash_token(admin_token)):
+        else:
+            check_state(state)
+        if not hmac.compare_digest(state["admin"], hash_token(admin_token)):
             raise AccessError("token", "the admin token does not match the saved controller state", 403)
         self._state = state
         self._working: dict[str, Any] | None = None

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.scenario.loader import _describe, apply_overrides, parse_yaml
+from cloudtwin.scenario.loader import _describe, apply_overrides, check_hosts, parse_yaml
 from cloudtwin.scenario.model import Fabric, Hosts, LeafSpineFabric, Scenario, Tenant
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
@@ -224,7 +224,9 @@ def load_federation(
     data = apply_overrides(data, overrides)
     if "sites" not in data:
         raise ScenarioError(f"{source}: sites: a multi-site scenario needs a sites: list")
-    for site in data.get("sites") or []:
+    check_hosts(data, source)
+    sites = data.get("sites")
+    for site in sites if isinstance(sites, list) else []:
         if isinstance(site, dict) and isinstance(site.get("fabric"), dict):
             site["fabric"].setdefault("kind", "leaf-spine")
     try:
@@ -235,6 +237,7 @@ def load_federation(
 
 def federation_from_dict(data: dict[str, Any], source: str = "<federation>") -> FederationScenario:
     """Validate an already parsed mapping (e.g. an HTTP request body)."""
+    check_hosts(data, source)
     try:
         return FederationScenario.model_validate(data)
     except ValidationError as err:

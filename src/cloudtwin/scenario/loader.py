@@ -14,10 +14,10 @@ import yaml
 from pydantic import ValidationError
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.model import Scenario, check_listed_hosts
 from cloudtwin.scenario.safe_yaml import load_yaml
 
-__all__ = ["apply_overrides", "load_scenario", "parse_yaml", "scenario_from_data"]
+__all__ = ["apply_overrides", "check_hosts", "load_scenario", "parse_yaml", "scenario_from_data"]
 
 _DISCRIMINATED = ("fabric", "workload")
 _DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
@@ -48,9 +48,11 @@ def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str,
         if not sep or not key:
             raise ScenarioError(f"override {item!r}: expected key=value, e.g. fabric.leaves=8")
         try:
-            value = yaml.safe_load(raw) if raw.strip() else ""
-        except yaml.YAMLError as err:
-            raise ScenarioError(f"{key}: override value {raw!r} is not a YAML scalar") from err
+            value = load_yaml(raw, key)[0] if raw.strip() else ""
+        except ScenarioError as err:
+            shown = raw if len(raw) <= 40 else raw[:40] + "..."
+            reason = str(err).removeprefix(f"{key}: ")
+            raise ScenarioError(f"{key}: override value {shown!r} is not a YAML value ({reason})") from err
         _set_path(result, key.split("."), value, key)
     return result
 
@@ -111,6 +113,7 @@ def scenario_from_data(
     """Validate parsed YAML (see `parse_yaml`) with overrides: what `load_scenario` does after
     parsing, for callers that validate many override sets against one parsed file."""
     data = apply_overrides(data, overrides)
+    check_hosts(data, source)
     for section, kind in _DEFAULT_KIND.items():
         if isinstance(data.get(section), dict):
             data[section].setdefault("kind", kind)
@@ -118,6 +121,14 @@ def scenario_from_data(
         return Scenario.model_validate(data)
     except ValidationError as err:
         raise ScenarioError(_describe(err, data, node, source)) from err
+
+
+def check_hosts(data: Mapping[str, Any], source: str) -> None:
+    """ScenarioError when the document's host sets list too many hosts to expand."""
+    try:
+        check_listed_hosts(data)
+    except ValueError as err:
+        raise ScenarioError(f"{source}: {err}") from err
 
 
 def _describe(

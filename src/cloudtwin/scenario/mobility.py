@@ -244,9 +244,16 @@ def check_mobility(mobility: Mobility, host_count: int) -> None:
                     f"(0-{host_count - 1})"
                 )
     placed = {vm.name: vm.cloud for vm in mobility.vms}
+    moved: dict[str, int] = {}
     for i, job in enumerate(mobility.migrations):
         if job.vm not in vms:
             raise ValueError(f"mobility.migrations.{i}.vm: unknown VM {job.vm!r}")
+        if job.vm in moved:
+            raise ValueError(
+                f"mobility.migrations.{i}.vm: VM {job.vm!r} already migrates in "
+                f"mobility.migrations.{moved[job.vm]} (one migration per VM)"
+            )
+        moved[job.vm] = i
         if job.to not in clouds:
             raise ValueError(f"mobility.migrations.{i}.to: unknown site {job.to!r}")
         if job.to == placed[job.vm]:

@@ -120,6 +120,50 @@ class Hosts(_Model):
 
 _RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
 
+#: Host indices one scenario may list in all its host sets (`"0-63"` counts 64): far more
+#: hosts than any fabric within `limits.memory` has, and few enough that expanding them
+#: takes well under a second. A range like `0-99999999` fails here, before it is expanded.
+MAX_LISTED_HOSTS = 1 << 22
+
+
+def count_hosts(spec: object) -> int:
+    """How many indices a host set lists, without expanding its ranges (0 for a malformed
+    part: the field's own validation names it).
+
+    >>> count_hosts("0-63,80")
+    65
+    """
+    if isinstance(spec, list):
+        return len(spec)
+    if not isinstance(spec, str):
+        return 1
+    total = 0
+    for part in spec.split(","):
+        match = _RANGE.match(part)
+        if match is not None:
+            low = int(match.group(1))
+            total += max(int(match.group(2) or low) - low + 1, 0)
+    return total
+
+
+def check_listed_hosts(data: object, path: str = "") -> int:
+    """Refuse a document whose `hosts:` sets (at any depth) list more than MAX_LISTED_HOSTS
+    indices in all, naming the set that passes the bound; returns the count so far."""
+    total = 0
+    items = data.items() if isinstance(data, dict) else enumerate(data) if isinstance(data, list) else ()
+    for key, value in items:
+        where = f"{path}.{key}" if path else str(key)
+        if key == "hosts" and isinstance(value, (str, list)):
+            total += count_hosts(value)
+        elif isinstance(value, (dict, list)):
+            total += check_listed_hosts(value, where)
+        if total > MAX_LISTED_HOSTS:
+            raise ValueError(
+                f"{where}: lists more than {MAX_LISTED_HOSTS:,} hosts in all (the largest fabric "
+                "that fits in memory has far fewer)"
+            )
+    return total
+
 
 def parse_host_ranges(spec: str | int | list[int]) -> tuple[int, ...]:
     """Host indices from `"0-63,80"`, a single int or a list.

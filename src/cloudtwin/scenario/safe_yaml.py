@@ -51,13 +51,22 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         return super().construct_mapping(node, deep=deep)
 
 
-def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+def load_yaml(
+    text: str,
+    source: str,
+    what: str = "scenario",
+    max_chars: int = MAX_TEXT_CHARS,
+    max_nodes: int = MAX_NODES,
+) -> tuple[Any, yaml.Node | None]:
     """The document in ``text`` and its node tree; ScenarioError (one line) if it is
-    malformed, too deep, too large once aliases are expanded, or repeats a key."""
-    if len(text) > MAX_TEXT_CHARS:
+    malformed, too deep, too large once aliases are expanded, or repeats a key.
+
+    `what` names the kind of document in the messages; `max_chars` and `max_nodes` bound
+    its text and its size once aliases are expanded."""
+    if len(text) > max_chars:
         raise ScenarioError(
-            f"{source}: {len(text):,} characters is more than the {MAX_TEXT_CHARS:,} a "
-            "scenario may have"
+            f"{source}: {len(text):,} characters is more than the {max_chars:,} a "
+            f"{what} may have"
         )
     _check_flow_depth(text, source)
     try:
@@ -68,7 +77,7 @@ def load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
         raise ScenarioError(_yaml_problem(err, source)) from err
     if node is None:
         return None, None
-    _check_size(node, source)
+    _check_size(node, source, max_nodes)
     loader = _UniqueKeyLoader("")
     try:
         data = loader.construct_document(node)
@@ -105,13 +114,13 @@ def _check_flow_depth(text: str, source: str) -> None:
 
 def _yaml_problem(err: yaml.YAMLError, source: str) -> str:
     mark = getattr(err, "problem_mark", None)
-    where = f" line {mark.line + 1}" if mark is not None else ""
+    where = f": line {mark.line + 1}" if mark is not None else ""
     problem = getattr(err, "problem", None) or str(err).splitlines()[0]
-    return f"{source}:{where}: not valid YAML: {problem}"
+    return f"{source}{where}: not valid YAML: {problem}"
 
 
-def _check_size(root: yaml.Node, source: str) -> None:
-    """Refuse a node graph deeper than MAX_DEPTH or larger than MAX_NODES once expanded.
+def _check_size(root: yaml.Node, source: str, max_nodes: int = MAX_NODES) -> None:
+    """Refuse a node graph deeper than MAX_DEPTH or larger than `max_nodes` once expanded.
 
     Sizes are memoised per node, so an alias bomb is measured in time linear in its
     text, not in its expansion.
@@ -135,14 +144,14 @@ def _check_size(root: yaml.Node, source: str) -> None:
             stack.extend((child, False) for child in children if id(child) not in sizes)
             continue
         active.discard(key)
-        sizes[key] = min(1 + sum(sizes[id(c)] for c in children), MAX_NODES + 1)
+        sizes[key] = min(1 + sum(sizes[id(c)] for c in children), max_nodes + 1)
         depths[key] = 1 + max((depths[id(c)] for c in children), default=0)
         if depths[key] > MAX_DEPTH:
             line = node.start_mark.line + 1
             raise ScenarioError(f"{source}:{line}: nested more than {MAX_DEPTH} levels deep")
-        if sizes[key] > MAX_NODES:
+        if sizes[key] > max_nodes:
             raise ScenarioError(
-                f"{source}: expands to more than {MAX_NODES:,} values once its aliases are "
+                f"{source}: expands to more than {max_nodes:,} values once its aliases are "
                 "resolved; a scenario is never that large"
             )
 

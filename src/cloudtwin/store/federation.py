@@ -26,6 +26,10 @@ class JsonFileStore:
             text = self.path.read_text(encoding="utf-8")
         except FileNotFoundError:
             return None
+        except UnicodeDecodeError as err:
+            raise FederationError(
+                "state", f"{self.path}: not a controller state file (not UTF-8 text)"
+            ) from err
         except OSError as err:
             raise FederationError("state", f"{self.path}: cannot read: {err.strerror}") from err
         try:
@@ -34,14 +38,23 @@ class JsonFileStore:
             raise FederationError(
                 "state", f"{self.path}: not a controller state file (line {err.lineno})"
             ) from err
+        except RecursionError as err:
+            raise FederationError(
+                "state", f"{self.path}: not a controller state file (nested too deep)"
+            ) from err
         if not isinstance(state, dict):
             raise FederationError("state", f"{self.path}: not a controller state file")
         return state
 
     def save(self, state: dict[str, Any]) -> None:
         """Replace the file, all or nothing."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        if self.path.is_dir():
+            raise FederationError("state", f"{self.path}: is a folder; give a file name")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{self.path.name}.", dir=self.path.parent)
+        except OSError as err:
+            raise FederationError("state", f"{self.path}: cannot write here ({err.strerror})") from err
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 json.dump(state, handle, indent=1, sort_keys=True)

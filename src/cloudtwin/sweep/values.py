@@ -21,6 +21,9 @@ _CLOSING = {"[": "]", "{": "}"}
 
 #: More values than this for one key is a mistake (a range missing a digit), not a sweep.
 MAX_VALUES = 10_000_000
+#: Values listed one by one (not in a range) for one key: each is checked before the sweep
+#: starts, so a list this long is already seconds of checking; longer lists are ranges.
+MAX_LISTED = 1000
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,14 @@ def parse_vary(text: str) -> Vary:
         raise SweepError(f"vary {text!r}: expected key=values, e.g. seed=1..10 or fabric.spines=4,8")
     values: list[str] = []
     probes: list[str] = []
-    for item in split_values(raw):
+    items = split_values(raw)
+    listed = sum(1 for item in items if ".." not in item)
+    if listed > MAX_LISTED:
+        raise SweepError(
+            f"vary {key}: {listed:,} values listed one by one, more than the {MAX_LISTED:,} a vary "
+            "may list (each is checked before the sweep starts); give a range like 1..5000"
+        )
+    for item in items:
         if not item:
             raise SweepError(f"vary {key}: an empty value in {raw!r}")
         span = _range(key, item)

@@ -11,12 +11,14 @@ machine.
 
 from __future__ import annotations
 
+from collections.abc import Sized
 from dataclasses import dataclass
 
 from cloudtwin.errors import LimitError
 from cloudtwin.scenario.model import (
     CollectiveWorkload,
     FatTreeFabric,
+    FlowsWorkload,
     PerftestWorkload,
     RailOptimizedFabric,
     Scenario,
@@ -117,7 +119,8 @@ def _alltoall_pairs(scenario: Scenario, workload: CollectiveWorkload) -> int:
 
 
 def estimate_flows(scenario: Scenario) -> int:
-    """Flows of the scenario's perftest traffic and alltoall collectives."""
+    """Flows of the scenario's perftest traffic, alltoall collectives and listed flows (at
+    the workload's QPs a row)."""
     jobs = [scenario.workload] if not scenario.workloads else list(scenario.workloads)
     flows = 0
     for job in jobs:
@@ -125,6 +128,10 @@ def estimate_flows(scenario: Scenario) -> int:
             flows += _perftest_flows(job, scenario.host_count)
         elif isinstance(job, CollectiveWorkload):
             flows += _alltoall_pairs(scenario, job)
+        elif isinstance(job, FlowsWorkload):
+            table = job.table
+            listed = len(table) if isinstance(table, Sized) else len(job.rows)
+            flows += listed * job.qps
     return flows
 
 

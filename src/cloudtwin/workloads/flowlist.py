@@ -46,6 +46,11 @@ _HOST = re.compile(r"^(?:host)?(\d+)(?:/nic(\d+))?$")
 _PATH_SEPARATORS = re.compile(r"\s*(?:->|>|,|\s)\s*")
 
 
+#: The latest start a listed flow may have: float seconds still tell nanoseconds apart
+#: (1e6 s is 1e15 ns, below 2**53).
+MAX_START_S = 1e6
+
+
 @dataclass(frozen=True, eq=False)
 class FlowTable:
     """Rows of flows as read (values not yet checked); `origin` names them in messages."""
@@ -72,6 +77,13 @@ def _check_columns(origin: str, names: Sequence[str]) -> None:
 
 def flow_table_from_csv(text: str, origin: str) -> FlowTable:
     """A table from CSV text with a header line naming the columns."""
+    try:
+        return _table_from_csv(text, origin)
+    except csv.Error as err:
+        raise WorkloadError(f"{origin}: not a CSV file ({err})") from None
+
+
+def _table_from_csv(text: str, origin: str) -> FlowTable:
     reader = csv.reader(io.StringIO(text))
     header = next(reader, None)
     if header is None:
@@ -160,6 +172,11 @@ def _start(table: FlowTable, row: int, value: object) -> float:
         raise WorkloadError(f"{where}: {err}") from None
     if not np.isfinite(seconds) or seconds < 0:
         raise WorkloadError(f"{where}: must be a time of 0 s or later, got {value!r}")
+    if seconds > MAX_START_S:
+        raise WorkloadError(
+            f"{where}: {value!r} is later than {MAX_START_S:.0e} s (the engine keeps nanoseconds "
+            "apart only below that)"
+        )
     return seconds
 
 

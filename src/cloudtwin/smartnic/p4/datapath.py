@@ -173,6 +173,7 @@ class _Ctx:
     drop: np.ndarray
     port: np.ndarray
     exited: np.ndarray
+    any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
 
     def get(self, key: str) -> np.ndarray:
         column = self.values.get(key)
@@ -188,6 +189,9 @@ class _Ctx:
             self.values[key] = _column(value, self.n, width)
             return
         old = self.get(key)
+        if isinstance(value, int) and old.dtype != object:  # a constant: no column to build
+            self.values[key] = np.where(mask, np.uint64(value), old)
+            return
         new = _column(value, self.n, width)
         self.values[key] = np.where(mask, new, old)
 
@@ -419,10 +423,13 @@ class _Compiler:
             )
             hit = (index >= 0) & mask
             if hit.any():
-                np.add.at(state.hits, index[hit], 1)
+                _add_at(state.hits, index[hit], 1)
             chosen = np.where(hit, index, -1)
+            codes = _entry_action_codes(state)
+            # each row's action, as its position in the table's action list (-1: a miss)
+            taken = np.where(hit, codes[np.maximum(chosen, 0)], -1) if codes.size else chosen
             for name, run in actions.items():
-                rows = self.dp.rows_for(state, chosen, name, mask)
+                rows = self.dp.rows_for(state, chosen, taken, name, mask)
                 if rows is not None:
                     run(ctx, rows[0], rows[1])
             return hit
@@ -473,7 +480,8 @@ class _Compiler:
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             for stmt in stmts:
-                mask = mask & ~ctx.exited
+                if ctx.any_exit:  # rows that ran `exit` run nothing more
+                    mask = mask & ~ctx.exited
                 if not mask.any():
                     return
                 stmt(ctx, mask)
@@ -490,6 +498,7 @@ class _Compiler:
 
             def exit_(ctx: _Ctx, mask: np.ndarray) -> None:
                 ctx.exited |= mask
+                ctx.any_exit = True
 
             return exit_
         if kind == "assign":
@@ -537,7 +546,9 @@ class _Compiler:
             if taken.any():
                 then(ctx, taken)
             if other is not None:
-                rest = mask & ~taken & ~ctx.exited
+                rest = mask & ~taken
+                if ctx.any_exit:
+                    rest &= ~ctx.exited
                 if rest.any():
                     other(ctx, rest)
 
@@ -620,8 +631,9 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             cells = _column(index.fn(ctx, mask), ctx.n, 64).astype(np.int64)
             rows = mask & (cells < packets.size)
-            np.add.at(packets, cells[rows], 1)
-            np.add.at(octets, cells[rows], ctx.length[rows])
+            where = cells[rows]
+            _add_at(packets, where, 1)
+            _add_at(octets, where, ctx.length[rows])
 
         return run
 
@@ -646,7 +658,9 @@ class _Compiler:
                 # most rows, one offset: read every row's bytes there, keep the ones that extract
                 self_start = int(start[0])
                 raw = ctx.data[:, self_start : self_start + size]
-                _extract_masked(ctx, header, plan, raw, ok, narrow)
+                _extract_masked(
+                    ctx, header, plan, raw, ok, _words_at(ctx.data, self_start, size) if narrow else None
+                )
                 ctx.cursor = ctx.cursor + np.where(ok, size, 0)
                 return
             rows = np.flatnonzero(ok)
@@ -671,10 +685,15 @@ class _Compiler:
 
 
 def _extract_masked(
-    ctx: _Ctx, header: str, plan: list[tuple[str, int, int]], raw: np.ndarray, ok: np.ndarray, narrow: bool
+    ctx: _Ctx,
+    header: str,
+    plan: list[tuple[str, int, int]],
+    raw: np.ndarray,
+    ok: np.ndarray,
+    words: np.ndarray | None,
 ) -> None:
-    """Field columns from every row's bytes `raw`, taken where `ok` (the others keep theirs)."""
-    words = _to_words(raw) if narrow else None
+    """Field columns from every row's bytes `raw` (or their 64-bit `words` when every field
+    fits in 64 bits), taken where `ok` (the others keep theirs)."""
     whole = bool(ok.all())
     for key, offset, width in plan:
         value = _bits(raw, offset, width) if words is None else _word_field(words, offset, width)
@@ -691,6 +710,18 @@ def _extract_masked(
     ctx.valid[header] = ctx.header_valid(header) | ok
 
 
+def _add_at(totals: np.ndarray, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+    """`totals[cells] += amounts`, repeated cells adding up (np.add.at); counted with bincount
+    when the totals are few (exact: a batch's sums stay far below 2**53)."""
+    if totals.size > 1 << 16 or cells.size == 0 or cells.min() < 0:
+        np.add.at(totals, cells, amounts)
+        return
+    if isinstance(amounts, int):
+        totals += np.bincount(cells, minlength=totals.size) * amounts
+    else:
+        totals += np.rint(np.bincount(cells, weights=amounts, minlength=totals.size)).astype(totals.dtype)
+
+
 def _to_words(raw: np.ndarray) -> np.ndarray:
     """A (rows, bytes) matrix as big-endian 64-bit words (rows, ceil(bytes / 8))."""
     rows, size = raw.shape
@@ -698,6 +729,15 @@ def _to_words(raw: np.ndarray) -> np.ndarray:
     padded = np.zeros((rows, words * 8), dtype=np.uint8)
     padded[:, :size] = raw
     return padded.view(">u8").astype(np.uint64)
+
+
+def _words_at(data: np.ndarray, start: int, size: int) -> np.ndarray:
+    """`_to_words` of bytes [start, start + size) of every row, read in place when whole
+    words fit in the rows (the bytes past `size` then fill the last word, never a field)."""
+    end = start + -(-size // 8) * 8
+    if end <= data.shape[1] and data.strides[1] == 1:
+        return data[:, start:end].view(">u8").astype(np.uint64)
+    return _to_words(data[:, start : start + size])
 
 
 def _from_words(words: np.ndarray, size: int) -> np.ndarray:
@@ -726,9 +766,14 @@ def _word_put(words: np.ndarray, value: np.ndarray, offset: int, width: int) -> 
 
 
 def _distinct(values: np.ndarray) -> np.ndarray:
-    """The distinct values (fast when they are all the same, the common case)."""
+    """The distinct values, ascending (fast when they are all the same, the common case, or
+    small non-negative integers such as byte offsets, counted rather than sorted)."""
     if values.size and (values == values[0]).all():
         return values[:1]
+    if values.size and values.dtype.kind in "iu":
+        low, high = int(values.min()), int(values.max())
+        if low >= 0 and high < 1 << 16:
+            return np.flatnonzero(np.bincount(values, minlength=high + 1)).astype(values.dtype)
     return np.unique(values)
 
 
@@ -738,7 +783,7 @@ def _gather(data: np.ndarray, rows: np.ndarray, starts: np.ndarray, size: int, n
     if (starts == first).all():
         return data[:, first : first + size] if rows.size == n else data[rows, first : first + size]
     out = np.empty((rows.size, size), dtype=np.uint8)
-    for start in np.unique(starts):
+    for start in _distinct(starts):
         same = starts == start
         out[same] = data[rows[same], int(start) : int(start) + size]
     return out
@@ -1003,17 +1048,12 @@ class Datapath:
         return lookup(keys)
 
     def rows_for(
-        self, state: _TableState, chosen: np.ndarray, action: str, mask: np.ndarray
+        self, state: _TableState, chosen: np.ndarray, taken: np.ndarray, action: str, mask: np.ndarray
     ) -> tuple[np.ndarray, list[np.ndarray]] | None:
-        """Rows that run `action` (hits of entries with it, misses when it is the default)."""
-        entry_actions = _entry_action_codes(state)
+        """Rows that run `action` (hits of entries with it, misses when it is the default);
+        `chosen` is each row's entry (-1: a miss), `taken` that entry's action code."""
         code = state.table.actions.index(action) if action in state.table.actions else -2
-        hit_rows = (
-            (chosen >= 0) & (entry_actions[np.maximum(chosen, 0)] == code)
-            if entry_actions.size
-            else np.zeros_like(mask)
-        )
-        rows = hit_rows.copy()
+        rows = taken == code
         if state.default[0] == action:
             rows |= mask & (chosen < 0)
         if not rows.any():
@@ -1023,7 +1063,8 @@ class Datapath:
             per_entry = _entry_params(state, action, j, width)
             column = per_entry[np.maximum(chosen, 0)] if per_entry.size else _column(0, chosen.size, width)
             default = state.default[1][j] if state.default[0] == action else 0
-            column = np.where(chosen >= 0, column, _column(default, chosen.size, width))
+            fallback = np.uint64(default) if column.dtype != object else _column(default, chosen.size, width)
+            column = np.where(chosen >= 0, column, fallback)
             params.append(column)
         return rows, params
 
@@ -1060,41 +1101,39 @@ class Datapath:
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
     def deparse(self, ctx: _Ctx, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Valid emitted headers, then the payload after the parser's cursor."""
+        """Valid emitted headers, then the payload after the parser's cursor.
+
+        Rows are grouped by which headers they emit and where their payload starts (a
+        batch has few such groups); each group is written as blocks: its headers' bytes
+        side by side, then its payload shifted into place."""
         program = self.program
-        header_len = np.zeros(ctx.n, dtype=np.int64)
-        for header in program.emit_order:
-            header_len += np.where(ctx.header_valid(header), program.header_instances[header].size_bytes, 0)
-        delta = header_len - ctx.cursor
-        length = np.where(alive, ctx.length + delta, 0)
-        width = max(int(length.max()) if ctx.n else 0, 1)
-        out = np.zeros((ctx.n, width), dtype=np.uint8)
-        src_width = ctx.data.shape[1]
-        for k, d in enumerate(_distinct(delta[alive])):
-            same = None if k == 0 else (alive & (delta == d))[:, None]  # the first group: every row,
-            d = int(d)  # later groups overwrite their own rows (bytes past a packet's length are never read)
-            if d >= 0:
-                span = min(src_width, width - d)
-                np.copyto(out[:, d : d + span], ctx.data[:, :span], where=True if same is None else same)
-            else:
-                span = min(src_width + d, width)
-                np.copyto(out[:, :span], ctx.data[:, -d : -d + span], where=True if same is None else same)
-        offset = np.zeros(ctx.n, dtype=np.int64)
-        for header in program.emit_order:
-            htype = program.header_instances[header]
-            emitted = alive & ctx.header_valid(header)
-            if not emitted.any():
-                continue
-            size = htype.size_bytes
-            if emitted.sum() * 4 < ctx.n:  # a few rows: write those only
-                rows = np.flatnonzero(emitted)
-                _scatter(out, rows, offset[rows], self.header_bytes(ctx, header, htype, rows), ctx.n)
-            else:  # most rows: compute every row, write where emitted, one block per offset
-                raw = self.header_bytes(ctx, header, htype, np.arange(ctx.n))
-                for start in _distinct(offset[emitted]):
-                    where = (emitted & (offset == start))[:, None]
-                    np.copyto(out[:, int(start) : int(start) + size], raw, where=where)
-            offset += np.where(emitted, size, 0)
+        n = ctx.n
+        emits = [(h, program.header_instances[h]) for h in program.emit_order]
+        valid = [ctx.header_valid(h) & alive for h, _ in emits]
+        header_len = np.zeros(n, dtype=np.int64)
+        for v, (_, htype) in zip(valid, emits, strict=True):
+            header_len += v * htype.size_bytes
+        length = np.where(alive, ctx.length + header_len - ctx.cursor, 0)
+        width = max(int(length.max()) if n else 0, 1)
+        out = np.zeros((n, width), dtype=np.uint8)
+        if not alive.any():
+            return out, length
+        for rows, emitted, start in _deparse_groups(valid, alive, ctx.cursor):
+            # every row: write in place; some rows: build their block, then place it whole
+            whole = isinstance(rows, slice)
+            index = np.arange(n) if isinstance(rows, slice) else rows
+            block = out if whole else np.zeros((index.size, width), dtype=np.uint8)
+            at = 0
+            for k in emitted:
+                header, htype = emits[k]
+                size = htype.size_bytes
+                block[:, at : at + size] = self.header_bytes(ctx, header, htype, index)
+                at += size
+            span = min(ctx.data.shape[1] - start, width - at)
+            if span > 0:
+                block[:, at : at + span] = ctx.data[rows, start : start + span]
+            if not whole:
+                out[rows] = block
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
@@ -1110,6 +1149,36 @@ class Datapath:
         for name, (bit, w) in htype.offsets().items():
             _put_bits(raw, ctx.get(f"{header}.{name}")[rows], bit, w)
         return raw
+
+
+def _deparse_groups(
+    valid: list[np.ndarray], alive: np.ndarray, cursor: np.ndarray
+) -> list[tuple[np.ndarray | slice, list[int], int]]:
+    """The alive rows grouped by the headers they emit and their parser cursor: (rows, the
+    emitted headers' positions in emit order, cursor). `rows` is a slice when it is every row."""
+    n = alive.size
+    rows = np.flatnonzero(alive)
+    if len(valid) <= 62:  # which headers a row emits, as the bits of one code
+        code = np.zeros(n, dtype=np.int64)
+        for k, v in enumerate(valid):
+            code |= v.astype(np.int64) << k
+        code = code if rows.size == n else code[rows]
+        codes = _distinct(code)
+        patterns = [[k for k in range(len(valid)) if (int(c) >> k) & 1] for c in codes]
+        members = [rows] if codes.size == 1 else [rows[code == c] for c in codes]
+    else:
+        matrix = np.stack([v[rows] for v in valid], axis=1)
+        unique, inverse = np.unique(matrix, axis=0, return_inverse=True)
+        patterns = [[int(k) for k in np.flatnonzero(u)] for u in unique]
+        members = [rows[inverse.reshape(-1) == p] for p in range(len(unique))]
+    groups: list[tuple[np.ndarray | slice, list[int], int]] = []
+    for emitted, group in zip(patterns, members, strict=True):
+        starts = cursor[group]
+        distinct = _distinct(starts)
+        for start in distinct:
+            same = group if distinct.size == 1 else group[starts == start]
+            groups.append((slice(None) if same.size == n else same, emitted, int(start)))
+    return groups
 
 
 def _entry_action_codes(state: _TableState) -> np.ndarray:

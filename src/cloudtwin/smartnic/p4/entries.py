@@ -189,6 +189,9 @@ def parse_entries(
         document = {}
     if not isinstance(document, dict) or set(document) - {"tables", "meters"}:
         raise NicError("entries: a mapping with `tables` and/or `meters`")
+    for section in ("tables", "meters"):
+        if not isinstance(document.get(section) or {}, dict):
+            raise NicError(f"{section}: a mapping of {section[:-1]} name to a list of entries")
     tables: dict[str, list[TableEntry]] = {}
     for name, rows in (document.get("tables") or {}).items():
         short = str(name).split(".")[-1]
@@ -205,5 +208,7 @@ def parse_entries(
     for name, rows in (document.get("meters") or {}).items():
         if name not in datapath.meters:
             raise NicError(f"meters.{name}: the program has no meter {name!r}")
+        if not isinstance(rows or [], list):
+            raise NicError(f"meters.{name}: a list of meter settings")
         meters.extend(_meter(datapath, name, i, row) for i, row in enumerate(rows or []))
     return tables, meters

@@ -268,6 +268,8 @@ class _Checker:
 
     def struct_fields(self, struct: str, prefix: str, node: Tree) -> dict[str, int]:
         out: dict[str, int] = {}
+        if struct not in self.structs:
+            raise self.fail(node, f"{prefix}: type {struct!r} is not a declared struct")
         for fname, type_ in self.structs[struct]:
             if type_.data == "named_type" and str(type_.children[0]) in self.structs:
                 out.update(self.struct_fields(str(type_.children[0]), f"{prefix}.{fname}", node))
