@@ -122,6 +122,7 @@ def test_apply_overrides_does_not_touch_its_input() -> None:
         ("colour=red", "colour: unknown key"),
         ("tenants.3.vni=7", "tenants.3.vni: '3' is not an index of a 1-item list"),
         ("tenants.x.vni=7", "tenants.x.vni: 'x' is not an index"),
+        ("tenants.\u00b9.vni=7", "tenants.\u00b9.vni: '\u00b9' is not an index"),  # a digit to isdigit() only
         ("seed", "override 'seed': expected key=value"),
         ("=3", "expected key=value"),
         ("seed.x=1", "seed.x: seed is a value, not a section"),

@@ -75,6 +75,9 @@ def test_errors_are_json_naming_the_field(client: TestClient) -> None:
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "limit"
     ids = client.get("/api/runs/compare?runs=1,x")
     assert ids.status_code == 422 and ids.json()["error"]["field"] == "runs"
+    # a superscript one is a digit to str.isdigit() but not to int()
+    ids = client.get("/api/runs/compare?runs=1,\u00b9")
+    assert ids.status_code == 422 and ids.json()["error"]["field"] == "runs"
     body = client.post("/api/jobs", json={"example": "leaf-spine-perftest", "kind": "sweep"}, headers=auth())
     assert body.status_code == 422 and body.json()["error"]["field"] == "kind"
 

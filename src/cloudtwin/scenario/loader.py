@@ -87,7 +87,7 @@ def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> N
 
 
 def _index(part: str, items: list[Any], key: str) -> int:
-    if not part.isdigit() or int(part) >= len(items):
+    if not (part.isascii() and part.isdigit()) or int(part) >= len(items):
         raise ScenarioError(f"{key}: {part!r} is not an index of a {len(items)}-item list")
     return int(part)
 
@@ -147,7 +147,7 @@ def _describe(
         message = f"{message} (got {first['input']!r})"
     if not key:  # a model-level check names its key at the start of the message
         named = re.match(r"([A-Za-z_][\w.]*): ", message)
-        loc = [int(p) if p.isdigit() else p for p in named.group(1).split(".")] if named else loc
+        loc = [int(p) if p.isascii() and p.isdigit() else p for p in named.group(1).split(".")] if named else loc
     elif first["type"] == "value_error" and isinstance(first.get("input"), Mapping):
         # a nested model's own check naming one of its keys: `vms.0.working_set: reason`
         own = re.match(r"([A-Za-z_]\w*): ", message)

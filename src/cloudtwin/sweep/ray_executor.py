@@ -35,7 +35,7 @@ def check_address(address: str) -> str:
         except SweepError as err:
             raise SweepError(f"address auto ({resolved}): no Ray cluster answers there") from err
     host, sep, port = address.rpartition(":")
-    if not sep or not host or not port.isdigit():
+    if not sep or not host or not (port.isascii() and port.isdigit()):
         raise SweepError(f"address {address!r}: expected auto or HOST:PORT, e.g. 127.0.0.1:6379")
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):

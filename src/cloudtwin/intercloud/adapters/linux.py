@@ -290,7 +290,11 @@ class LinuxAdapter:
 
     def _endpoints_of(self, network: str) -> list[str]:
         stem = f"{self.prefix}-{self.site}-{network}-"
-        found = [n for n in namespaces(self.prefix) if n.startswith(stem) and n[len(stem) :].isdigit()]
+        found = [
+            n
+            for n in namespaces(self.prefix)
+            if n.startswith(stem) and n[len(stem) :].isascii() and n[len(stem) :].isdigit()
+        ]
         return sorted(found, key=lambda n: int(n[len(stem) :]))
 
     # -- read back and delete -----------------------------------------------------------

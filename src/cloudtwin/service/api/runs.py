@@ -66,7 +66,7 @@ def plots(store: StoreDep, run_id: RunId) -> dict[str, Any]:
 def parse_run_ids(text: str) -> list[int]:
     """`1,2,3` as run ids; ApiError naming `runs` otherwise."""
     parts = [p.strip() for p in text.split(",") if p.strip()]
-    if not parts or not all(p.isdigit() and len(p) < 10 for p in parts):
+    if not parts or not all(p.isascii() and p.isdigit() and len(p) < 10 for p in parts):
         raise ApiError(422, "runs", f"runs: {text!r} is not a comma-separated list of run ids")
     ids = list(dict.fromkeys(int(p) for p in parts))
     if len(ids) > MAX_COMPARED:

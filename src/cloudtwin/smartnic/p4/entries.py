@@ -89,7 +89,7 @@ def _match(value: object, kind: MatchKind, width: int, where: str) -> int | tupl
         address: object
         if isinstance(value, str) and "/" in value:
             address, _, prefix_text = value.partition("/")
-            prefix = int(prefix_text) if prefix_text.isdigit() else -1
+            prefix = int(prefix_text) if prefix_text.isascii() and prefix_text.isdigit() else -1
         elif isinstance(value, dict) and set(value) == {"value", "prefix_len"}:
             address, prefix = value["value"], int(value["prefix_len"])
         else:

@@ -72,7 +72,7 @@ def parse_number(text: str) -> tuple[int, int | None]:
     body = text.replace("_", "")
     for sep in "ws":
         head, found, tail = body.partition(sep)
-        if found and head.isdigit():
+        if found and head.isascii() and head.isdigit():
             width, body = int(head), tail
             break
     return int(body, 0), width
