@@ -147,7 +147,8 @@ def _describe(
         message = f"{message} (got {first['input']!r})"
     if not key:  # a model-level check names its key at the start of the message
         named = re.match(r"([A-Za-z_][\w.]*): ", message)
-        loc = [int(p) if p.isascii() and p.isdigit() else p for p in named.group(1).split(".")] if named else loc
+        if named:
+            loc = [int(p) if p.isascii() and p.isdigit() else p for p in named.group(1).split(".")]
     elif first["type"] == "value_error" and isinstance(first.get("input"), Mapping):
         # a nested model's own check naming one of its keys: `vms.0.working_set: reason`
         own = re.match(r"([A-Za-z_]\w*): ", message)
