@@ -134,7 +134,7 @@ class _Active:
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
-        self.count -= np.bincount(link, minlength=self.count.size)
+        np.subtract.at(self.count, link, 1)
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
         self.active[done] = False
@@ -152,7 +152,7 @@ class _Active:
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
         self.active[new] = True
-        self.count += np.bincount(link, minlength=self.count.size)
+        np.add.at(self.count, link, 1)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
         touched = np.unique(link)
         fits = np.all(
@@ -336,6 +336,7 @@ class Simulation:
             np.empty(0),
         )
         self._size_bits = np.empty(0)
+        self._tiny = np.empty(0)  # bits left at which a flow counts as finished
         self._start = np.empty(0)
         self._latency = np.empty(0)
         self._remaining = np.empty(0)
@@ -427,6 +428,7 @@ class Simulation:
         ids = np.arange(offset, offset + flows, dtype=np.int64)
         if offset == 0:
             self._size_bits, self._start, self._latency = size_bits, start, latency
+            self._tiny = COMPLETION_TOLERANCE * size_bits
             self._remaining = size_bits.copy()
             self._finish = np.full(flows, np.nan)
             self._ready = np.full(flows, -np.inf)
@@ -437,6 +439,7 @@ class Simulation:
             self._counted = counted
         else:
             self._size_bits = np.concatenate((self._size_bits, size_bits))
+            self._tiny = np.concatenate((self._tiny, COMPLETION_TOLERANCE * size_bits))
             self._start = np.concatenate((self._start, start))
             self._latency = np.concatenate((self._latency, latency))
             self._remaining = np.concatenate((self._remaining, size_bits))
@@ -483,8 +486,9 @@ class Simulation:
         members = active.members
         rate = active.rate[members]
         remaining = self._remaining
-        with np.errstate(divide="ignore", invalid="ignore"):
-            to_finish = np.where(rate > 0, remaining[members] / rate, np.inf)
+        left = remaining[members]
+        to_finish = np.full(members.size, np.inf)
+        np.divide(left, rate, out=to_finish, where=rate > 0)
         soonest = float(to_finish.min()) if members.size else np.inf
         cursor = self._cursor
         next_arrival = min(
@@ -505,7 +509,8 @@ class Simulation:
         self._events += 1
         now += step
         self._now = now
-        remaining[members] -= rate * step
+        left -= rate * step
+        remaining[members] = left
         exact = True
         touched: list[np.ndarray] = []
         # Flows whose last bit goes now, and those within a hair of it: completions that
@@ -513,7 +518,7 @@ class Simulation:
         # otherwise cost an event of its own.
         done = members[
             (to_finish <= step * (1 + 1e-12) + 1e-18)
-            | (remaining[members] <= COMPLETION_TOLERANCE * self._size_bits[members])
+            | (left <= self._tiny[members])
         ]
         if done.size:
             remaining[done] = 0.0
