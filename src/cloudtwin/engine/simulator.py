@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,13 @@ FULL_SOLVE_COST = 2.5
 work (entries visited), as measured with the compiled kernels. When regional re-solves
 have lately cost more (every flow coupled to every other: the region grows to all of
 them), `settle` solves everything directly."""
+
+FULL_SOLVE_LINK_COST = 4.0
+"""What solving every flow in flight costs on top, per link of the fabric, in the same
+units: the fill's heap holds every loaded link, so on a fabric with about as many links
+as entries in flight (a k=16 fat-tree at 40% load: about 6,000 of each) a full solve
+costs some 7 units per entry (CPU time measured against the regional re-solve's), where
+on a small fabric carrying many flows (128 hosts, 10,000 flows) it is near 2.5."""
 
 REGIONAL_COST_DECAY = 0.9
 """Per full solve taken instead of a regional one, the estimate of the regional cost
@@ -216,7 +224,8 @@ class _Active:
         """
         if self.compiled:
             entries = max(self.flow.size, 1)
-            if self.regional_cost > FULL_SOLVE_COST:
+            full_cost = FULL_SOLVE_COST + FULL_SOLVE_LINK_COST * self.capacity.size / entries
+            if self.regional_cost > full_cost:
                 # lately a regional re-solve cost more than solving everything: solve
                 # everything, and let the estimate decay so the region is tried again
                 self.regional_cost *= REGIONAL_COST_DECAY
@@ -231,7 +240,7 @@ class _Active:
             if work >= 0:
                 self.local_solves += 1
             else:
-                cost += FULL_SOLVE_COST
+                cost += full_cost
                 self.solve()
             self.regional_cost = 0.5 * (self.regional_cost + cost)
             return
@@ -498,7 +507,7 @@ class Simulation:
         schedule = self._schedule
         change_at = schedule[self._next_change].time_s if self._next_change < len(schedule) else np.inf
         step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
-        if not np.isfinite(step):
+        if not math.isfinite(step):
             if members.size:
                 raise EngineError(
                     f"{members.size} flows can make no progress (a link of capacity 0?)"
@@ -725,6 +734,7 @@ def _arrivals(
     due: list[int] = []
     while released and released[0][0] <= now:
         due.append(heapq.heappop(released)[1])
-    if due:
-        batch.append(np.array(due, dtype=np.int64))
+    if not due:
+        return batch[0], end
+    batch.append(np.array(due, dtype=np.int64))
     return np.concatenate(batch), end
