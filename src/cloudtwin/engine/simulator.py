@@ -146,7 +146,7 @@ class _Active:
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
         self.active[done] = False
-        keep = np.flatnonzero(self.active[self.flow])
+        keep = self.active[self.flow]
         self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
         self.members = self.members[self.active[self.members]]
         self.rate[done] = 0.0
