@@ -128,6 +128,13 @@ class _Active:
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         indptr = self.paths.indptr
+        if flows.size == 1:  # the usual event: one flow comes or goes
+            begin, end = int(indptr[flows[0]]), int(indptr[flows[0] + 1])
+            return (
+                np.full(end - begin, flows[0], dtype=flows.dtype),
+                self.paths.link_ids[begin:end],
+                self.paths.entry_weights[begin:end],
+            )
         lengths = indptr[flows + 1] - indptr[flows]
         starts = np.repeat(indptr[flows] - np.cumsum(lengths) + lengths, lengths)
         index = starts + np.arange(int(lengths.sum()))
@@ -162,9 +169,9 @@ class _Active:
         self.active[new] = True
         np.add.at(self.count, link, 1)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
-        touched = np.unique(link)
+        # (a link crossed twice is checked twice, with the same numbers)
         fits = np.all(
-            self.load[touched] + need[touched] <= self.capacity[touched] * (1 + RELATIVE_TOLERANCE)
+            self.load[link] + need[link] <= self.capacity[link] * (1 + RELATIVE_TOLERANCE)
         )
         if fits:
             self.rate[new] = self.cap[new]
@@ -535,10 +542,11 @@ class Simulation:
             exact, gone_links = active.remove(done)
             touched.append(gone_links)
             self._finished += done.size
-            _release(
-                done, self._finish, self._waiting, (self._dependents, self._dep_ptr), self._gap,
-                self._start, self._ready, self._released,
-            )
+            if self._dependents.size:
+                _release(
+                    done, self._finish, self._waiting, (self._dependents, self._dep_ptr),
+                    self._gap, self._start, self._ready, self._released,
+                )
         arriving, self._cursor = _arrivals(
             now, self._initial, self._initial_start, cursor, self._released
         )
