@@ -131,7 +131,7 @@ class _Active:
         if flows.size == 1:  # the usual event: one flow comes or goes
             begin, end = int(indptr[flows[0]]), int(indptr[flows[0] + 1])
             return (
-                np.full(end - begin, flows[0], dtype=flows.dtype),
+                flows.repeat(end - begin),
                 self.paths.link_ids[begin:end],
                 self.paths.entry_weights[begin:end],
             )
@@ -503,7 +503,8 @@ class Simulation:
         rate = active.rate[members]
         remaining = self._remaining
         left = remaining[members]
-        to_finish = np.full(members.size, np.inf)
+        to_finish = np.empty(members.size)
+        to_finish.fill(np.inf)
         np.divide(left, rate, out=to_finish, where=rate > 0)
         soonest = float(to_finish.min()) if members.size else np.inf
         cursor = self._cursor
