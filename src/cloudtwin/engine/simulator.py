@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -35,6 +36,13 @@ FULL_SOLVE_COST = 2.5
 work (entries visited), as measured with the compiled kernels. When regional re-solves
 have lately cost more (every flow coupled to every other: the region grows to all of
 them), `settle` solves everything directly."""
+
+FULL_SOLVE_LINK_COST = 4.0
+"""What solving every flow in flight costs on top, per link of the fabric, in the same
+units: the fill's heap holds every loaded link, so on a fabric with about as many links
+as entries in flight (a k=16 fat-tree at 40% load: about 6,000 of each) a full solve
+costs some 7 units per entry (CPU time measured against the regional re-solve's), where
+on a small fabric carrying many flows (128 hosts, 10,000 flows) it is near 2.5."""
 
 REGIONAL_COST_DECAY = 0.9
 """Per full solve taken instead of a regional one, the estimate of the regional cost
@@ -120,6 +128,13 @@ class _Active:
 
     def _entries(self, flows: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         indptr = self.paths.indptr
+        if flows.size == 1:  # the usual event: one flow comes or goes
+            begin, end = int(indptr[flows[0]]), int(indptr[flows[0] + 1])
+            return (
+                flows.repeat(end - begin),
+                self.paths.link_ids[begin:end],
+                self.paths.entry_weights[begin:end],
+            )
         lengths = indptr[flows + 1] - indptr[flows]
         starts = np.repeat(indptr[flows] - np.cumsum(lengths) + lengths, lengths)
         index = starts + np.arange(int(lengths.sum()))
@@ -134,11 +149,11 @@ class _Active:
         flow, link, weight = self._entries(done)
         freed = np.bincount(link, weight * self.rate[flow], minlength=self.load.size)
         self.load -= freed
-        self.count -= np.bincount(link, minlength=self.count.size)
+        np.subtract.at(self.count, link, 1)
         # A link that was saturated before *all* the finished flows left may now let others rise.
         held = (self.load[link] + freed[link] >= self.threshold[link]) & (self.count[link] > 0)
         self.active[done] = False
-        keep = np.flatnonzero(self.active[self.flow])
+        keep = self.active[self.flow]
         self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
         self.members = self.members[self.active[self.members]]
         self.rate[done] = 0.0
@@ -152,11 +167,11 @@ class _Active:
         self.weight = np.concatenate((self.weight, weight))
         self.members = np.concatenate((self.members, new))
         self.active[new] = True
-        self.count += np.bincount(link, minlength=self.count.size)
+        np.add.at(self.count, link, 1)
         need = np.bincount(link, weight * self.cap[flow], minlength=self.load.size)
-        touched = np.unique(link)
+        # (a link crossed twice is checked twice, with the same numbers)
         fits = np.all(
-            self.load[touched] + need[touched] <= self.capacity[touched] * (1 + RELATIVE_TOLERANCE)
+            self.load[link] + need[link] <= self.capacity[link] * (1 + RELATIVE_TOLERANCE)
         )
         if fits:
             self.rate[new] = self.cap[new]
@@ -216,7 +231,8 @@ class _Active:
         """
         if self.compiled:
             entries = max(self.flow.size, 1)
-            if self.regional_cost > FULL_SOLVE_COST:
+            full_cost = FULL_SOLVE_COST + FULL_SOLVE_LINK_COST * self.capacity.size / entries
+            if self.regional_cost > full_cost:
                 # lately a regional re-solve cost more than solving everything: solve
                 # everything, and let the estimate decay so the region is tried again
                 self.regional_cost *= REGIONAL_COST_DECAY
@@ -231,7 +247,7 @@ class _Active:
             if work >= 0:
                 self.local_solves += 1
             else:
-                cost += FULL_SOLVE_COST
+                cost += full_cost
                 self.solve()
             self.regional_cost = 0.5 * (self.regional_cost + cost)
             return
@@ -336,6 +352,7 @@ class Simulation:
             np.empty(0),
         )
         self._size_bits = np.empty(0)
+        self._tiny = np.empty(0)  # bits left at which a flow counts as finished
         self._start = np.empty(0)
         self._latency = np.empty(0)
         self._remaining = np.empty(0)
@@ -427,6 +444,7 @@ class Simulation:
         ids = np.arange(offset, offset + flows, dtype=np.int64)
         if offset == 0:
             self._size_bits, self._start, self._latency = size_bits, start, latency
+            self._tiny = COMPLETION_TOLERANCE * size_bits
             self._remaining = size_bits.copy()
             self._finish = np.full(flows, np.nan)
             self._ready = np.full(flows, -np.inf)
@@ -437,6 +455,7 @@ class Simulation:
             self._counted = counted
         else:
             self._size_bits = np.concatenate((self._size_bits, size_bits))
+            self._tiny = np.concatenate((self._tiny, COMPLETION_TOLERANCE * size_bits))
             self._start = np.concatenate((self._start, start))
             self._latency = np.concatenate((self._latency, latency))
             self._remaining = np.concatenate((self._remaining, size_bits))
@@ -483,8 +502,10 @@ class Simulation:
         members = active.members
         rate = active.rate[members]
         remaining = self._remaining
-        with np.errstate(divide="ignore", invalid="ignore"):
-            to_finish = np.where(rate > 0, remaining[members] / rate, np.inf)
+        left = remaining[members]
+        to_finish = np.empty(members.size)
+        to_finish.fill(np.inf)
+        np.divide(left, rate, out=to_finish, where=rate > 0)
         soonest = float(to_finish.min()) if members.size else np.inf
         cursor = self._cursor
         next_arrival = min(
@@ -494,7 +515,7 @@ class Simulation:
         schedule = self._schedule
         change_at = schedule[self._next_change].time_s if self._next_change < len(schedule) else np.inf
         step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
-        if not np.isfinite(step):
+        if not math.isfinite(step):
             if members.size:
                 raise EngineError(
                     f"{members.size} flows can make no progress (a link of capacity 0?)"
@@ -505,7 +526,8 @@ class Simulation:
         self._events += 1
         now += step
         self._now = now
-        remaining[members] -= rate * step
+        left -= rate * step
+        remaining[members] = left
         exact = True
         touched: list[np.ndarray] = []
         # Flows whose last bit goes now, and those within a hair of it: completions that
@@ -513,7 +535,7 @@ class Simulation:
         # otherwise cost an event of its own.
         done = members[
             (to_finish <= step * (1 + 1e-12) + 1e-18)
-            | (remaining[members] <= COMPLETION_TOLERANCE * self._size_bits[members])
+            | (left <= self._tiny[members])
         ]
         if done.size:
             remaining[done] = 0.0
@@ -521,10 +543,11 @@ class Simulation:
             exact, gone_links = active.remove(done)
             touched.append(gone_links)
             self._finished += done.size
-            _release(
-                done, self._finish, self._waiting, (self._dependents, self._dep_ptr), self._gap,
-                self._start, self._ready, self._released,
-            )
+            if self._dependents.size:
+                _release(
+                    done, self._finish, self._waiting, (self._dependents, self._dep_ptr),
+                    self._gap, self._start, self._ready, self._released,
+                )
         arriving, self._cursor = _arrivals(
             now, self._initial, self._initial_start, cursor, self._released
         )
@@ -720,6 +743,7 @@ def _arrivals(
     due: list[int] = []
     while released and released[0][0] <= now:
         due.append(heapq.heappop(released)[1])
-    if due:
-        batch.append(np.array(due, dtype=np.int64))
+    if not due:
+        return batch[0], end
+    batch.append(np.array(due, dtype=np.int64))
     return np.concatenate(batch), end
