@@ -5,18 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from hypothesis import given, settings
-from hypothesis import strategies as st
+from tests.engine.test_simulator import paths_of, sim_instances
 
 from cloudtwin.engine import Change, Dependencies, Simulation, simulate
 from cloudtwin.errors import EngineError
-from cloudtwin.topology import Paths
 
 BIG = 1e6
-
-
-def paths_of(rows: list[list[int]]) -> Paths:
-    indptr = np.concatenate(([0], np.cumsum([len(r) for r in rows]))).astype(np.int64)
-    return Paths(indptr, np.array([x for r in rows for x in r], dtype=np.int64))
 
 
 class PreCopyMigration:
@@ -163,25 +157,10 @@ def test_bad_batch_is_refused_and_a_stalled_run_is_an_error() -> None:
         sim.run()
 
 
-@st.composite
-def instances(draw):
-    n_links = draw(st.integers(1, 4))
-    capacity = draw(st.lists(st.integers(1, 10), min_size=n_links, max_size=n_links))
-    n = draw(st.integers(1, 8))
-    rows = [
-        draw(st.lists(st.integers(0, n_links - 1), min_size=1, max_size=n_links, unique=True))
-        for _ in range(n)
-    ]
-    size = draw(st.lists(st.integers(1, 50), min_size=n, max_size=n))
-    start = draw(st.lists(st.sampled_from([0.0, 0.5, 1.0, 2.5, 7.0]), min_size=n, max_size=n))
-    caps = draw(st.lists(st.floats(0.5, 20.0), min_size=n, max_size=n))
-    return rows, [float(c) for c in capacity], size, start, caps
-
-
 @settings(max_examples=80, deadline=None)
-@given(instances())
+@given(sim_instances())
 def test_one_call_equals_flows_fed_at_their_start(instance) -> None:
-    rows, capacity, size, start, caps = instance
+    rows, capacity, size, start, caps, _ = instance  # latency: not given to either
     want = simulate(
         paths_of(rows), np.array(capacity), np.array(size, dtype=float), np.array(start), np.array(caps)
     )
