@@ -33,17 +33,8 @@ def perftest_job(request: JobRequest) -> JobPart:
     sport_per_qp = scenario.hosts.udp_sport == "per-qp"
     flows = perftest_flows(workload, topology, groups, request.seed, sport_per_qp, job=0)
     names = request.tenants or tuple(tenant_name(scenario, g[0]) for g in groups)
-    n = len(flows)
-    return JobPart(
-        connections=flows,
-        infos=[JobInfo(request.name, "perftest", names, float(workload.start))],
-        route=np.arange(n),
-        size_bytes=flows.size_bytes,
-        start_s=flows.start_s,
-        rate_cap_bps=np.full(n, topology.nic_rate_bps),
-        flow_job=np.zeros(n, dtype=np.int64),
-        with_latency=True,
-    )
+    info = JobInfo(request.name, "perftest", names, float(workload.start))
+    return JobPart.of_connections(flows, info, topology.nic_rate_bps)
 
 
 @register_job("collective")

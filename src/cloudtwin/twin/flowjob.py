@@ -18,15 +18,6 @@ def flows_job(request: JobRequest) -> JobPart:
     assert isinstance(workload, FlowsWorkload)
     tenants = [t.name for t in scenario.tenants]
     flows = flows_from_table(workload_table(workload), topology, tenants, workload.qps, request.seed)
-    n = len(flows)
     used = tuple(tenants[t] for t in np.unique(flows.tenant) if t >= 0)
-    return JobPart(
-        connections=flows,
-        infos=[JobInfo(request.name, "flows", used, float(flows.start_s.min()) if n else 0.0)],
-        route=np.arange(n),
-        size_bytes=flows.size_bytes,
-        start_s=flows.start_s,
-        rate_cap_bps=np.full(n, topology.nic_rate_bps),
-        flow_job=np.zeros(n, dtype=np.int64),
-        with_latency=True,
-    )
+    info = JobInfo(request.name, "flows", used, float(flows.start_s.min()) if len(flows) else 0.0)
+    return JobPart.of_connections(flows, info, topology.nic_rate_bps)

@@ -93,6 +93,22 @@ class JobPart:
     collective: CollectiveWorkload | None = None
     plan: CollectivePlan | None = None
 
+    @classmethod
+    def of_connections(cls, flows: Flows, info: JobInfo, nic_rate_bps: float) -> JobPart:
+        """A job whose every connection is one engine flow at most at NIC rate, with its
+        path's latency (perftest, listed flows)."""
+        n = len(flows)
+        return cls(
+            connections=flows,
+            infos=[info],
+            route=np.arange(n),
+            size_bytes=flows.size_bytes,
+            start_s=flows.start_s,
+            rate_cap_bps=np.full(n, nic_rate_bps),
+            flow_job=np.zeros(n, dtype=np.int64),
+            with_latency=True,
+        )
+
 
 JobBuilder = Callable[[JobRequest], JobPart]
 B = TypeVar("B", bound=JobBuilder)
