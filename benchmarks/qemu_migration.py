@@ -6,15 +6,21 @@ benchmarks/qemu/dirtier.c), reads QEMU's statistics over QMP, and prints, per ru
 measured total time, downtime, bytes and dirty-bitmap syncs next to what
 `cloudtwin.mobility.plan_migration` predicts from the same inputs.
 
-Calibration, stated so it can be checked: one idle guest per memory size is migrated
-first without a bandwidth cap, and gives three properties of this machine and guest:
-its count of non-zero pages (QEMU's `ram.normal`; the model's `resident` memory, to
-which each run adds its dirtier buffer), the uncapped loopback migration rate (bytes /
-total time: the model's final bandwidth, since QEMU's cap does not apply to the
-stop-and-copy, and an upper bound on the live rounds' rate: the fastest of three tries,
-since other work on the machine slows QEMU's migration thread), and its downtime (the
-model's switchover floor `resume_s`). Nothing else is fitted: bandwidth cap, dirty rate,
-working set and downtime limit are the run's inputs.
+Calibration, stated so it can be checked: runs outside the grid measure three properties
+of this machine and guest, and nothing else is fitted (bandwidth cap, dirty rate, working
+set and downtime limit are each run's inputs):
+
+- one idle guest per memory size, migrated without a bandwidth cap (three tries): its
+  count of non-zero pages (QEMU's `ram.normal`: the model's `resident` memory, to which
+  each run adds its dirtier buffer) and its uncapped rate (bytes / total time, the
+  fastest try: an upper bound on the live rounds' rate, since other work on the machine
+  slows QEMU's migration thread);
+- the idle guest's downtime: the fixed part of a pause (the model's `resume_s`);
+- the stop-and-copy rate: idle guests holding 32 and 128 MiB of data migrated with a
+  downtime limit of 60 s, so that after QEMU's first bandwidth estimate everything left
+  goes in the stop-and-copy (three tries each); bytes sent while paused / downtime of
+  the largest pauses, the fastest try (the model's final bandwidth, since QEMU's cap does
+  not apply to the stop-and-copy).
 
 A run that has not finished after `--give-up` seconds is cancelled (QEMU never gives up);
 it counts as "does not converge".
@@ -53,6 +59,7 @@ GRID = [
 QUICK = [GRID[1], GRID[-2]]
 MIB = 1 << 20
 UNCAPPED_MIB_S = 1 << 20
+SWITCHOVER = [qg.Trial(256, buffer, 0, UNCAPPED_MIB_S, downtime_limit_ms=60_000) for buffer in (32, 128)]
 CALIBRATION_TRIES = 3
 
 
@@ -76,6 +83,16 @@ def measure(trials: list[qg.Trial], progress: bool = True) -> dict:
                 f"uncapped {_rate_bps(stats) / 8e6:.0f} MB/s (tries: "
                 f"{', '.join(f'{_rate_bps(t) / 8e6:.0f}' for t in tries)})",
             )
+        switchover = []
+        for trial in SWITCHOVER:
+            for _ in range(CALIBRATION_TRIES):
+                stats = qg.migrate(work, initrd, accel, trial)
+                switchover.append(stats)
+                _say(
+                    progress,
+                    f"switchover {trial.dirty_mib} MiB: {stats['ram']['downtime-bytes'] / 1e6:.1f} MB "
+                    f"paused for {stats['downtime']} ms",
+                )
         runs = []
         for number, trial in enumerate(trials, 1):
             begin = time.monotonic()
@@ -86,7 +103,13 @@ def measure(trials: list[qg.Trial], progress: bool = True) -> dict:
                 f"run {number}/{len(trials)} {trial}: {stats['status']}"
                 f"{' (cancelled)' if stats['cancelled'] else ''} in {time.monotonic() - begin:.1f} s",
             )
-    return {"accel": accel, "idle": idle, "runs": runs, "load_average": os.getloadavg()}
+    return {
+        "accel": accel,
+        "idle": idle,
+        "switchover": switchover,
+        "runs": runs,
+        "load_average": os.getloadavg(),
+    }
 
 
 def _rate_bps(stats: dict) -> float:
@@ -99,8 +122,29 @@ def _say(progress: bool, line: str) -> None:
         print(line, file=sys.stderr, flush=True)
 
 
-def predict(trial: dict, idle: dict) -> dict:
-    """cloudtwin's plan for one trial, from its inputs and the idle guest's non-zero pages."""
+def switchover_rate_bps(switchover: list[dict]) -> float:
+    """Stop-and-copy rate, bit/s: bytes sent while paused / downtime of the largest pauses.
+
+    The runs with the most data paused are used (the fixed part of a pause matters least
+    there), the fastest of them, as for the idle guest's rate.
+    """
+    done = [s for s in switchover if s["status"] == "completed" and s.get("downtime")]
+    if not done:
+        raise SystemExit("qemu_migration: no switchover calibration run completed")
+    largest = max(s["ram"]["downtime-bytes"] for s in done)
+    return max(
+        s["ram"]["downtime-bytes"] * 8 / (s["downtime"] / 1000)
+        for s in done
+        if s["ram"]["downtime-bytes"] >= 0.9 * largest
+    )
+
+
+def predict(trial: dict, idle: dict, switchover: list[dict] | None = None) -> dict:
+    """cloudtwin's plan for one trial, from its inputs and the calibration runs.
+
+    Statistics saved before the stop-and-copy calibration existed fall back to the idle
+    guest's uncapped rate for the stop-and-copy.
+    """
     from cloudtwin.mobility import MigrationOptions, VmMemory, plan_migration
 
     page = idle["ram"]["page-size"]
@@ -112,10 +156,11 @@ def predict(trial: dict, idle: dict) -> dict:
         dirty_rate_bps=trial["rate_mib_s"] * MIB * 8,
     )
     loopback_bps = _rate_bps(idle)
+    final_bps = switchover_rate_bps(switchover) if switchover else loopback_bps
     options = MigrationOptions(
         # the path: QEMU's cap, but never faster than this machine migrates at all
         bandwidth_bps=min(trial["bandwidth_mib_s"] * MIB * 8, loopback_bps),
-        final_bandwidth_bps=loopback_bps,
+        final_bandwidth_bps=final_bps,
         resume_s=idle["downtime"] / 1000,
         downtime_limit_s=trial["downtime_limit_ms"] / 1000,
         timeout_s=trial["give_up_s"],
@@ -129,7 +174,7 @@ def compare(measured: dict) -> list[dict]:
     rows = []
     for run in measured["runs"]:
         trial, stats = run["trial"], run["stats"]
-        plan = predict(trial, measured["idle"][str(trial["memory_mib"])])
+        plan = predict(trial, measured["idle"][str(trial["memory_mib"])], measured.get("switchover"))
         ok = stats["status"] == "completed" and not stats["cancelled"]
         ram = stats["ram"]
         rows.append(

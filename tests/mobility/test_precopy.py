@@ -67,6 +67,7 @@ def _plan(
     limit: float = 0.3,
     final: float | None = None,
     resident: int | None = None,
+    syncs: str = "rounds",
 ):
     vm = VmMemory(
         memory_bytes=memory, working_set_bytes=working_set, dirty_rate_bps=rate * 8, resident_bytes=resident
@@ -77,6 +78,7 @@ def _plan(
         downtime_limit_s=limit,
         protected=False,
         final_bandwidth_bps=None if final is None else final * 8,
+        syncs=syncs,  # type: ignore[arg-type]
     )
     return plan_migration(vm, options)
 
@@ -152,6 +154,8 @@ def test_cli_plan_json_equals_closed_form() -> None:
         "300ms",
         "--final-bandwidth",
         "5Gbps",
+        "--syncs",
+        "rounds",
         "--json",
     )
     assert done.returncode == 0, done.stderr
@@ -163,6 +167,89 @@ def test_cli_plan_json_equals_closed_form() -> None:
         assert result[key] == pytest.approx(expected[key], rel=1e-9)
     assert [e["phase"] for e in result["timeline"]][-1] == "stop-and-copy"
     assert sum(e["bytes"] for e in result["timeline"]) == pytest.approx(result["bytes"], rel=1e-12)
+
+
+def qemu_syncs(
+    resident: float, working_set: float, rate: float, bandwidth: float, limit: float, period: float = 0.1
+) -> list[dict[str, float]]:
+    """QEMU's syncs for constant bandwidth and dirty rate (bytes/s), from the documented rules.
+
+    A transfer sends whole periods (bandwidth x period bytes each) until less than the
+    threshold T = bandwidth x limit is left unsent; the sync then finds the unsent part
+    plus the bytes dirtied during the transfer (min(W, r t)) less those that were still
+    waiting: in the first pass the unsent share of the data (the working set spread evenly
+    over it), later the unsent share of the working set. Returns each sync's pending set
+    and the transfer before it, until the pending set fits T.
+    """
+    threshold, chunk = bandwidth * limit, bandwidth * period
+    pending, first, syncs = resident, True, []
+    while pending > threshold and len(syncs) < 50:
+        send = min(pending, (math.floor((pending - threshold) / chunk) + 1) * chunk)
+        unsent = pending - send
+        seconds = send * F / bandwidth
+        waiting = unsent / resident if first else min(1.0, unsent / working_set)
+        pending = unsent + min(working_set, rate * seconds) * (1 - waiting)
+        syncs.append({"send": send, "seconds": seconds, "pending": pending})
+        first = False
+    return syncs
+
+
+def test_qemu_syncs_by_hand() -> None:
+    # 400 MB of data at 100 MB/s, limit 0.3 s: T = 30 MB, periods of 10 MB. The first pass
+    # sends 38 periods (380 MB; 20 MB left < T) in 3.8 F s; it dirtied 38 F MB of the
+    # 100 MB working set, of which 20/400 were still waiting: pending 20 + 0.95 x 38 F.
+    # That is 56.17 MB > T: 3 periods (30 MB) in 0.3 F s leave 26.17 MB, and the 3 F MB
+    # dirtied meanwhile add (1 - 26.17/100) of themselves: 28.39 MB <= T, so it stops.
+    mb = 1e6
+    p1 = 20 * mb + 0.95 * 38 * F * mb
+    u1 = p1 - 30 * mb
+    p2 = u1 + 3 * F * mb * (1 - u1 / (100 * mb))
+    assert p2 < 30 * mb
+    vm = VmMemory(memory_bytes=400_000_000, working_set_bytes=100_000_000, dirty_rate_bps=80e6)
+    options = MigrationOptions(bandwidth_bps=800e6, protected=False, final_bandwidth_bps=8e9)
+    plan = plan_migration(vm, options)
+    assert plan.converged and plan.rounds == 2
+    expected_bytes = [380 * mb * F, 30 * mb * F, p2 * F]
+    assert [e["bytes"] for e in plan.timeline] == pytest.approx(expected_bytes, rel=1e-12)
+    assert plan.downtime_s == pytest.approx(p2 * F / 1e9 + 0.01, rel=1e-12)
+    assert plan.total_time_s == pytest.approx(4.1 * F + p2 * F / 1e9 + 0.01, rel=1e-12)
+    assert plan.bytes == pytest.approx((410 * mb + p2) * F, rel=1e-12)
+    by_rules = qemu_syncs(400 * mb, 100 * mb, 10 * mb, 100 * mb, 0.3)
+    assert by_rules[-1]["pending"] == pytest.approx(p2, rel=1e-12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    memory_mib=st.integers(64, 16384),
+    ws_share=st.floats(0.01, 1.0),
+    rate_share=st.floats(0.0, 0.9),
+    bandwidth=st.floats(10e6, 10e9),
+    limit=st.floats(0.01, 2.0),
+    final_share=st.floats(0.5, 20.0),
+)
+def test_plan_equals_qemu_syncs(
+    memory_mib: int, ws_share: float, rate_share: float, bandwidth: float, limit: float, final_share: float
+) -> None:
+    memory = memory_mib * MIB
+    working_set = max(1.0, memory * ws_share)
+    rate = bandwidth * rate_share
+    syncs = qemu_syncs(memory, working_set, rate, bandwidth, limit)
+    assume(0 < len(syncs) < 20 and sum(s["seconds"] for s in syncs) < 3600)
+    # keep away from period boundaries and a stall, where rounding could decide
+    pendings = [memory] + [s["pending"] for s in syncs]
+    assume(all(b < a for a, b in zip(pendings[1:], pendings[2:], strict=False)))
+    for p in pendings:
+        ratio = (p - bandwidth * limit) / (bandwidth * 0.1)
+        assume(p <= bandwidth * limit or abs(ratio - round(ratio)) > 1e-6)
+    assume(abs(syncs[-1]["pending"] - bandwidth * limit) > 1e-6 * bandwidth * limit)
+    plan = _plan(memory, int(working_set), rate, bandwidth, limit, bandwidth * final_share, syncs="qemu")
+    expected = qemu_syncs(memory, int(working_set), rate, bandwidth, limit)
+    last = expected[-1]["pending"]
+    assert plan.converged and plan.rounds == len(expected)
+    assert plan.bytes == pytest.approx((sum(s["send"] for s in expected) + last) * F, rel=1e-9)
+    downtime = last * F / (bandwidth * final_share) + 0.01
+    assert plan.downtime_s == pytest.approx(downtime, rel=1e-9)
+    assert plan.total_time_s == pytest.approx(sum(s["seconds"] for s in expected) + downtime, rel=1e-9)
 
 
 def test_dirtying_faster_than_sending_does_not_converge_and_aborts() -> None:
@@ -215,7 +302,10 @@ def test_bandwidth_cap_applies_to_live_rounds_only() -> None:
     vm = VmMemory(memory_bytes=GIB, working_set_bytes=64 * MIB, dirty_rate_bps=10 * MIB * 8)
     plan = plan_migration(vm, MigrationOptions(bandwidth_bps=10e9, max_bandwidth_bps=1e9, protected=False))
     bulk = plan.timeline[0]
-    assert bulk["end_s"] == pytest.approx(GIB * F * 8 / 1e9)
+    # whole 100 ms periods at the cap until less than 1 Gbps x 0.3 s is left unsent
+    sent = (math.floor((GIB - 37.5e6) / 12.5e6) + 1) * 12.5e6
+    assert bulk["bytes"] == pytest.approx(sent * F)
+    assert bulk["end_s"] == pytest.approx(sent * F * 8 / 1e9)
     stop = plan.timeline[-1]
     assert stop["end_s"] - stop["start_s"] == pytest.approx(stop["bytes"] * 8 / 10e9)
 
@@ -232,8 +322,8 @@ def test_protected_stream_caps_bandwidth_per_channel() -> None:
     vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
     one = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9))
     four = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9, multifd_channels=4))
-    assert one.timeline[0]["end_s"] == pytest.approx(GIB * F * 8 / 8e9)
-    assert four.timeline[0]["end_s"] == pytest.approx(GIB * F * 8 / 32e9)
+    assert one.timeline[0]["end_s"] == pytest.approx(one.timeline[0]["bytes"] * 8 / 8e9)
+    assert four.timeline[0]["end_s"] == pytest.approx(four.timeline[0]["bytes"] * 8 / 32e9)
     assert one.crypto_cpu_s == pytest.approx(one.bytes * 8 / 8e9)
 
 
@@ -244,7 +334,7 @@ def test_block_storage_copies_the_disk_first_and_remote_then_local_after() -> No
         vm, MigrationOptions(bandwidth_bps=8e9, storage="remote-then-local"), disk_bytes=10 * GIB
     )
     assert block.timeline[0]["phase"] == "disk" and later.timeline[-1]["phase"] == "disk-background"
-    assert block.downtime_s == later.downtime_s
+    assert block.downtime_s == pytest.approx(later.downtime_s, rel=1e-12)
     assert block.bytes == pytest.approx(later.bytes)
 
 

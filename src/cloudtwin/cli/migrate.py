@@ -83,6 +83,12 @@ def plan(
         "0", "--disk", help="Disk size (copied with --storage block or remote-then-local)."
     ),
     disk_dirty_rate: str = typer.Option("0", "--disk-dirty-rate", help="Rate of disk writes."),
+    syncs: str = typer.Option(
+        "qemu",
+        "--syncs",
+        help="When the dirty log is read: qemu (once less than the threshold is left unsent, "
+        "checked every 100 ms) or rounds (the textbook model: at the end of whole rounds).",
+    ),
     overrides: list[str] | None = _SET,
     as_json: bool = _JSON,
     plot: Path | None = _PLOT,
@@ -132,6 +138,7 @@ def plan(
         "storage": storage,
         "disk": disk,
         "disk_dirty_rate": disk_dirty_rate,
+        "syncs": syncs,
     }
     result = plan_request(_request(fields)).to_dict()
     if as_json:
@@ -146,7 +153,7 @@ def plan(
 _VM_FLAGS = (
     "memory", "dirty_rate", "working_set", "resident", "bandwidth", "downtime_limit",
     "final_bandwidth", "max_bandwidth", "auto_converge", "postcopy", "xbzrle", "multifd",
-    "policy", "storage", "disk", "disk_dirty_rate",
+    "policy", "storage", "disk", "disk_dirty_rate", "syncs",
 )
 
 

@@ -9,7 +9,10 @@ Sources of the defaults (QEMU 7.2, `migration/migration.c` and `migration/ram.c`
   triggered when a sync period dirtied more than throttle-trigger-threshold (50 %) of the
   bytes it sent, twice;
 - XBZRLE cache 64 MiB; multifd-channels 2 when multifd is on;
-- page header 8 bytes; a zero page is a header and one byte.
+- page header 8 bytes; a zero page is a header and one byte;
+- the dirty log is synced when the unsent part of memory falls below the threshold
+  (`ram_save_pending`), which the migration thread checks once per rate-limit period of
+  100 ms (`BUFFER_DELAY`).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ __all__ = [
     "MigrationOptions",
     "Policy",
     "StorageMode",
+    "Syncs",
 ]
 
 DEFAULT_DOWNTIME_LIMIT_S = 0.3
@@ -35,6 +39,11 @@ XBZRLE_CACHE_BYTES = 64 << 20
 MULTIFD_CHANNELS = 2
 PAGE_HEADER_BYTES = 8
 ZERO_PAGE_BYTES = 9
+SYNC_PERIOD_S = 0.100
+"""QEMU's rate-limit period (`BUFFER_DELAY`): the migration thread sends one period's
+worth, then checks whether to sync the dirty log and whether to stop."""
+THROTTLE_PERIOD_S = 1.0
+"""QEMU judges auto-converge over dirty-log syncs at least one second apart."""
 DEFAULT_RESUME_S = 0.010
 """Switchover floor (stop vCPUs, send device state, start at the destination): the order
 of QEMU's measured downtime for idle guests on this machine (docs/mobility.md)."""
@@ -49,6 +58,7 @@ DEFAULT_XBZRLE_RATIO = 0.25
 """Encoded size of a re-sent page relative to the page (workload-dependent; an assumption)."""
 
 Policy = Literal["abort", "raise-downtime", "auto-converge", "postcopy"]
+Syncs = Literal["qemu", "rounds"]
 StorageMode = Literal["shared", "block", "remote-then-local"]
 
 
@@ -61,6 +71,11 @@ class MigrationOptions:
     `final_bandwidth_bps` is the bandwidth of the stop-and-copy (default: the path's).
     A migration that has not converged after `max_rounds` rounds, `timeout_s`, or two
     rounds in a row whose dirty set did not shrink, is handed to `policy`.
+
+    `syncs` says when the dirty log is read: `qemu` (QEMU's rule: once the unsent part
+    falls below the threshold, checked every `sync_period_s`; a round is the transfer
+    between two syncs) or `rounds` (the textbook model: each round re-sends everything
+    the previous round left dirty, and the stop is judged at round ends only).
     """
 
     bandwidth_bps: float = 10e9
@@ -90,6 +105,8 @@ class MigrationOptions:
     stream_bps: float = DEFAULT_STREAM_BPS
     storage: StorageMode = "shared"
     rtt_s: float = 0.001
+    syncs: Syncs = "qemu"
+    sync_period_s: float = SYNC_PERIOD_S
 
     def __post_init__(self) -> None:
         positive = {
@@ -97,6 +114,7 @@ class MigrationOptions:
             "downtime_limit": self.downtime_limit_s,
             "stream_bandwidth": self.stream_bps,
             "timeout": self.timeout_s,
+            "sync_period": self.sync_period_s,
         }
         for name, value in positive.items():
             if not value > 0:

@@ -49,6 +49,7 @@ def options_of(spec: MigrationOptionsSpec, bandwidth_bps: float, rtt_s: float) -
         downtime_step_s=spec.downtime_limit,
         protected=spec.protected,
         rtt_s=rtt_s,
+        syncs=spec.syncs,
     )
 
 

@@ -2,17 +2,22 @@
 
 The model (docs/mobility.md gives it with its sources):
 
-1. Round 0 sends all memory: each page that holds data costs a page plus an 8-byte
-   header, each zero page a 9-byte marker.
-2. Round i+1 sends what the VM dirtied while round i was on the wire: `dirtied(t_i)`
-   (distinct bytes, capped by the working set), each page again with its header (with
-   XBZRLE, cached pages cost `xbzrle_ratio` of a page).
-3. After each round, the dirty set is compared with what the live bandwidth observed in
-   that round moves within the downtime limit (QEMU's `threshold_size = bandwidth x
-   downtime_limit`). If it fits, the VM is paused and the dirty set is sent at the final
+1. The first pass sends all memory: each page that holds data costs a page plus an
+   8-byte header, each zero page a 9-byte marker.
+2. The dirty log is read ("synced") at the end of each transfer. What a sync finds is the
+   part of the previous transfer left unsent plus what the VM dirtied since the last sync
+   (distinct bytes, capped by the working set), less the dirtied pages that were still
+   waiting to be sent (they are sent once; the working set is taken as spread evenly).
+3. At each sync the pending set is compared with what the live bandwidth observed in the
+   last transfer moves within the downtime limit (QEMU's `threshold_size = bandwidth x
+   downtime_limit`). If it fits, the VM is paused and the set is sent at the final
    bandwidth (QEMU's max-bandwidth does not apply to it), then the VM resumes at the
    destination after `resume_s`: downtime = stop-and-copy + resume.
-4. Two rounds in a row that do not shrink the dirty set, `max_rounds`, or `timeout_s`
+4. Otherwise the next transfer sends whole rate-limit periods (100 ms of the live
+   bandwidth each) until less than the threshold is left unsent, QEMU's trigger for the
+   next sync (`syncs="qemu"`); with `syncs="rounds"` (the textbook model) it sends the
+   whole pending set and nothing is left unsent.
+5. Two rounds in a row that do not shrink the pending set, `max_rounds`, or `timeout_s`
    mean no convergence; the policy then aborts (the VM keeps running at the source),
    raises the downtime limit step by step, switches auto-converge on (QEMU's throttle:
    from 20 %, +10 % per step, up to 99 %, slowing the VM as much), or switches to
@@ -32,7 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from cloudtwin.mobility.memory import PAGE_BYTES, VmMemory
-from cloudtwin.mobility.options import PAGE_HEADER_BYTES, ZERO_PAGE_BYTES, MigrationOptions
+from cloudtwin.mobility.options import (
+    PAGE_HEADER_BYTES,
+    THROTTLE_PERIOD_S,
+    ZERO_PAGE_BYTES,
+    MigrationOptions,
+)
 
 __all__ = ["Migration", "MigrationResult", "Phase", "Transfer", "plan_migration"]
 
@@ -118,7 +128,11 @@ class Migration:
         start_s: float = 0.0,
         disk_bytes: int = 0,
         disk_dirty_rate_bps: float = 0.0,
+        rate_hint_bps: float | None = None,
     ) -> None:
+        """`rate_hint_bps`: the live rate expected for the first pass, which decides where its
+        first sync falls (later passes use the rate the previous one observed); default the
+        live cap."""
         self.memory = memory
         self.options = options
         self.start_s = start_s
@@ -131,6 +145,9 @@ class Migration:
         self.stalled = 0
         self.rounds = 0
         self.outcome: Outcome = "running"
+        self.rate_hint_bps = options.live_cap_bps() if rate_hint_bps is None else rate_hint_bps
+        self.unsent = 0.0
+        self.period = [0.0, 0.0, 0.0]  # auto-converge's sync period: seconds, fresh dirty, sent
         self.actions: list[str] = []
         self.timeline: list[dict[str, Any]] = []
         self.bytes = 0.0
@@ -213,25 +230,44 @@ class Migration:
         return self._bulk()
 
     def _bulk(self) -> Transfer:
-        data_pages = self.memory.pages(self.memory.data_bytes)
+        data = float(self.memory.data_bytes)
+        send = self._portion(data, self.rate_hint_bps)
+        self.unsent = data - send
         zero_pages = self.memory.pages(self.memory.zero_bytes)
-        wire = data_pages * (PAGE_BYTES + PAGE_HEADER_BYTES) + zero_pages * ZERO_PAGE_BYTES
+        wire = self.memory.pages(send) * (PAGE_BYTES + PAGE_HEADER_BYTES) + zero_pages * ZERO_PAGE_BYTES
         return Transfer("bulk", 0, wire, self.options.live_cap_bps())
+
+    def _portion(self, pending: float, rate_bps: float) -> float:
+        """Bytes of `pending` the next transfer sends before the sync that ends it.
+
+        QEMU sends one rate-limit period at a time and syncs at the first period end that
+        leaves less than the threshold unsent; the textbook model sends it all.
+        """
+        if self.options.syncs == "rounds" or not math.isfinite(rate_bps) or rate_bps <= 0:
+            return pending
+        threshold = rate_bps / 8 * self.limit_s
+        if pending < threshold:
+            return 0.0
+        chunk = rate_bps / 8 * self.options.sync_period_s
+        periods = math.floor((pending - threshold) / chunk) + 1
+        return min(pending, periods * chunk)
 
     def _after_live(self, transfer: Transfer, duration: float, end_s: float) -> None:
         memory_dirty = self.memory.dirtied(end_s - duration, duration, self.throttle)
         disk_dirty = self.disk_dirty_rate_bps / 8 * duration if self.options.storage == "block" else 0.0
         if transfer.phase == "disk":
-            # memory has not been sent yet: its first round comes next, disk writes mirrored into it
+            # memory has not been sent yet: its first pass comes next, disk writes mirrored into it
             self.pending = Transfer("bulk", 0, self._bulk().wire_bytes + disk_dirty, transfer.rate_cap_bps)
             return
         self.rounds += 1
-        dirty = memory_dirty + disk_dirty
+        fresh = memory_dirty * (1.0 - self._waiting_share(transfer.phase == "bulk"))
+        dirty = self.unsent + fresh + disk_dirty
         observed_bps = transfer.wire_bytes * 8 / duration if duration > 0 else math.inf
-        self._throttle_check(dirty, transfer.wire_bytes)
+        self._throttle_check(fresh + disk_dirty, transfer.wire_bytes, duration)
         self.stalled = self.stalled + 1 if dirty >= self.previous_dirty else 0
         self.previous_dirty = dirty
         self.pending_dirty = dirty
+        self.unsent = 0.0
         if dirty * 8 <= observed_bps * self.limit_s:
             self._stop_and_copy(dirty)
             return
@@ -241,7 +277,21 @@ class Migration:
             return
         if self._stuck(end_s) and not self._apply_policy(end_s):
             return
-        self.pending = Transfer("live", self.rounds, self._wire(dirty), self.options.live_cap_bps())
+        send = self._portion(dirty, observed_bps)
+        self.unsent = dirty - send
+        self.pending = Transfer("live", self.rounds, self._wire(send), self.options.live_cap_bps())
+
+    def _waiting_share(self, first_pass: bool) -> float:
+        """Share of the dirtiable pages still waiting to be sent: dirtying them adds nothing.
+
+        In the first pass the unsent part holds data pages of every kind (the working set
+        taken as spread evenly over the data); later every unsent page is a dirtied one.
+        """
+        dirtiable = float(self.memory.working_set_bytes + self.memory.cold_set_bytes)
+        if self.unsent <= 0 or dirtiable <= 0:
+            return 0.0
+        waiting = self.unsent * dirtiable / self.memory.data_bytes if first_pass else self.unsent
+        return min(1.0, waiting / dirtiable)
 
     def _stuck(self, now_s: float) -> bool:
         """No convergence yet: the dirty set stopped shrinking, or the round limit or timeout hit."""
@@ -260,9 +310,19 @@ class Migration:
         hit = min(1.0, self.options.xbzrle_cache_bytes / dirtiable) if dirtiable else 1.0
         return wire * (hit * self.options.xbzrle_ratio + (1 - hit))
 
-    def _throttle_check(self, dirty: float, sent: float) -> None:
-        """QEMU's auto-converge: two periods that dirtied more than the trigger share of what they sent."""
-        if not self.auto_converge or dirty <= self.options.throttle_trigger * sent:
+    def _throttle_check(self, dirty: float, sent: float, duration: float) -> None:
+        """QEMU's auto-converge: two sync periods that dirtied more than the trigger share of what they sent.
+
+        QEMU judges over syncs at least a second apart; the textbook model at every round.
+        """
+        if not self.auto_converge:
+            return
+        self.period = [self.period[0] + duration, self.period[1] + dirty, self.period[2] + sent]
+        if self.options.syncs == "qemu" and self.period[0] < THROTTLE_PERIOD_S:
+            return
+        _, dirty, sent = self.period
+        self.period = [0.0, 0.0, 0.0]
+        if dirty <= self.options.throttle_trigger * sent:
             return
         self.high_periods += 1
         if self.high_periods < 2:
@@ -382,7 +442,8 @@ def plan_migration(
     >>> plan.converged, plan.rounds
     (True, 1)
     """
-    migration = Migration(memory, options, 0.0, disk_bytes, disk_dirty_rate_bps)
+    live_bps = min(options.bandwidth_bps, options.live_cap_bps())
+    migration = Migration(memory, options, 0.0, disk_bytes, disk_dirty_rate_bps, live_bps)
     final_bps = (
         options.final_bandwidth_bps if options.final_bandwidth_bps is not None else options.bandwidth_bps
     )

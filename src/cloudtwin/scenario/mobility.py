@@ -163,6 +163,7 @@ class MigrationOptionsSpec(_Model):
     max_rounds: int = Field(30, ge=1)
     timeout: PositiveTime = 3600.0
     protected: bool = True
+    syncs: Literal["qemu", "rounds"] = "qemu"
 
 
 class MigrationJob(MigrationOptionsSpec):

@@ -170,7 +170,9 @@ class _Runner:
         transaction = Transaction(f"m{index}", vm.name, source, destination, profile)
         path_bps = min(self.nic_bps, self.mobility.wan.bandwidth)
         options = options_of(job, path_bps, 2 * self.mobility.wan.latency)
-        migration = Migration(memory_of(vm), options, job.start, vm.disk, vm.disk_dirty_rate)
+        # the first pass expects the path's free rate; later passes use the rate they saw
+        live_bps = min(path_bps, options.live_cap_bps())
+        migration = Migration(memory_of(vm), options, job.start, vm.disk, vm.disk_dirty_rate, live_bps)
         alone = plan_migration(memory_of(vm), options, vm.disk, vm.disk_dirty_rate)
         try:
             transaction.request(job.start)
