@@ -5,12 +5,17 @@ faults (performance, and the reference for resiliency) and with the scenario's f
 and the strategy's modelled repairs. A scenario without `faults:` gets one: a random
 switch-to-switch cable (drawn from the seed) fails for good at a quarter of the shortest
 fault-free completion time, so that every strategy is hit while its flows are running.
+
+A scenario with `mobility.migrations` has its live migrations evaluated as a job too: per
+strategy they run on the engine beside the tenants' traffic, once without faults and
+once with the same faults, and the report gives each migration's total time, downtime,
+bytes and rounds in both runs and its slowdown under faults.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -61,16 +66,20 @@ class StrategyOutcome:
     baseline_finish_s: np.ndarray
     stall_s: np.ndarray
     affected: np.ndarray
+    migrations: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """`{"spec", "reaction", "performance", "resiliency", "complexity"}`."""
-        return {
+        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`."""
+        document = {
             "spec": self.spec,
             "reaction": self.reaction,
             "performance": self.performance,
             "resiliency": self.resiliency,
             "complexity": self.complexity,
         }
+        if self.migrations is not None:
+            document["migrations"] = self.migrations
+        return document
 
 
 @dataclass(frozen=True, eq=False)
@@ -217,10 +226,16 @@ _EVALUATED_KINDS = ("perftest", "collective")
 def _check_kinds(scenario: Scenario) -> None:
     from cloudtwin.twin import scenario_jobs
 
+    migrations = bool(scenario.mobility.migrations)
     for _, workload, _, key in scenario_jobs(scenario):
         kind = getattr(workload, "kind", "?")
         if kind not in _EVALUATED_KINDS:
             raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {kind!r}")
+        if migrations and kind != "perftest":
+            raise WorkloadError(
+                f"{key}: migrations are evaluated beside perftest jobs only (collectives beside "
+                "migrations are not wired yet)"
+            )
 
 
 def evaluate(
@@ -246,8 +261,41 @@ def evaluate(
     for (spec, strategy), baseline in zip(chosen, baselines, strict=True):
         if report is not None:
             report(f"{strategy.name}: faults and repairs")
-        evaluation.outcomes.append(_outcome(scenario, states, spec, strategy, baseline))
+        outcome = _outcome(scenario, states, spec, strategy, baseline)
+        if scenario.mobility.migrations:
+            if report is not None:
+                report(f"{strategy.name}: migrations without and with faults")
+            outcome = replace(outcome, migrations=_migrations(scenario, spec, faults))
+        evaluation.outcomes.append(outcome)
     return evaluation
+
+
+def _migrations(scenario: Scenario, spec: str, faults: Sequence[Fault]) -> dict[str, Any]:
+    """The scenario's migrations under one strategy, without and with the evaluation's faults."""
+    from cloudtwin.twin.migration import run_migrations
+
+    routing = scenario.routing.model_copy(update={"strategy": spec})
+    clean = run_migrations(scenario.model_copy(update={"routing": routing, "faults": ()}))
+    hit = run_migrations(scenario.model_copy(update={"routing": routing, "faults": tuple(faults)}))
+    document: dict[str, Any] = {}
+    for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
+        both = base["converged"] and faulted["converged"]
+        document[base["vm"]] = {
+            "converged": base["converged"],
+            "total_time_s": base["total_time_s"],
+            "downtime_s": base["downtime_s"],
+            "connectivity_downtime_s": base["connectivity_downtime_s"],
+            "bytes": base["bytes"],
+            "rounds": base["rounds"],
+            "faulted_converged": faulted["converged"],
+            "faulted_total_time_s": faulted["total_time_s"],
+            "faulted_downtime_s": faulted["downtime_s"],
+            "faulted_bytes": faulted["bytes"],
+            "faulted_rounds": faulted["rounds"],
+            "slowdown": faulted["total_time_s"] / base["total_time_s"] if both else None,
+            "path_events": faulted["path_events"],
+        }
+    return document
 
 
 def _outcome(

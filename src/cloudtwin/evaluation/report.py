@@ -271,6 +271,46 @@ def _group_rows(document: dict[str, Any], kind: str) -> tuple[list[str], list[li
     return header, rows
 
 
+def _migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """Per strategy and migrated VM: total time, downtime and rounds without and with faults."""
+    header = [
+        "strategy",
+        "vm",
+        "total s",
+        "with faults s",
+        "slowdown",
+        "downtime ms",
+        "with faults ms",
+        "rounds",
+        "GB sent",
+    ]
+    rows = []
+    for name, strategy in document["strategies"].items():
+        for vm, m in strategy.get("migrations", {}).items():
+
+            def total(converged: bool, seconds: float) -> str:
+                return f"{seconds:.3f}" if converged else "not converged"
+
+            rows.append(
+                [
+                    name,
+                    vm,
+                    total(m["converged"], m["total_time_s"]),
+                    total(m["faulted_converged"], m["faulted_total_time_s"]),
+                    "-" if m["slowdown"] is None else f"{m['slowdown']:.3f}",
+                    f"{m['downtime_s'] * 1e3:.1f}",
+                    f"{m['faulted_downtime_s'] * 1e3:.1f}",
+                    f"{m['rounds']} / {m['faulted_rounds']}",
+                    f"{m['bytes'] / 1e9:.3f} / {m['faulted_bytes'] / 1e9:.3f}",
+                ]
+            )
+    return header, rows
+
+
+def _has_migrations(document: dict[str, Any]) -> bool:
+    return any("migrations" in s for s in document["strategies"].values())
+
+
 def render_markdown(document: dict[str, Any]) -> str:
     """`report.md`: the same content as the HTML report, without the plots."""
     c = document["conclusions"]
@@ -321,6 +361,13 @@ def render_markdown(document: dict[str, Any]) -> str:
         "Reaction timings (s): " + ", ".join(f"{k} {v}" for k, v in document["reaction_timings_s"].items()),
         "",
     ]
+    if _has_migrations(document):
+        parts += [
+            "## Live migrations (without / with the faults)",
+            "",
+            _md_table(*_migration_rows(document)),
+            "",
+        ]
     return "\n".join(parts)
 
 
@@ -439,6 +486,13 @@ def render_html(document: dict[str, Any]) -> str:
         for f in document["faults"]
     )
     title = f"cloudtwin evaluation: {html.escape(document['scenario'])}"
+    migrations = (
+        "<h2>Live migrations (without / with the faults)</h2>\n"
+        + _html_table(*_migration_rows(document))
+        + "\n"
+        if _has_migrations(document)
+        else ""
+    )
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>{title}</title>
 <style>
@@ -473,6 +527,6 @@ without; dotted lines: fault events){nvlink}.</p>
 <h2>Complexity: raw counts</h2>
 {_html_table(*_complexity_rows(document))}
 <p>Reaction timings (s): {html.escape(_pairs(document["reaction_timings_s"]))}</p>
-<script>document.documentElement.dataset.rendered = "{len(strategies)} strategies";</script>
+{migrations}<script>document.documentElement.dataset.rendered = "{len(strategies)} strategies";</script>
 </body></html>
 """
