@@ -1,16 +1,21 @@
-"""Shared fixtures: scenarios from overrides, and a checker for paths through a topology."""
+"""Shared fixtures: scenarios from overrides, a checker for paths through a topology, and the
+Loghub-2k sample logs kept beside the repository."""
 
 from __future__ import annotations
 
 import signal
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from cloudtwin.scenario import Scenario, load_scenario
 from cloudtwin.topology import Paths, Topology
+
+#: The Loghub-2k sample logs, kept outside the repository (never copied into it).
+LOGHUB = (Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "loghub-2k").resolve()
 
 
 def scenario_from(
@@ -39,6 +44,25 @@ def make_scenario() -> Callable[..., Scenario]:
 @pytest.fixture
 def assert_valid_paths() -> Callable[[Topology, Paths, np.ndarray, np.ndarray], None]:
     return check_paths
+
+
+@pytest.fixture(scope="session")
+def loghub() -> Path:
+    """The Loghub-2k directory (one folder per system, e.g. `HDFS/HDFS_2k.log`).
+
+    A clone without `../shared/datasets/loghub-2k` beside it skips the tests that read the
+    sample, naming the missing path, instead of failing them.
+    """
+    if not LOGHUB.is_dir():
+        pytest.skip(f"{LOGHUB} is missing (the Loghub-2k sample is kept beside the repository "
+                    "as ../shared/datasets/loghub-2k)")
+    return LOGHUB
+
+
+@pytest.fixture
+def hdfs_2k(loghub: Path) -> Path:
+    """Loghub's HDFS sample: 2,000 lines of 16 templates."""
+    return loghub / "HDFS" / "HDFS_2k.log"
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ __all__ = [
     "P4Error",
     "RoutingError",
     "ScenarioError",
+    "ServiceError",
     "StoreError",
     "SweepError",
     "TopologyError",
@@ -102,3 +103,7 @@ class P4Error(NicError):
 
 class SweepError(CloudtwinError):
     """A parameter sweep is malformed (a varied key or value) or cannot reach its executor."""
+
+
+class ServiceError(CloudtwinError):
+    """`cloudtwin serve` cannot start as asked (its port, for one)."""

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -10,6 +12,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from tests.cli.cli_helpers import REPO, cloudtwin
+
+from cloudtwin.cli.app import main
 
 EXAMPLE = "examples/leaf-spine-pairs.yaml"
 
@@ -90,6 +94,56 @@ def test_bad_flow_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     broken = cloudtwin("run", str(write_scenario(tmp_path, "bad.parquet")))
     assert broken.returncode == 2 and "not a readable Parquet file" in broken.stderr
     assert "Traceback" not in done.stderr + missing.stderr + broken.stderr
+
+
+def _parquet(path: Path, rows: int = 2, tenant: list[str] | None = None) -> None:
+    columns: dict[str, list[object]] = {
+        "source": [0] * rows, "destination": [2] * rows, "bytes": [1e3] * rows,
+    }
+    if tenant is not None:
+        columns["tenant"] = list(tenant)
+    pq.write_table(pa.table(columns), path)
+
+
+# With limits.flows = 10 a flow file may hold 512 x 10 + 4,096 = 9,216 bytes, as a CSV may.
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda p: _parquet(p, rows=11), "f.parquet: 11 rows, more than the 10 flows limits.flows allows"),
+        # 10,000 random bytes as hex: a file of over 20,000 bytes
+        (lambda p: _parquet(p, tenant=[os.urandom(10_000).hex(), "t"]),
+         "f.parquet: more than 9,216 bytes, more than 10 flows can take (limits.flows)"),
+        # two 10,000-character strings that compress to a small file but take 20,000 bytes read
+        (lambda p: _parquet(p, tenant=["a" * 10_000, "b" * 10_000]),
+         "f.parquet: more than 9,216 bytes of data uncompressed, more than 10 flows can take (limits.flows)"),
+    ],
+)
+def test_a_parquet_flow_file_has_the_csv_cap(
+    tmp_path: Path, make: Callable[[Path], None], message: str
+) -> None:
+    make(tmp_path / "f.parquet")
+    done = cloudtwin("run", str(write_scenario(tmp_path, "f.parquet")), "--set", "limits.flows=10")
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        f"cloudtwin: error: workload.file {message}; raise limits.flows for a longer list"
+    ]
+    lifted = cloudtwin("run", str(write_scenario(tmp_path, "f.parquet")), "--set", "limits.flows=100",
+                       "--json")
+    assert "limits.flows" not in lifted.stderr
+
+
+def test_a_parquet_flow_file_over_the_cap_is_refused_before_a_row_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def no_rows(*args: object, **kwargs: object) -> None:
+        raise AssertionError("rows were read")
+
+    monkeypatch.setattr(pq.ParquetFile, "read", no_rows)
+    monkeypatch.setattr(pq, "read_table", no_rows)
+    for rows in (11, 1000):
+        _parquet(tmp_path / "f.parquet", rows=rows)
+        code = main(["run", str(write_scenario(tmp_path, "f.parquet")), "--set", "limits.flows=10"])
+        assert code == 2 and f"{rows:,} rows, more than the 10 flows" in capsys.readouterr().err
 
 
 def test_every_flow_finish_time_is_the_hand_computed_one(tmp_path: Path) -> None:

@@ -12,10 +12,6 @@ import pytest
 
 from cloudtwin.cli.app import main
 
-LOGHUB = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "loghub-2k"
-HDFS = LOGHUB / "HDFS" / "HDFS_2k.log"
-SPARK = LOGHUB / "Spark" / "Spark_2k.log"
-
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
@@ -34,17 +30,18 @@ def sql(capsys: pytest.CaptureFixture[str], db: Path, query: str) -> list[dict[s
 
 
 def test_a_second_stdin_stream_under_the_default_source_is_stored_whole(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    loghub: Path, hdfs_2k: Path,
 ) -> None:
     db = tmp_path / "s.duckdb"
-    pipe(monkeypatch, SPARK.read_bytes()[:300_000])
+    pipe(monkeypatch, (loghub / "Spark" / "Spark_2k.log").read_bytes()[:300_000])
     assert run(capsys, "logs", "ingest", "-", "-f", "spark", "--db", str(db))[0] == 0
-    pipe(monkeypatch, HDFS.read_bytes())
+    pipe(monkeypatch, hdfs_2k.read_bytes())
     code, out, _ = run(capsys, "logs", "ingest", "-", "-f", "hdfs", "--db", str(db), "--json")
     assert code == 0
     [summary] = json.loads(out)
     assert (summary["lines"], summary["unparsed"]) == (2000, 0)
-    pipe(monkeypatch, HDFS.read_bytes())  # the same stream again adds nothing
+    pipe(monkeypatch, hdfs_2k.read_bytes())  # the same stream again adds nothing
     code, out, _ = run(capsys, "logs", "ingest", "-", "-f", "hdfs", "--db", str(db), "--json")
     assert json.loads(out)[0]["lines"] == 0
     [row] = sql(capsys, db, "SELECT count(*) AS n FROM ops_lines WHERE content LIKE '%blk_%'")
@@ -52,12 +49,12 @@ def test_a_second_stdin_stream_under_the_default_source_is_stored_whole(
 
 
 def test_a_second_file_adds_no_duplicate_template(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path
 ) -> None:
     db = tmp_path / "s.duckdb"
     copy = tmp_path / "copy.log"
-    copy.write_bytes(HDFS.read_bytes())
-    for path in (HDFS, copy):
+    copy.write_bytes(hdfs_2k.read_bytes())
+    for path in (hdfs_2k, copy):
         assert run(capsys, "logs", "ingest", str(path), "-f", "hdfs", "--db", str(db))[0] == 0
     dupes = sql(capsys, db, "SELECT template FROM ops_templates GROUP BY 1 HAVING count(*) > 1")
     assert dupes == []
@@ -88,9 +85,9 @@ def test_dev_zero_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixtu
 
 
 @pytest.fixture
-def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
+def db(tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path) -> Path:
     path = tmp_path / "ops.duckdb"
-    assert run(capsys, "logs", "ingest", str(HDFS), "--format", "hdfs", "--db", str(path))[0] == 0
+    assert run(capsys, "logs", "ingest", str(hdfs_2k), "--format", "hdfs", "--db", str(path))[0] == 0
     return path
 
 

@@ -14,9 +14,6 @@ import pytest
 
 from cloudtwin.cli.app import main
 
-LOGHUB = Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "loghub-2k"
-HDFS = LOGHUB / "HDFS" / "HDFS_2k.log"
-
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
     code = main(list(args))
@@ -25,26 +22,26 @@ def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
 
 
 @pytest.fixture
-def db(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> str:
+def db(tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path) -> str:
     path = str(tmp_path / "ops.duckdb")
-    assert run(capsys, "logs", "ingest", str(HDFS), "--format", "hdfs", "--db", path)[0] == 0
+    assert run(capsys, "logs", "ingest", str(hdfs_2k), "--format", "hdfs", "--db", path)[0] == 0
     return path
 
 
 def test_ingest_json_reports_what_was_added_then_nothing(
-    db: str, capsys: pytest.CaptureFixture[str]
+    db: str, capsys: pytest.CaptureFixture[str], hdfs_2k: Path
 ) -> None:
-    code, out, err = run(capsys, "logs", "ingest", str(HDFS), "-f", "hdfs", "--db", db, "--json")
+    code, out, err = run(capsys, "logs", "ingest", str(hdfs_2k), "-f", "hdfs", "--db", db, "--json")
     assert (code, err) == (0, "")
     [summary] = json.loads(out)
     assert (summary["lines"], summary["unparsed"], summary["templates"]) == (0, 0, 16)
 
 
 def test_parse_jsonl_gives_one_object_per_input_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path
 ) -> None:
     log = tmp_path / "x.log.gz"
-    lines = HDFS.read_text().splitlines()[:50]
+    lines = hdfs_2k.read_text().splitlines()[:50]
     log.write_bytes(gzip.compress(("\n".join(lines[:20] + ["not hdfs"] + lines[20:])).encode()))
     code, out, _ = run(capsys, "logs", "parse", str(log), "--format", "hdfs", "--jsonl")
     objs = [json.loads(x) for x in out.splitlines()]
@@ -56,8 +53,10 @@ def test_parse_jsonl_gives_one_object_per_input_line(
     assert first["params"] == ["1", "blk_38865049064139660"]
 
 
-def test_custom_masks_replace_the_format_masks(capsys: pytest.CaptureFixture[str]) -> None:
-    apache = str(LOGHUB / "Apache" / "Apache_2k.log")
+def test_custom_masks_replace_the_format_masks(
+    capsys: pytest.CaptureFixture[str], loghub: Path
+) -> None:
+    apache = str(loghub / "Apache" / "Apache_2k.log")
     code, out, _ = run(capsys, "logs", "parse", apache, "-f", "apache", "--json")
     plain = {json.loads(x)["template"] for x in out.splitlines()}
     code, out, _ = run(capsys, "logs", "parse", apache, "-f", "apache", "--json",
@@ -99,8 +98,8 @@ def test_counts_and_anomalies_as_json(db: str, capsys: pytest.CaptureFixture[str
     ("args", "message"),
     [
         (["logs", "ingest", "missing.log", "-f", "hdfs"], "missing.log: no such file"),
-        (["logs", "ingest", str(HDFS), "-f", "<Date> <Oops!> <Content>"], "placeholder <Oops!>"),
-        (["logs", "parse", str(HDFS), "-f", "nosuch"], "format 'nosuch' is neither a preset"),
+        (["logs", "ingest", "{hdfs_2k}", "-f", "<Date> <Oops!> <Content>"], "placeholder <Oops!>"),
+        (["logs", "parse", "{hdfs_2k}", "-f", "nosuch"], "format 'nosuch' is neither a preset"),
         (["logs", "search", "x", "--since", "yesterday"], "since 'yesterday': not an ISO"),
         (["logs", "counts", "--window", "5 parsecs"], "window '5 parsecs'"),
         (["logs", "anomalies", "--by", "node"], "by 'node'"),
@@ -109,19 +108,19 @@ def test_counts_and_anomalies_as_json(db: str, capsys: pytest.CaptureFixture[str
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(
-    db: str, capsys: pytest.CaptureFixture[str], args: list[str], message: str
+    db: str, capsys: pytest.CaptureFixture[str], hdfs_2k: Path, args: list[str], message: str
 ) -> None:
     extra = [] if args[1] == "parse" else ["--db", db]
-    code, out, err = run(capsys, *args, *extra)
+    code, out, err = run(capsys, *[a.replace("{hdfs_2k}", str(hdfs_2k)) for a in args], *extra)
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and message in err
     assert run(capsys, "logs", "sql", "SELECT count(*) FROM ops_lines", "--db", db)[0] == 0
 
 
 def test_corrupt_gzip_is_exit_2_and_keeps_what_was_read(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path
 ) -> None:
-    data = gzip.compress(HDFS.read_bytes())
+    data = gzip.compress(hdfs_2k.read_bytes())
     bad = tmp_path / "cut.log.gz"
     bad.write_bytes(data[: len(data) // 2])
     db = str(tmp_path / "s.duckdb")
@@ -150,11 +149,11 @@ def _doc_blocks(kind: str) -> list[str]:
     return re.findall(rf"```{kind}\n(.*?)```", text, flags=re.DOTALL)
 
 
-def test_every_console_command_in_the_docs_runs(tmp_path: Path) -> None:
+def test_every_console_command_in_the_docs_runs(tmp_path: Path, loghub: Path) -> None:
     """Run docs/logs.md's commands in order, from a directory next to `shared/`."""
     work = tmp_path / "main"
     work.mkdir()
-    (tmp_path / "shared").symlink_to((LOGHUB / ".." / "..").resolve())
+    (tmp_path / "shared").symlink_to(loghub.parents[1])
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     commands = [
         line[2:] for block in _doc_blocks("console") for line in block.splitlines()

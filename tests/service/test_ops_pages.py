@@ -76,14 +76,10 @@ def test_the_logs_page_shows_lines_and_the_anomaly_timeline(ops: TestClient) -> 
     assert bad.status_code == 422 and bad.json()["error"]["field"] == "window_s"
 
 
-HDFS = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
-
-
-@pytest.mark.skipif(not HDFS.exists(), reason="../shared/datasets/loghub-2k is not beside the repository")
 def test_ingesting_logs_needs_the_token_and_equals_the_cli(
-    db: Path, client: TestClient, tmp_path: Path
+    db: Path, client: TestClient, tmp_path: Path, hdfs_2k: Path
 ) -> None:
-    text = HDFS.read_text()
+    text = hdfs_2k.read_text()
     body = {"format": "hdfs", "source": "hdfs-upload", "text": text}
     before = db.read_bytes()
     refused = client.post("/api/logs/ingest", json=body)

@@ -50,6 +50,17 @@ def test_a_non_local_address_without_a_token_is_refused(tmp_path: Path) -> None:
     assert not (tmp_path / "none").exists() and not (tmp_path / "x.duckdb").exists()
 
 
+@pytest.mark.parametrize("port", ["70000", "65536", "-1", "abc", "¹", "", "80.5"])
+def test_a_bad_port_is_one_line_naming_the_field(tmp_path: Path, port: str) -> None:
+    done = cloudtwin("serve", "--db", str(tmp_path / "x.duckdb"), "--token-file", str(tmp_path / "token"),
+                     f"--port={port}")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [
+        f"cloudtwin: error: port: {port!r} is not a TCP port (a whole number from 0 to 65535)"
+    ]
+    assert done.stdout == "" and not (tmp_path / "token").exists() and not (tmp_path / "x.duckdb").exists()
+
+
 @pytest.mark.parametrize(("host", "local"), [("127.0.0.1", True), ("::1", True), ("localhost", True),
                                              ("127.3.2.1", True), ("0.0.0.0", False), ("10.1.2.3", False),
                                              ("example.org", False), ("", False)])

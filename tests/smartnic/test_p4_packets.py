@@ -247,3 +247,56 @@ def test_exit_stops_only_the_rows_that_run_it() -> None:
     one, four = (1).to_bytes(6, "big"), (4).to_bytes(6, "big")
     assert fields == [(bytes(6), one), (four, (3).to_bytes(6, "big")), (four, bytes(6))]
     assert result.out_port.tolist() == [1, 1, 1]
+
+
+INDEX_PROGRAM = """
+header index_t { bit<64> narrow; bit<128> wide; }
+struct headers_t { index_t index; }
+struct metadata_t { bit<8> color; }
+parser P(packet_in pkt, out headers_t hdr, inout metadata_t meta, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.index); transition accept; }
+}
+control C(inout headers_t hdr, inout metadata_t meta, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    Counter<bit<64>, bit<64>>(4, PNA_CounterType_t.PACKETS_AND_BYTES) by_narrow;
+    Counter<bit<64>, bit<128>>(4, PNA_CounterType_t.PACKETS_AND_BYTES) by_wide;
+    Meter<bit<64>>(4, PNA_MeterType_t.PACKETS) narrow_rate;
+    Meter<bit<128>>(4, PNA_MeterType_t.PACKETS) wide_rate;
+    apply {
+        by_narrow.count(hdr.index.narrow);
+        by_wide.count(hdr.index.wide);
+        send_to_port(0);
+        if (narrow_rate.execute(hdr.index.narrow) == PNA_MeterColor_t.RED) { drop_packet(); }
+        if (wide_rate.execute(hdr.index.wide) == PNA_MeterColor_t.RED) { drop_packet(); }
+    }
+}
+control D(packet_out pkt, in headers_t hdr, in metadata_t meta, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.index); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+def test_an_index_outside_a_counter_or_meter_array_leaves_it_alone() -> None:
+    """PNA: `c.count(i)` with i >= the array's size counts nothing, and `m.execute(i)` is
+    GREEN. An index of 2**63 or more used to wrap to a negative cell (2**64 - 1 counted in
+    the last cell, 2**63 raised IndexError)."""
+    datapath = Datapath(parse_program(INDEX_PROGRAM, "index.p4"))
+    never = {"cir": 0, "cburst": 0, "pir": 0, "pburst": 0}  # every packet RED
+    install(datapath, {"meters": {"narrow_rate": [{"index": 3, **never}],
+                                  "wide_rate": [{"index": 3, **never}]}})
+    indexes = [(3, 3), (4, 4), (2**63, 2**64), (2**64 - 1, 2**128 - 1), (1, 2**64 + 1), (2**63 + 2, 2)]
+    frames = [n.to_bytes(8, "big") + w.to_bytes(16, "big") for n, w in indexes]  # 24 bytes each
+    result = datapath.process(PacketBatch.from_packets(frames))
+    assert datapath.counters["by_narrow"][0].tolist() == [0, 1, 0, 1]
+    assert datapath.counters["by_narrow"][1].tolist() == [0, 24, 0, 24]
+    assert datapath.counters["by_wide"][0].tolist() == [0, 0, 1, 1]
+    assert datapath.counters["by_wide"][1].tolist() == [0, 0, 24, 24]
+    # only cell 3 is configured (RED): the first packet; every index outside the arrays is GREEN
+    assert result.out_port.tolist() == [-1, 0, 0, 0, 0, 0]
+    for i, frame in enumerate(frames):  # one packet at a time means the same
+        alone = Datapath(parse_program(INDEX_PROGRAM, "index.p4"))
+        install(alone, {"meters": {"narrow_rate": [{"index": 3, **never}],
+                                   "wide_rate": [{"index": 3, **never}]}})
+        assert alone.process(PacketBatch.from_packets([frame])).out_port.tolist() == [result.out_port[i]]
+

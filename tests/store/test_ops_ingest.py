@@ -18,10 +18,6 @@ from cloudtwin.ops import PRESETS, LogRecord, Preset, log_stream
 from cloudtwin.store import IngestSummary, Store, ingest_records, ingest_stream
 
 HDFS = PRESETS["hdfs"]
-HDFS_2K = (
-    Path(__file__).resolve().parents[2] / ".." / "shared" / "datasets" / "loghub-2k"
-    / "HDFS" / "HDFS_2k.log"
-)
 
 
 def ingest_file(store: Store, path: Path, preset: Preset, **kwargs: object) -> IngestSummary:
@@ -62,20 +58,20 @@ def _counts(store: Store) -> dict[str, object]:
     }
 
 
-def test_reingesting_the_same_file_adds_nothing(tmp_path: Path) -> None:
+def test_reingesting_the_same_file_adds_nothing(tmp_path: Path, hdfs_2k: Path) -> None:
     with Store(tmp_path / "s.duckdb") as store:
-        first = ingest_file(store, HDFS_2K, HDFS)
+        first = ingest_file(store, hdfs_2k, HDFS)
         before = _counts(store)
-        again = ingest_file(store, HDFS_2K, HDFS)
+        again = ingest_file(store, hdfs_2k, HDFS)
         assert (first.lines, again.lines, again.unparsed, again.new_templates) == (2000, 0, 0, 0)
         assert _counts(store) == before
 
 
-def test_gzip_and_plain_copies_give_the_same_store(tmp_path: Path) -> None:
+def test_gzip_and_plain_copies_give_the_same_store(tmp_path: Path, hdfs_2k: Path) -> None:
     gz = tmp_path / "hdfs.log.gz"
-    gz.write_bytes(gzip.compress(HDFS_2K.read_bytes()))
+    gz.write_bytes(gzip.compress(hdfs_2k.read_bytes()))
     with Store(tmp_path / "a.duckdb") as a, Store(tmp_path / "b.duckdb") as b:
-        ingest_file(a, HDFS_2K, HDFS)
+        ingest_file(a, hdfs_2k, HDFS)
         ingest_file(b, gz, HDFS)
         assert _counts(a) == _counts(b)
         assert a.query("SELECT min(ts), max(ts) FROM ops_lines")[1] == [
@@ -127,8 +123,8 @@ def test_a_changed_file_is_refused(tmp_path: Path) -> None:
             ingest_file(store, log, HDFS)
 
 
-def test_corrupt_gzip_keeps_what_was_read_and_names_the_line(tmp_path: Path) -> None:
-    data = gzip.compress(HDFS_2K.read_bytes())
+def test_corrupt_gzip_keeps_what_was_read_and_names_the_line(tmp_path: Path, hdfs_2k: Path) -> None:
+    data = gzip.compress(hdfs_2k.read_bytes())
     bad = tmp_path / "bad.log.gz"
     bad.write_bytes(data[: len(data) // 2])
     with Store(tmp_path / "s.duckdb") as store:
@@ -138,22 +134,22 @@ def test_corrupt_gzip_keeps_what_was_read_and_names_the_line(tmp_path: Path) -> 
     assert 500 < kept < 2000
 
 
-def test_stdin_streams_resume_by_source_name(tmp_path: Path) -> None:
-    data = HDFS_2K.read_bytes()
+def test_stdin_streams_resume_by_source_name(tmp_path: Path, hdfs_2k: Path) -> None:
+    data = hdfs_2k.read_bytes()
     with Store(tmp_path / "s.duckdb") as store:
         one = ingest_stream(store, _stdin(data), HDFS, new_stream="append")  # type: ignore[arg-type]
         two = ingest_stream(store, _stdin(data), HDFS, new_stream="append")  # type: ignore[arg-type]
     assert (one.lines, two.lines) == (2000, 0)
 
 
-def test_structured_records_are_mined_into_the_same_store(tmp_path: Path) -> None:
+def test_structured_records_are_mined_into_the_same_store(tmp_path: Path, hdfs_2k: Path) -> None:
     records = [
         LogRecord(datetime(2026, 1, 1, 0, 0, i), "leaf1", "err", "lldp",
                   f"Interface Ethernet{i % 4} changed state to {'down' if i % 2 else 'up'}")
         for i in range(40)
     ]
     with Store(tmp_path / "s.duckdb") as store:
-        ingest_file(store, HDFS_2K, HDFS)
+        ingest_file(store, hdfs_2k, HDFS)
         first = ingest_records(store, records[:30], "sim:run1/leaf1")
         second = ingest_records(store, records, "sim:run1/leaf1")
         assert (first.lines, second.lines) == (30, 10)
@@ -205,10 +201,10 @@ def test_a_killed_ingest_resumes_to_the_same_store_as_a_clean_one(tmp_path: Path
         assert _counts(clean) == after_resume
 
 
-def test_another_stream_under_a_used_source_is_stored_whole(tmp_path: Path) -> None:
+def test_another_stream_under_a_used_source_is_stored_whole(tmp_path: Path, hdfs_2k: Path) -> None:
     # A second, different stream piped in under the same (default) source name used to
     # be skipped up to the first stream's length: 505 of 2,000 lines stored, silently.
-    second = HDFS_2K.read_bytes()
+    second = hdfs_2k.read_bytes()
     first = second[: second.index(b"\n", 196_000) + 1]
     with Store(tmp_path / "s.duckdb") as store:
         a = ingest_stream(store, _stdin(b"x: " + first, "stdin"), HDFS,  # type: ignore[arg-type]
@@ -237,15 +233,15 @@ def _duplicates(store: Store) -> list[tuple[object, ...]]:
     )[1]
 
 
-def test_a_second_ingest_mines_into_the_same_templates_as_one_run(tmp_path: Path) -> None:
+def test_a_second_ingest_mines_into_the_same_templates_as_one_run(tmp_path: Path, hdfs_2k: Path) -> None:
     # Restoring the miner lost its exact-message cache: a second file of the same lines
     # created templates 17 and 18, equal in text to 14 and 16.
     copy = tmp_path / "copy.log"
-    copy.write_bytes(HDFS_2K.read_bytes())
+    copy.write_bytes(hdfs_2k.read_bytes())
     both = tmp_path / "both.log"
-    both.write_bytes(HDFS_2K.read_bytes() * 2)
+    both.write_bytes(hdfs_2k.read_bytes() * 2)
     with Store(tmp_path / "two.duckdb") as store:
-        ingest_file(store, HDFS_2K, HDFS)
+        ingest_file(store, hdfs_2k, HDFS)
         second = ingest_file(store, copy, HDFS)
         assert (second.lines, second.new_templates) == (2000, 0)
         assert _duplicates(store) == []
@@ -258,9 +254,9 @@ def test_a_second_ingest_mines_into_the_same_templates_as_one_run(tmp_path: Path
 
 
 def test_a_resumed_stream_stores_every_line_once_and_no_duplicate_template(
-    tmp_path: Path,
+    tmp_path: Path, hdfs_2k: Path,
 ) -> None:
-    data = HDFS_2K.read_bytes()
+    data = hdfs_2k.read_bytes()
     cut = data.index(b"\n", len(data) // 3) + 1
     with Store(tmp_path / "s.duckdb") as store:
         ingest_stream(store, _stdin(data[:cut]), HDFS, new_stream="append")  # type: ignore[arg-type]

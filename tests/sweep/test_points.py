@@ -58,15 +58,31 @@ def test_keys_depend_on_task_and_overrides_only() -> None:
     assert first[1].key == point_key("task-a", ("seed=2",))
 
 
-def test_probes_give_every_key_each_listed_value_and_range_end() -> None:
-    p = plan("seed=1..1000", "fabric.spines=2,4,8", "routing.strategy=ecmp,pinning")
-    probes = p.probes()
-    seen = {(o.split("=")[0], o.split("=")[1]) for point in probes for o in point}
-    assert {("seed", "1"), ("seed", "1000")} <= seen
-    assert {("fabric.spines", v) for v in ("2", "4", "8")} <= seen
-    assert {("routing.strategy", v) for v in ("ecmp", "pinning")} <= seen
-    assert len(probes) == 3
-    assert all(point in set(p.overrides()) for point in probes)
+def test_checks_cover_every_combination_and_the_seeds_range_ends() -> None:
+    p = plan("fabric.spines=2,4", "seed=1..1000", "routing.strategy=ecmp,pinning")
+    assert list(p.checks()) == [
+        ("fabric.spines=2", "seed=1", "routing.strategy=ecmp"),
+        ("fabric.spines=2", "seed=1", "routing.strategy=pinning"),
+        ("fabric.spines=4", "seed=1", "routing.strategy=ecmp"),
+        ("fabric.spines=4", "seed=1", "routing.strategy=pinning"),
+        ("fabric.spines=2", "seed=1000", "routing.strategy=ecmp"),
+    ]
+    assert p.check_count() == 5 and set(p.checks()) <= set(p.overrides())
+
+
+def test_checks_under_zip_pair_values_and_without_a_seed_are_every_point() -> None:
+    zipped = plan("seed=5,1..3", "fabric.leaves=4,8", "fabric.spines=1,2", zipped=True)
+    assert list(zipped.checks()) == [
+        ("seed=5", "fabric.leaves=4", "fabric.spines=1"),
+        ("seed=5", "fabric.leaves=8", "fabric.spines=2"),
+        ("seed=1", "fabric.leaves=4", "fabric.spines=1"),
+        ("seed=3", "fabric.leaves=4", "fabric.spines=1"),
+    ]
+    assert zipped.check_count() == 4
+    only_seed = plan("seed=0..9")
+    assert list(only_seed.checks()) == [("seed=0",), ("seed=9",)] and only_seed.check_count() == 2
+    no_seed = plan("fabric.leaves=4,8", "fabric.spines=1,2")
+    assert list(no_seed.checks()) == list(no_seed.overrides()) and no_seed.check_count() == 4
 
 
 @given(st.lists(st.integers(1, 4), min_size=1, max_size=4), st.booleans())

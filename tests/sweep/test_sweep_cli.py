@@ -12,6 +12,7 @@ import subprocess
 import time
 from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.cli.cli_helpers import CLOUDTWIN, REPO, cloudtwin
@@ -109,6 +110,100 @@ def test_bad_input_is_one_line_exit_2_before_any_point(
     assert message in err
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert not db.exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # leaves=8: 8 x 2 NICs, 8 leaves and 2 spines (26 nodes), 64 links and 16 permutation
+        # flows. Bytes: links 64 x 73 = 4,672; nodes 26 x 33 = 858; out-links 26 x 8 x 8 = 1,664;
+        # hop table 26 x 8 x 12 = 2,496; flows 16 x 96 = 1,536; paths 16 x 5 x 24 = 1,920;
+        # candidates 16 x 8 x 16 = 2,048: 15,194 B = 14.8 KiB. leaves=4 needs 6,158 B.
+        (["--set", "limits.memory=10KiB", "--vary", "seed=1,2", "--vary", "fabric.leaves=4,8"],
+         "vary seed=1 fabric.leaves=8: the scenario needs about 14.8KiB of memory "),
+        # 3,600 points; only leaves x hosts_per_leaf above 20 hosts (= permutation flows) is
+        # refused, and none of those pairs a key's i-th values with the others' i-th.
+        (["--set", "limits.flows=20", "--vary", "seed=1..400", "--vary", "fabric.leaves=8,4,6",
+          "--vary", "fabric.hosts_per_leaf=2,4,3"],
+         "vary seed=1 fabric.leaves=8 fabric.hosts_per_leaf=4: the scenario makes 32 flows in one "
+         "simulation, above limits.flows = 20"),
+    ],
+)
+def test_a_point_over_the_limits_is_refused_before_any_point_runs(
+    small: Path, tmp_path: Path, args: list[str], message: str
+) -> None:
+    db = tmp_path / "s.duckdb"
+    done = cloudtwin("sweep", str(small), *args, "--db", str(db))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(f"cloudtwin: error: {message}"), done.stderr
+    assert "limits." in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert done.stdout == "" and not db.exists()
+
+
+PICKY = """from cloudtwin.routing.strategy import load_strategy
+
+
+class Picky:
+    name = "picky"
+
+    def route(self, context):
+        if context.topology.link_count < 30:
+            raise ValueError(f"only {context.topology.link_count} links")
+        return load_strategy("ecmp").route(context)
+"""
+
+
+def test_points_failing_while_running_are_listed_stored_and_exit_2(small: Path, tmp_path: Path) -> None:
+    # 4 leaves x 2 NICs: 2 x (8 + 4 x spines) links: 24 with one spine, 32 with two.
+    (tmp_path / "picky.py").write_text(PICKY)
+    db = tmp_path / "s.duckdb"
+    args = ["sweep", str(small), "--set", "routing.strategy=picky:Picky", "--vary", "seed=1,2",
+            "--vary", "fabric.spines=1,2", "--db", str(db), "--executor", "serial"]
+    reason = "routing.strategy: picky:Picky: route() failed: ValueError: only 24 links"
+    first = f"seed=1 fabric.spines=1: {reason}"
+    done = cloudtwin(*args, "--json", env={"PYTHONPATH": str(tmp_path)})
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"cloudtwin: error: 2 of 4 points failed (stored with their errors); first: {first}"
+    )
+    document = json.loads(done.stdout)
+    assert document["failed"] == [
+        {"overrides": ["seed=1", "fabric.spines=1"], "status": "error", "error": reason},
+        {"overrides": ["seed=2", "fabric.spines=1"], "status": "error", "error": reason},
+    ]
+    groups = {g["values"]["fabric.spines"]: (g["n"], g["failed"]) for g in document["summary"]["groups"]}
+    assert groups == {"1": (0, 2), "2": (2, 0)}
+    assert count_points(db) == 4
+    again = cloudtwin(*args, env={"PYTHONPATH": str(tmp_path)})  # nothing runs; same answer
+    assert again.returncode == 2 and "4 points: 4 already stored, 0 run" in again.stdout
+    assert f"failed: {first}\n" in again.stdout and "failed: seed=2 fabric.spines=1: " in again.stdout
+
+
+def test_a_point_that_crashes_is_listed_and_exits_1(
+    small: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from cloudtwin.sweep import task as sweep_task
+
+    real = sweep_task._RUNNERS["run"]
+
+    def buggy(task: sweep_task.Task, scenario: Any) -> dict[str, Any]:
+        if scenario.seed == 2:
+            raise ZeroDivisionError("a bug")
+        return real(task, scenario)
+
+    monkeypatch.setitem(sweep_task._RUNNERS, "run", buggy)
+    db = tmp_path / "s.duckdb"
+    code, out, err = in_process("sweep", str(small), "--vary", "seed=1..3", "--db", str(db),
+                                "--executor", "serial", "--json")
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (
+        "cloudtwin: sweep: 1 of 3 points crashed (not stored; the same command runs them again); "
+        "first: seed=2: ZeroDivisionError: a bug"
+    )
+    assert json.loads(out)["failed"] == [
+        {"overrides": ["seed=2"], "status": "crash", "error": "ZeroDivisionError: a bug"}
+    ]
+    assert count_points(db) == 2
 
 
 def test_an_unreachable_ray_address_is_refused_at_once(small: Path, tmp_path: Path) -> None:

@@ -13,6 +13,8 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.model import FlowsWorkload, Scenario
 
 if TYPE_CHECKING:
+    import pyarrow as pa
+
     from cloudtwin.evaluation.run import Run
 
 __all__ = ["FLOW_COLUMNS", "read_flow_file", "write_flows"]
@@ -46,16 +48,7 @@ def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
     origin = f"workload.file {workload.file}"
     try:
         if path.suffix.lower() in (".parquet", ".pq"):
-            import pyarrow as pa
-            import pyarrow.parquet as pq
-
-            try:
-                table = flow_table_from_arrow(pq.read_table(path), origin)
-            except (pa.ArrowInvalid, OSError) as err:
-                if isinstance(err, FileNotFoundError):
-                    raise
-                first = str(err).splitlines()[0] if str(err) else type(err).__name__
-                raise WorkloadError(f"{origin}: not a readable Parquet file ({first})") from None
+            table = flow_table_from_arrow(_read_parquet(path, origin, scenario.limits.flows), origin)
         else:
             table = flow_table_from_csv(_read_csv(path, origin, scenario.limits.flows), origin)
     except FileNotFoundError:
@@ -70,19 +63,58 @@ def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
 BYTES_PER_FLOW = 512
 
 
-def _read_csv(path: Path, origin: str, flows: int) -> str:
-    """The text of a CSV flow file: a regular file, at most BYTES_PER_FLOW per allowed flow."""
+def _most_bytes(path: Path, origin: str, flows: int) -> int:
+    """The bytes a flow file may hold (BYTES_PER_FLOW per allowed flow); WorkloadError
+    unless `path` is a regular file (or missing: the caller's open says so)."""
     if path.exists() and not path.is_file():
         raise WorkloadError(f"{origin}: not a regular file ({path})")
-    most = BYTES_PER_FLOW * flows + 4096
+    return BYTES_PER_FLOW * flows + 4096
+
+
+def _too_big(origin: str, most: int, flows: int, what: str = "") -> WorkloadError:
+    return WorkloadError(
+        f"{origin}: more than {most:,} bytes{what}, more than {flows:,} flows can take "
+        "(limits.flows); raise limits.flows for a longer list"
+    )
+
+
+def _read_csv(path: Path, origin: str, flows: int) -> str:
+    """The text of a CSV flow file: a regular file, at most BYTES_PER_FLOW per allowed flow."""
+    most = _most_bytes(path, origin, flows)
     with path.open("rb") as handle:
         data = handle.read(most + 1)
     if len(data) > most:
-        raise WorkloadError(
-            f"{origin}: more than {most:,} bytes, more than {flows:,} flows can take "
-            "(limits.flows); raise limits.flows for a longer list"
-        )
+        raise _too_big(origin, most, flows)
     return data.decode("utf-8")
+
+
+def _read_parquet(path: Path, origin: str, flows: int) -> pa.Table:
+    """A Parquet flow file's table, under the CSV file's cap: the file's size, then its
+    footer's row count (at most `flows`) and uncompressed size are checked before any row
+    is read."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    most = _most_bytes(path, origin, flows)
+    if path.stat().st_size > most:
+        raise _too_big(origin, most, flows)
+    try:
+        with pq.ParquetFile(path) as parquet:
+            meta = parquet.metadata
+            if meta.num_rows > flows:
+                raise WorkloadError(
+                    f"{origin}: {meta.num_rows:,} rows, more than the {flows:,} flows "
+                    "limits.flows allows; raise limits.flows for a longer list"
+                )
+            data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            if data > most:
+                raise _too_big(origin, most, flows, " of data uncompressed")
+            return parquet.read()
+    except (pa.ArrowInvalid, OSError) as err:
+        if isinstance(err, FileNotFoundError):
+            raise
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise WorkloadError(f"{origin}: not a readable Parquet file ({first})") from None
 
 
 def _path_names(run: Run) -> list[str]:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
@@ -32,7 +32,8 @@ from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.database import DEFAULT_DB
 
 if TYPE_CHECKING:
-    from cloudtwin.sweep import Executor, Plan, Summary, SweepRun
+    from cloudtwin.store.sweeps import PointRecord
+    from cloudtwin.sweep import Executor, Plan, Point, Summary, SweepRun
 
 __all__ = ["sweep"]
 
@@ -154,6 +155,9 @@ def _executor(name: ExecutorName, address: str | None, workers: int | None) -> E
     return PoolExecutor(workers or _workers_default())
 
 
+#: Checks of fewer points than this (about a second) show no progress.
+_QUIET_CHECKS = 5000
+
 #: Local workers beyond this many per CPU only add processes (all started at once).
 MAX_WORKERS_PER_CPU = 4
 
@@ -206,6 +210,54 @@ def _report(run: SweepRun, db: Path) -> str:
     )
 
 
+def _failures(points: list[Point], records: dict[str, PointRecord], run: SweepRun) -> list[dict[str, Any]]:
+    """Every failed point of the sweep, in sweep order: those stored with their error (bad
+    input found while running, this run or an earlier one) and those that crashed now."""
+    crashed = dict(run.crashes)
+    failed: list[dict[str, Any]] = []
+    for point in points:
+        record = records.get(point.key)
+        if record is not None and record.status == "error":
+            failed.append({"overrides": list(point.overrides), "status": "error", "error": record.error})
+        elif point.overrides in crashed:
+            failed.append({"overrides": list(point.overrides), "status": "crash",
+                           "error": crashed[point.overrides]})
+    return failed
+
+
+#: Failed points listed under the table (--json lists every one).
+_LISTED_FAILURES = 10
+
+
+def _print_failures(failures: list[dict[str, Any]]) -> None:
+    for failure in failures[:_LISTED_FAILURES]:
+        stdout.print(f"failed: {' '.join(failure['overrides'])}: {failure['error']}",
+                     highlight=False, markup=False, soft_wrap=True)
+    if len(failures) > _LISTED_FAILURES:
+        stdout.print(f"... and {len(failures) - _LISTED_FAILURES} more failed points (--json lists "
+                     "every one)", highlight=False, soft_wrap=True)
+
+
+def _exit_for(failures: list[dict[str, Any]], points: int) -> None:
+    """Exit 1 if a point crashed (a bug, as an unexpected error is in every command),
+    else 2 (SweepError) if a point failed on its input, after the results are out."""
+    crashes = [f for f in failures if f["status"] == "crash"]
+    if crashes:
+        first = crashes[0]
+        typer.echo(
+            f"cloudtwin: sweep: {len(crashes)} of {points} points crashed (not stored; the same "
+            f"command runs them again); first: {' '.join(first['overrides'])}: {first['error']}",
+            err=True,
+        )
+        raise typer.Exit(1)
+    if failures:
+        first = failures[0]
+        raise SweepError(
+            f"{len(failures)} of {points} points failed (stored with their errors); first: "
+            f"{' '.join(first['overrides'])}: {first['error']}"
+        )
+
+
 def sweep(
     scenario: Path = _SCENARIO,
     varies: list[str] = _VARY,
@@ -247,7 +299,11 @@ def sweep(
     axis = x or (others[0] if others else plan.keys[0])
     if axis not in plan.keys:
         raise SweepError(f"x: {axis} is not a varied key (varied: {', '.join(plan.keys)})")
-    check_plan(plan, task)
+    if plan.check_count() < _QUIET_CHECKS:
+        check_plan(plan, task)
+    else:
+        with _progress("sweep: checking", as_json) as checking:
+            check_plan(plan, task, checking)
     chosen = _executor(executor, address, workers)
     name = task.scenario([]).name
     points = plan.points(task.digest)
@@ -265,6 +321,7 @@ def sweep(
                    "the same command runs the rest", err=True)
         raise typer.Exit(130)
     summary = summarize(plan, points, records, metric or task.default_metric())
+    failures = _failures(points, records, run)
     title = f"{name}: {summary.metric} ({command.value}) over {', '.join(plan.keys)}"
     if plot is not None:
         _write_plot(plot, summary, plan, axis, title)
@@ -278,12 +335,11 @@ def sweep(
                 "zip": plan.zipped,
                 "run": run.to_json(),
                 "summary": summary.to_json(),
+                "failed": failures,
             }
         )
     else:
         stdout.print(_table(summary, title))
         stdout.print(_report(run, db), highlight=False, soft_wrap=True)
-    if run.failed or run.crashed:
-        failed = run.failed + run.crashed
-        typer.echo(f"cloudtwin: sweep: {failed} points failed; first: {run.first_error}", err=True)
-        raise typer.Exit(1)
+        _print_failures(failures)
+    _exit_for(failures, len(points))

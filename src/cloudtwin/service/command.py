@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from cloudtwin.errors import CloudtwinError, StoreError
+from cloudtwin.errors import CloudtwinError, ServiceError, StoreError
 from cloudtwin.store.database import DEFAULT_DB
 
 __all__ = ["serve"]
@@ -21,13 +21,25 @@ _DB = typer.Option(
 _HOST = typer.Option(
     "127.0.0.1", "--host", help="Address to listen on. Other than this machine's only with an existing token."
 )
-_PORT = typer.Option(8000, "--port", min=0, max=65535, help="TCP port.")
+_PORT = typer.Option("8000", "--port", metavar="<port>", help="TCP port to listen on (0 to 65535).")
 _TOKEN = typer.Option(
     None, "--token-file", help="Where the bearer token is kept (default: beside the store, DB.token)."
 )
 
 
-def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path | None = _TOKEN) -> None:
+def parse_port(text: str) -> int:
+    """A TCP port from its text: a whole number from 0 to 65535; ServiceError naming `port`.
+
+    >>> parse_port("8000")
+    8000
+    """
+    value = text.strip()
+    if not (value.isascii() and value.isdigit()) or int(value) > 65535:
+        raise ServiceError(f"port: {text!r} is not a TCP port (a whole number from 0 to 65535)")
+    return int(value)
+
+
+def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path | None = _TOKEN) -> None:
     """Serve the runs, jobs, logs and diagnoses of a store: an HTTP API and web pages.
 
     Open http://127.0.0.1:8000/ for the pages; the API's schema is at /openapi.json. Reading is open to
@@ -38,6 +50,7 @@ def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path
 
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
+    number = parse_port(port)
     try:
         import uvicorn
 
@@ -63,5 +76,5 @@ def serve(db: Path = _DB, host: str = _HOST, port: int = _PORT, token_file: Path
         typer.echo(f"cloudtwin: changes need the bearer token kept in {path}")
     settings = ServiceSettings(db=db, token=token, examples_dir=default_examples_dir(), host=host)
     app = create_app(settings)
-    typer.echo(f"cloudtwin: serving {db} on http://{host}:{port}/ (API schema at /openapi.json)")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
+    uvicorn.run(app, host=host, port=number, log_level="warning")

@@ -124,25 +124,37 @@ class Plan:
         base = _hasher(task_digest)
         return [Point(i, overrides, _key(base, overrides)) for i, overrides in enumerate(self.overrides())]
 
-    def probes(self) -> list[tuple[str, ...]]:
-        """Points to validate before anything runs: together they give every varied key
-        each of its probe values (a range's ends, each listed value) at least once."""
-        if self.zipped:
-            count = len(self.paired[0].values) if self.paired else 1
-            seeds = [v for v in self.varies if v.key == SEED]
-            width = max([count, *(len(v.probes) for v in seeds)])
-            return [
-                tuple(
-                    v.overrides(v.values.index(v.probes[j % len(v.probes)])) if v.key == SEED
-                    else v.overrides(j % count)
-                    for v in self.varies
-                )
-                for j in range(width)
-            ]
-        width = max((len(v.probes) for v in self.varies), default=1)
-        return [
-            tuple(f"{v.key}={v.probes[j % len(v.probes)]}" for v in self.varies) for j in range(width)
-        ]
+    def checks(self) -> Iterator[tuple[str, ...]]:
+        """The points whose checks, together, check every point of the sweep.
+
+        A point's seed sets the scenario's `seed` and nothing else: no other field's
+        validity and no estimate depends on it. So every combination of the other keys is
+        checked once (at the first seed), and the seed's probe values (a range's ends, each
+        listed value; the field is an interval) once each, at the first combination.
+        Without a varied seed, that is every point.
+        """
+        at = next((i for i, v in enumerate(self.varies) if v.key == SEED), None)
+        if at is None:
+            yield from self.overrides()
+            return
+        seed = self.varies[at]
+        rest = Plan(tuple(v for v in self.varies if v.key != SEED), self.zipped)
+        first: tuple[str, ...] | None = None
+        for combination in rest.overrides():
+            first = combination if first is None else first
+            yield (*combination[:at], seed.overrides(0), *combination[at:])
+        assert first is not None
+        for value in seed.probes:
+            if value != seed.values[0]:
+                yield (*first[:at], f"{SEED}={value}", *first[at:])
+
+    def check_count(self) -> int:
+        """How many points `checks` gives."""
+        seeds = [v for v in self.varies if v.key == SEED]
+        if not seeds:
+            return self.size
+        rest = Plan(tuple(v for v in self.varies if v.key != SEED), self.zipped)
+        return rest.size + sum(1 for value in seeds[0].probes if value != seeds[0].values[0])
 
 
 def _product(counts: list[int]) -> int:

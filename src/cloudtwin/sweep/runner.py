@@ -15,7 +15,7 @@ from __future__ import annotations
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from cloudtwin import __version__
 from cloudtwin.store.database import Store
@@ -49,6 +49,9 @@ class SweepRun:
     first_result_s: float | None = None
     batches: int = 0
     interrupted: bool = False
+    #: The points that crashed in this run (not stored, so not in the store's errors):
+    #: each one's overrides and message.
+    crashes: list[tuple[tuple[str, ...], str]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         """`{"points", "skipped", "executed", "failed", "crashed", "first_error", "seconds", "batches",
@@ -180,6 +183,7 @@ def _record(point: Point, outcome: Outcome, writer: _Writer, run: SweepRun) -> N
     if outcome.status == "crash":
         run.crashed += 1
         run.first_error = run.first_error or f"{' '.join(point.overrides)}: {outcome.error}"
+        run.crashes.append((point.overrides, str(outcome.error)))
         return
     if outcome.status == "error":
         run.failed += 1
@@ -198,5 +202,6 @@ def _requeue(batch: list[Point], retry: deque[Point], attempts: dict[str, int], 
             run.crashed += 1
             message = f"the worker died {MAX_ATTEMPTS} times running it"
             run.first_error = run.first_error or f"{' '.join(point.overrides)}: {message}"
+            run.crashes.append((point.overrides, message))
             continue
         retry.append(point)

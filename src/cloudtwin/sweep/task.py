@@ -69,8 +69,11 @@ def _evaluate(task: Task, scenario: Scenario) -> Document:
 
 
 def _check(task: Task, scenario: Scenario) -> None:
-    """What a command needs of a scenario, checked before a sweep starts."""
+    """What a command needs of a scenario, checked before a sweep starts: the workload
+    the command simulates, its strategies, and the limits every run checks before it
+    builds the fabric (LimitError naming `limits.memory` or `limits.flows`)."""
     from cloudtwin.routing.strategy import load_strategy
+    from cloudtwin.topology.estimate import check_memory
 
     kind = scenario.workload.kind
     if task.command == "nccl-tests":
@@ -83,6 +86,7 @@ def _check(task: Task, scenario: Scenario) -> None:
         raise WorkloadError(f"workload.kind: {kind} is not simulated by {task.command}")
     for name in _strategy_list(task, scenario):
         load_strategy(name)
+    check_memory(scenario)
 
 
 _RUNNERS: dict[str, Callable[[Task, Scenario], Document]] = {

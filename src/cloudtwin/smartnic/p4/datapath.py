@@ -472,7 +472,7 @@ class _Compiler:
             raise self.fail(node, f"{name}.execute(index): {name!r} is not a Meter")
         index = self.expr(args[0])
         meter = self.dp.meters[name]
-        return _Expr(lambda ctx, mask: meter.execute(ctx, mask, index.fn(ctx, mask)), 2)
+        return _Expr(lambda ctx, mask: meter.execute(ctx, mask, index.fn(ctx, mask), index.width), 2)
 
     # statements ----------------------------------------------------------------------
     def block(self, node: Tree) -> StmtFn:
@@ -629,9 +629,7 @@ class _Compiler:
         packets, octets = self.dp.counters[name]
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
-            cells = _column(index.fn(ctx, mask), ctx.n, 64).astype(np.int64)
-            rows = mask & (cells < packets.size)
-            where = cells[rows]
+            rows, where = _in_array(index.fn(ctx, mask), index.width, ctx.n, packets.size, mask)
             _add_at(packets, where, 1)
             _add_at(octets, where, ctx.length[rows])
 
@@ -708,6 +706,26 @@ def _extract_masked(
         else:
             ctx.values[key] = np.where(ok, value, old)
     ctx.valid[header] = ctx.header_valid(header) | ok
+
+
+def _in_array(
+    index: Value, width: int | None, n: int, size: int, mask: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The rows of `mask` whose `index` is a cell of an extern array of `size` cells, and
+    those cells (int64).
+
+    As in PNA (and PSA), an index at or past the array's size leaves the extern's state
+    alone: a counter does not count the packet, a meter marks it GREEN. The index is
+    compared at its own width (a bit<64> index of 2**63 or more, or a bit<128> one, is
+    outside, never wrapped into a cell).
+    """
+    if not isinstance(index, np.ndarray):
+        inside = 0 <= int(index) < size
+        rows = mask if inside else np.zeros(n, dtype=bool)
+        return rows, np.full(int(rows.sum()), int(index) if inside else 0, dtype=np.int64)
+    cells = _column(index, n, width if _is_wide(width) else 64)
+    rows = mask & np.asarray(cells < size, dtype=bool)
+    return rows, cells[rows].astype(np.int64)
 
 
 def _add_at(totals: np.ndarray, cells: np.ndarray, amounts: np.ndarray | int) -> None:
@@ -947,6 +965,7 @@ class _Meter:
     """A two-rate three-colour meter (RFC 2698) per cell, in bytes or packets."""
 
     def __init__(self, size: int, unit: str) -> None:
+        self.size = size
         self.unit = unit
         self.config: dict[int, tuple[float, float, float, float]] = {}
         self.tokens: dict[int, list[float]] = {}
@@ -955,15 +974,14 @@ class _Meter:
         self.config[index] = (cir, cburst, pir, pburst)
         self.tokens[index] = [cburst, pburst, -1.0]
 
-    def execute(self, ctx: _Ctx, mask: np.ndarray, index: Value) -> np.ndarray:
+    def execute(self, ctx: _Ctx, mask: np.ndarray, index: Value, width: int | None) -> np.ndarray:
         colours = np.zeros(ctx.n, dtype=np.uint64)
-        cells = _column(index, ctx.n, 64)
+        rows, cells = _in_array(index, width, ctx.n, self.size, mask)
         times = ctx.get("istd.timestamp_ns")
-        for row in np.flatnonzero(mask):
-            cell = int(cells[row])
+        for row, cell in zip(np.flatnonzero(rows).tolist(), cells.tolist(), strict=True):
             config = self.config.get(cell)
             if config is None:
-                continue  # an unconfigured meter marks everything green
+                continue  # an unconfigured cell (or an index outside the array) marks green
             cir, cburst, pir, pburst = config
             state = self.tokens[cell]
             now = int(times[row]) * 1e-9
