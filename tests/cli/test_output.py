@@ -10,15 +10,16 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from cloudtwin.cli.output import emit_json, strict_json, write_json
+from cloudtwin.cli.output import emit_json, write_json
+from cloudtwin.store.documents import finite_json
 
 
 def test_non_finite_floats_become_null_anywhere_in_the_document() -> None:
     document = {"a": math.nan, "b": [1.0, math.inf, {"c": -math.inf}], "d": (2, "x"), "e": None}
-    assert strict_json(document) == {"a": None, "b": [1.0, None, {"c": None}], "d": [2, "x"], "e": None}
+    assert finite_json(document) == {"a": None, "b": [1.0, None, {"c": None}], "d": [2, "x"], "e": None}
 
 
-def test_emit_and_write_json_give_strict_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_emit_and_write_json_give_finite_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     document = {"mean": math.nan, "ok": 1.5}
     emit_json(document)
     printed = capsys.readouterr().out
@@ -40,4 +41,4 @@ json_values = st.recursive(
 
 @given(json_values)
 def test_strict_json_always_serialises_without_nan(value: object) -> None:
-    json.dumps(strict_json(value), allow_nan=False)
+    json.dumps(finite_json(value), allow_nan=False)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 import os
 import stat
 import sys
@@ -25,6 +24,7 @@ from rich.progress import (
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.store.documents import finite_json
 
 __all__ = [
     "BUILTIN_STRATEGIES",
@@ -66,21 +66,9 @@ def read_scenario_text(path: Path) -> str:
         raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
 
 
-def strict_json(document: object) -> object:
-    """`document` with every NaN or infinite float as None: JSON has no such numbers, and a
-    strict reader (jq, a browser, most languages) refuses the `NaN` Python would write."""
-    if isinstance(document, float):
-        return document if math.isfinite(document) else None
-    if isinstance(document, dict):
-        return {key: strict_json(value) for key, value in document.items()}
-    if isinstance(document, list | tuple):
-        return [strict_json(value) for value in document]
-    return document
-
-
 def emit_json(document: object) -> None:
     """JSON on stdout and nothing else (strict: no NaN or Infinity)."""
-    sys.stdout.write(json.dumps(strict_json(document), indent=2, sort_keys=False) + "\n")
+    sys.stdout.write(json.dumps(finite_json(document), indent=2, sort_keys=False) + "\n")
 
 
 def write_json(path: Path, document: object) -> None:
@@ -94,7 +82,7 @@ def write_json(path: Path, document: object) -> None:
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(strict_json(document), handle, indent=2)
+            json.dump(finite_json(document), handle, indent=2)
             handle.write("\n")
         os.chmod(tmp, mode)
         os.replace(tmp, path)

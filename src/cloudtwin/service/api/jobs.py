@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
@@ -18,6 +17,7 @@ from cloudtwin.service.examples import list_examples, read_example
 from cloudtwin.service.jobs import Job, JobQueue, Progress
 from cloudtwin.service.settings import ServiceSettings
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import finite_json
 
 __all__ = ["JobRequest", "router"]
 
@@ -128,14 +128,14 @@ def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> dict[
     strategies = usecases.parse_strategies(body.strategies, (scenario.routing.strategy,))
 
     def work(progress: Progress) -> dict[str, Any]:
-        return finite(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())
+        return finite_json(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())
 
     return queue.submit("nccl-tests", scenario.name, strategies, work).to_json()
 
 
 def _compare_work(scenario: Scenario, strategies: list[str]) -> Any:
     def work(progress: Progress) -> dict[str, Any]:
-        return finite(usecases.compare(scenario, strategies, progress).to_json())
+        return finite_json(usecases.compare(scenario, strategies, progress).to_json())
 
     return work
 
@@ -154,17 +154,8 @@ def _evaluate_work(
         with Store(config.db) as store:  # held only while this run is written
             result = usecases.record_evaluation(store, result)
         snapshots.refresh()
-        return finite(result.to_json())
+        return finite_json(result.to_json())
 
     return work
 
 
-def finite(value: Any) -> Any:
-    """The same JSON value with NaN and infinities as null (JSON has neither)."""
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, dict):
-        return {k: finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [finite(v) for v in value]
-    return value
