@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import socket
 import subprocess
 import time
@@ -34,8 +35,9 @@ def running_server(
     cwd: Path = REPO, token_file: Path | None = None,
 ) -> Iterator[Server]:
     """Start `cloudtwin serve` (by default `--db DB --port P --token-file FOLDER/token`)
-    and wait until it answers; always stop it."""
-    port = port or free_port()
+    and wait until it answers; always stop it. With `port=0` the port is read from the
+    line the server prints."""
+    port = free_port() if port is None else port
     token_file = token_file or folder / "token"
     output = folder / "serve.log"
     env = {**os.environ, "COLUMNS": "200"}
@@ -45,11 +47,12 @@ def running_server(
             [str(CLOUDTWIN), "serve", *words], cwd=cwd, env=env, stdout=log, stderr=subprocess.STDOUT,
         )
     try:
-        url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 60
         while True:
+            said = re.search(r"on http://127\.0\.0\.1:(\d+)/", output.read_text())
+            url = f"http://127.0.0.1:{port or (said.group(1) if said else 0)}"
             try:
-                if httpx.get(url + "/api/runs", timeout=2).status_code == 200:
+                if (port or said) and httpx.get(url + "/api/runs", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import socket
 import stat
 from pathlib import Path
 
@@ -59,6 +61,26 @@ def test_a_bad_port_is_one_line_naming_the_field(tmp_path: Path, port: str) -> N
         f"cloudtwin: error: port: {port!r} is not a TCP port (a whole number from 0 to 65535)"
     ]
     assert done.stdout == "" and not (tmp_path / "token").exists() and not (tmp_path / "x.duckdb").exists()
+
+
+def test_a_port_in_use_is_one_line_and_writes_nothing(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = cloudtwin("serve", "--db", str(tmp_path / "x.duckdb"), "--token-file", str(tmp_path / "token"),
+                         "--port", str(port))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"cloudtwin: error: port: {port} on 127.0.0.1 is in use"]
+    assert done.stdout == "" and not (tmp_path / "token").exists() and not (tmp_path / "x.duckdb").exists()
+
+
+def test_port_0_serves_on_the_port_the_system_picked_and_says_which(db: Path, tmp_path: Path) -> None:
+    args = ["--db", str(db), "--port", "0", "--token-file", str(tmp_path / "token")]
+    with running_server(db, tmp_path, args=args, port=0) as server:
+        said = re.search(r"on http://127\.0\.0\.1:(\d+)/", server.output.read_text())
+        assert said is not None and int(said.group(1)) > 0
+        assert server.url.endswith(f":{said.group(1)}")
 
 
 @pytest.mark.parametrize(("host", "local"), [("127.0.0.1", True), ("::1", True), ("localhost", True),

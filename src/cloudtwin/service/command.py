@@ -6,6 +6,8 @@ peers that do not import each other). Nothing heavy is imported until it runs.
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 
 import typer
@@ -69,6 +71,8 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
             f"host: {host} is reachable from other machines; start once on 127.0.0.1 to make the "
             f"token ({path}), then every request from elsewhere needs it"
         )
+    listener = _listen(host, number)
+    number = int(listener.getsockname()[1])
     token, created = load_or_create_token(path)
     if created:
         typer.echo(f"cloudtwin: new bearer token for changes (kept in {path}, shown only now):\n{token}")
@@ -77,4 +81,25 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     settings = ServiceSettings(db=db, token=token, examples_dir=default_examples_dir(), host=host)
     app = create_app(settings)
     typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
-    uvicorn.run(app, host=host, port=number, log_level="warning")
+    server = uvicorn.Server(uvicorn.Config(app, host=host, port=number, log_level="warning"))
+    server.run(sockets=[listener])
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to (host, port) before the server starts, so that a port in use is one
+    line naming it and port 0 is told as the port the system picked."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (OSError, UnicodeError) as err:
+        raise ServiceError(f"host: {host!r} is not an address of this machine ({err})") from None
+    listener = socket.socket(family, kind, proto)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(address)
+    except OSError as err:
+        listener.close()
+        if err.errno == errno.EADDRNOTAVAIL:
+            raise ServiceError(f"host: {host} is not an address of this machine") from None
+        reason = "is in use" if err.errno == errno.EADDRINUSE else f"cannot be used ({err.strerror})"
+        raise ServiceError(f"port: {port} on {host} {reason}") from None
+    return listener
