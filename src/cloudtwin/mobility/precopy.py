@@ -147,6 +147,7 @@ class Migration:
         self.outcome: Outcome = "running"
         self.rate_hint_bps = options.live_cap_bps() if rate_hint_bps is None else rate_hint_bps
         self.unsent = 0.0
+        self.never_sent = 0.0  # the part of `unsent` the first pass has not reached yet
         self.period = [0.0, 0.0, 0.0]  # auto-converge's sync period: seconds, fresh dirty, sent
         self.actions: list[str] = []
         self.timeline: list[dict[str, Any]] = []
@@ -232,7 +233,7 @@ class Migration:
     def _bulk(self) -> Transfer:
         data = float(self.memory.data_bytes)
         send = self._portion(data, self.rate_hint_bps)
-        self.unsent = data - send
+        self.unsent = self.never_sent = data - send
         zero_pages = self.memory.pages(self.memory.zero_bytes)
         wire = self.memory.pages(send) * (PAGE_BYTES + PAGE_HEADER_BYTES) + zero_pages * ZERO_PAGE_BYTES
         return Transfer("bulk", 0, wire, self.options.live_cap_bps())
@@ -279,7 +280,10 @@ class Migration:
             return
         send = self._portion(dirty, observed_bps)
         self.unsent = dirty - send
-        self.pending = Transfer("live", self.rounds, self._wire(send), self.options.live_cap_bps())
+        # the scan goes on from where the first pass stopped: its unsent tail goes first
+        first = min(self.never_sent, send)
+        self.never_sent -= first
+        self.pending = Transfer("live", self.rounds, self._wire(send, first), self.options.live_cap_bps())
 
     def _waiting_share(self, first_pass: bool) -> float:
         """Share of the dirtiable pages still waiting to be sent: dirtying them adds nothing.
@@ -301,14 +305,18 @@ class Migration:
             or now_s - self.start_s >= self.options.timeout_s
         )
 
-    def _wire(self, dirty_bytes: float) -> float:
-        """Bytes on the wire to re-send `dirty_bytes` of pages."""
-        wire = dirty_bytes * WIRE_FACTOR
-        if not self.options.xbzrle:
-            return wire
-        dirtiable = self.memory.working_set_bytes + self.memory.cold_set_bytes
-        hit = min(1.0, self.options.xbzrle_cache_bytes / dirtiable) if dirtiable else 1.0
-        return wire * (hit * self.options.xbzrle_ratio + (1 - hit))
+    def _wire(self, dirty_bytes: float, first_time: float = 0.0) -> float:
+        """Bytes on the wire to send `dirty_bytes` of pages, `first_time` of them never sent before.
+
+        XBZRLE encodes only pages sent before (it needs the old copy in its cache).
+        """
+        first = min(first_time, dirty_bytes)
+        wire = (dirty_bytes - first) * WIRE_FACTOR
+        if self.options.xbzrle:
+            dirtiable = self.memory.working_set_bytes + self.memory.cold_set_bytes
+            hit = min(1.0, self.options.xbzrle_cache_bytes / dirtiable) if dirtiable else 1.0
+            wire *= hit * self.options.xbzrle_ratio + (1 - hit)
+        return wire + first * WIRE_FACTOR
 
     def _throttle_check(self, dirty: float, sent: float, duration: float) -> None:
         """QEMU's auto-converge: two sync periods that dirtied more than the trigger share of what they sent.
@@ -367,7 +375,8 @@ class Migration:
         return False
 
     def _stop_and_copy(self, dirty: float) -> None:
-        wire = self._wire(dirty) + self.options.device_state_bytes
+        wire = self._wire(dirty, self.never_sent) + self.options.device_state_bytes
+        self.never_sent = 0.0
         self.pending = Transfer("stop-and-copy", self.rounds, wire, self.options.final_cap_bps())
 
     def _switch_to_postcopy(self, dirty: float) -> None:
