@@ -17,8 +17,10 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/cloudtwin compare examples/leaf-spine-perftest.yaml --strategies ecmp,ecmp-qp,adaptive,spray,pinning
 
+# Two workers, one test file each at a time (module fixtures are built once per file):
+# the suite takes about half as long on the 2-core machines CI runs on.
 test: $(STAMP) chromium nftables qemu
-	$(BIN)/python -m pytest -q src tests
+	$(BIN)/python -m pytest -q -n 2 --dist loadfile src tests
 
 # The evaluation report is checked in headless Chromium (Debian's package). Installed
 # only when missing; as root directly, otherwise through sudo when there is one.
