@@ -271,7 +271,7 @@ def _group_rows(document: dict[str, Any], kind: str) -> tuple[list[str], list[li
     return header, rows
 
 
-def _migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     """Per strategy and migrated VM: total time, downtime and rounds without and with faults."""
     header = [
         "strategy",
@@ -307,7 +307,7 @@ def _migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]
     return header, rows
 
 
-def _has_migrations(document: dict[str, Any]) -> bool:
+def has_migrations(document: dict[str, Any]) -> bool:
     return any("migrations" in s for s in document["strategies"].values())
 
 
@@ -361,11 +361,11 @@ def render_markdown(document: dict[str, Any]) -> str:
         "Reaction timings (s): " + ", ".join(f"{k} {v}" for k, v in document["reaction_timings_s"].items()),
         "",
     ]
-    if _has_migrations(document):
+    if has_migrations(document):
         parts += [
             "## Live migrations (without / with the faults)",
             "",
-            _md_table(*_migration_rows(document)),
+            _md_table(*migration_rows(document)),
             "",
         ]
     return "\n".join(parts)
@@ -488,9 +488,9 @@ def render_html(document: dict[str, Any]) -> str:
     title = f"cloudtwin evaluation: {html.escape(document['scenario'])}"
     migrations = (
         "<h2>Live migrations (without / with the faults)</h2>\n"
-        + _html_table(*_migration_rows(document))
+        + _html_table(*migration_rows(document))
         + "\n"
-        if _has_migrations(document)
+        if has_migrations(document)
         else ""
     )
     return f"""<!DOCTYPE html>

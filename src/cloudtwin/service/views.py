@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from cloudtwin.evaluation.report import tradeoff_rows
+from cloudtwin.evaluation.report import has_migrations, migration_rows, tradeoff_rows
 from cloudtwin.evaluation.usecases import show_result
 from cloudtwin.service.errors import ApiError
 from cloudtwin.store.database import Store
 from cloudtwin.store.run_pages import fct_quantiles, run_timelines
 
-__all__ = ["compare_runs", "run_document", "run_exists", "run_plots", "tradeoff"]
+__all__ = ["compare_runs", "migrations", "run_document", "run_exists", "run_plots", "tradeoff"]
 
 
 def run_exists(store: Store, run_id: int) -> bool:
@@ -41,6 +41,14 @@ def run_plots(store: Store, run_id: int) -> dict[str, Any]:
 def tradeoff(document: dict[str, Any]) -> dict[str, Any]:
     """The trade-off table of a run document: header and rows of text cells."""
     header, rows = tradeoff_rows(document)
+    return {"header": header, "rows": rows}
+
+
+def migrations(document: dict[str, Any]) -> dict[str, Any] | None:
+    """The live-migration table of a run document (None when the run migrated nothing)."""
+    if not has_migrations(document):
+        return None
+    header, rows = migration_rows(document)
     return {"header": header, "rows": rows}
 
 

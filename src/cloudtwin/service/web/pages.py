@@ -15,7 +15,7 @@ from cloudtwin.service.api.runs import MAX_PAGE, parse_run_ids
 from cloudtwin.service.auth import require_read
 from cloudtwin.service.deps import read_store
 from cloudtwin.service.examples import list_examples
-from cloudtwin.service.views import compare_runs, run_document, run_plots, tradeoff
+from cloudtwin.service.views import compare_runs, migrations, run_document, run_plots, tradeoff
 from cloudtwin.service.web import plots
 from cloudtwin.store.database import Store
 from cloudtwin.store.run_pages import RunFilter, page_runs
@@ -86,7 +86,10 @@ def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
         "fct": plots.fct_figure({n: data["fct"][n] for n in order if n in data["fct"]}),
         "aggregate": plots.bar_figure("Aggregate throughput", aggregate, "Gbps"),
     }
-    return _page(request, "run.html", run=document, table=tradeoff(document), figures=figures)
+    return _page(
+        request, "run.html", run=document, table=tradeoff(document), figures=figures,
+        migrations=migrations(document),
+    )
 
 
 @router.get("/compare", response_class=HTMLResponse)
