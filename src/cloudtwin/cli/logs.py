@@ -31,6 +31,7 @@ from cloudtwin.store.database import (
     QueryResult,
     Store,
 )
+from cloudtwin.store.documents import finite_json
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 from cloudtwin.store.ops_usecases import (
     AnomalyRow,
@@ -99,7 +100,7 @@ def _to_json(value: Any) -> Any:
 
 
 def _print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, default=_to_json, ensure_ascii=False) + "\n")
+    sys.stdout.write(json.dumps(finite_json(obj), default=_to_json, ensure_ascii=False) + "\n")
 
 
 def _print_rows(result: QueryResult, as_json: bool, title: str | None = None) -> None:
@@ -244,7 +245,7 @@ def _write_jsonl(lines: list[LineResult]) -> None:
         obj = asdict(line)
         if line.error is None:
             del obj["error"]
-        out.append(json.dumps(obj, ensure_ascii=False) + "\n")
+        out.append(json.dumps(finite_json(obj), ensure_ascii=False) + "\n")
     sys.stdout.write("".join(out))
 
 
