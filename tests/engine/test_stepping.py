@@ -100,6 +100,16 @@ def test_step_by_step_and_run_until() -> None:
     np.testing.assert_allclose(sim.run().finish_s, [20.0, 30.0], rtol=1e-12)
 
 
+def test_a_flow_keeps_the_rate_it_had_when_its_last_bit_went() -> None:
+    # two flows share 80 bit/s: f0 ends at 20 s at 40 bit/s; f1 then runs alone at 80 bit/s
+    sim = Simulation(np.array([80.0]))
+    sim.add_flows(paths_of([[0], [0]]), np.array([100.0, 200.0]), np.zeros(2), np.full(2, BIG))
+    sim.run(until=25.0)
+    np.testing.assert_allclose(sim.final_rate_bps(np.array([0, 1])), [40.0, 0.0])
+    sim.run()
+    np.testing.assert_allclose(sim.final_rate_bps(np.array([0, 1])), [40.0, 80.0])
+
+
 def test_flows_added_later_start_no_earlier_than_now() -> None:
     # f0 800 bits alone until 10 s; at 5 s (a step) a flow "starting at 0" is added: it
     # starts at 5 s. From 5 s both at 40: f0 has 400 left -> 15 s; f1 (400 bits) -> 15 s.

@@ -112,6 +112,7 @@ class _Active:
         self.link = np.empty(0, dtype=np.int64)
         self.weight = np.empty(0)
         self.rate = np.zeros(rate_cap_bps.size)
+        self.final = np.zeros(rate_cap_bps.size)  # each flow's rate when its last bit went
         self.load = np.zeros(capacity_bps.size)
         self.count = np.zeros(capacity_bps.size, dtype=np.int64)
         self.members = np.empty(0, dtype=np.int64)
@@ -156,6 +157,7 @@ class _Active:
         keep = self.active[self.flow]
         self.flow, self.link, self.weight = self.flow[keep], self.link[keep], self.weight[keep]
         self.members = self.members[self.active[self.members]]
+        self.final[done] = self.rate[done]
         self.rate[done] = 0.0
         return not held.any(), link
 
@@ -184,6 +186,7 @@ class _Active:
         self.paths = Paths.concat([self.paths, paths])
         self.cap = np.concatenate((self.cap, rate_cap_bps))
         self.rate = np.concatenate((self.rate, np.zeros(flows)))
+        self.final = np.concatenate((self.final, np.zeros(flows)))
         self.local = np.concatenate((self.local, np.zeros(flows, dtype=np.int64)))
         self.flag = np.zeros(self.cap.size, dtype=bool)
         self.active = np.concatenate((self.active, np.zeros(flows, dtype=bool)))
@@ -406,6 +409,10 @@ class Simulation:
     def rate_bps(self) -> np.ndarray:
         """Each flow's rate now (0 for a flow not in flight)."""
         return self._active.rate.copy()
+
+    def final_rate_bps(self, flows: np.ndarray) -> np.ndarray:
+        """The rate each of `flows` had when its last bit went (0 for one not finished)."""
+        return self._active.final[np.asarray(flows, dtype=np.int64)]
 
     @property
     def remaining_bytes(self) -> np.ndarray:

@@ -148,6 +148,7 @@ class Migration:
         self.rate_hint_bps = options.live_cap_bps() if rate_hint_bps is None else rate_hint_bps
         self.unsent = 0.0
         self.never_sent = 0.0  # the part of `unsent` the first pass has not reached yet
+        self.final_bps: float | None = None
         self.period = [0.0, 0.0, 0.0]  # auto-converge's sync period: seconds, fresh dirty, sent
         self.actions: list[str] = []
         self.timeline: list[dict[str, Any]] = []
@@ -170,11 +171,17 @@ class Migration:
         """The transfer to run now (it starts when the previous one ended), or None when finished."""
         return self.pending
 
-    def done(self, end_s: float) -> None:
-        """The current transfer ended at `end_s` (its start was the previous end)."""
+    def done(self, end_s: float, final_bps: float | None = None) -> None:
+        """The current transfer ended at `end_s` (its start was the previous end).
+
+        `final_bps`: the rate the transfer had at its end, when the caller knows it. QEMU
+        sizes its threshold with the bandwidth of its last 100 ms, which after a stall or
+        a change of sharing is not the transfer's average; by default the average is used.
+        """
         transfer = self.pending
         if transfer is None:
             raise RuntimeError("no transfer in progress")
+        self.final_bps = final_bps
         duration = end_s - self.began_s
         self.bytes += transfer.wire_bytes
         self._record(transfer, self.began_s, end_s)
@@ -264,6 +271,8 @@ class Migration:
         fresh = memory_dirty * (1.0 - self._waiting_share(transfer.phase == "bulk"))
         dirty = self.unsent + fresh + disk_dirty
         observed_bps = transfer.wire_bytes * 8 / duration if duration > 0 else math.inf
+        if self.options.syncs == "qemu" and self.final_bps is not None and self.final_bps > 0:
+            observed_bps = self.final_bps
         self._throttle_check(fresh + disk_dirty, transfer.wire_bytes, duration)
         self.stalled = self.stalled + 1 if dirty >= self.previous_dirty else 0
         self.previous_dirty = dirty

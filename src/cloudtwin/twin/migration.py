@@ -284,7 +284,8 @@ class _Runner:
                 continue
             transfer = live.transfer
             assert transfer is not None
-            live.migration.done(float(finish[flow]))
+            # the threshold follows the stream's rate at its end, as QEMU's last 100 ms do
+            live.migration.done(float(finish[flow]), float(sim.final_rate_bps(np.array([flow]))[0]))
             self._after(live, transfer)
             self._launch(live)
 
