@@ -35,6 +35,7 @@ def scenario_text(count: int, seed: int = 1, window_s: float = 60.0) -> str:
     migrations = "\n".join(f"    - {{vm: vm{i}, to: west, start: {t:.3f}s}}" for i, t in enumerate(starts))
     return f"""
 name: bench-migrations
+limits: {{migrations: {max(count, 1)}}}
 fabric: {{kind: leaf-spine, leaves: 16, spines: 8, hosts_per_leaf: 8, host_link: 400Gbps, uplink: 400Gbps}}
 mobility:
   wan: {{bandwidth: 400Gbps, latency: 10ms}}

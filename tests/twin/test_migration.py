@@ -269,3 +269,15 @@ def test_clients_keep_talking_to_the_vm_across_the_switchover() -> None:
     alone = 20 * GIB * 8 / 10e9
     (finish,) = m["client_finish_s"]
     assert finish == pytest.approx(alone + m["connectivity_downtime_s"], rel=1e-9)
+
+
+def test_more_migrations_than_the_limit_are_refused_before_anything_runs() -> None:
+    done = cloudtwin("migrate", "run", "examples/migration.yaml", "--set", "limits.migrations=1", "--json")
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "cloudtwin: error: the scenario has 2 live migrations, above limits.migrations = 1 (larger runs "
+        "can take many minutes); migrate fewer VMs at once, or raise limits.migrations"
+    ]
+    evaluated = cloudtwin("evaluate", "examples/migration.yaml", "--set", "limits.migrations=1", "--no-store")
+    assert evaluated.returncode == 2 and len(evaluated.stderr.splitlines()) == 1
+    assert "limits.migrations" in evaluated.stderr

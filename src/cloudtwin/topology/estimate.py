@@ -152,8 +152,16 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
 
 
 def check_memory(scenario: Scenario) -> MemoryEstimate:
-    """The estimate, or LimitError naming `limits.memory` or `limits.flows` when the
-    scenario is above one of them."""
+    """The estimate, or LimitError naming `limits.memory`, `limits.flows` or
+    `limits.migrations` when the scenario is above one of them."""
+    migrations = len(scenario.mobility.migrations)
+    if migrations > scenario.limits.migrations:
+        raise LimitError(
+            f"the scenario has {migrations:,} live migrations, above limits.migrations = "
+            f"{scenario.limits.migrations:,} (larger runs can take many minutes); migrate "
+            "fewer VMs at once, or raise limits.migrations",
+            "limits.migrations",
+        )
     flows = estimate_flows(scenario)
     if flows > scenario.limits.flows:
         raise LimitError(
