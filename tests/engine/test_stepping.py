@@ -212,3 +212,85 @@ def test_simulate_is_one_simulation_bit_for_bit() -> None:
     for x, y in ((a.finish_s, b.finish_s), (a.start_s, b.start_s), (a.timeline_bps, b.timeline_bps)):
         assert x.tobytes() == y.tobytes()
     assert (a.events, a.solves, a.local_solves) == (b.events, b.solves, b.local_solves)
+
+
+# -- timers: Simulation.schedule ----------------------------------------------------------
+
+
+def test_a_timer_fires_at_its_time_and_is_an_event_of_its_own() -> None:
+    # 8 bits at 8 bit/s: the flow ends at 1 s; the timer at 0.25 s sees it a quarter done
+    sim = Simulation(np.array([8.0]))
+    sim.add_flows(paths_of([[0]]), np.array([1.0]), np.zeros(1), np.full(1, BIG))
+    seen: list[tuple[float, float]] = []
+    sim.schedule(0.25, lambda s: seen.append((s.now, float(s.remaining_bytes[0]))))
+    result = sim.run()
+    assert seen == [(0.25, 0.75)]
+    assert result.finish_s[0] == 1.0
+    assert result.events == 3  # the start, the timer, the finish
+
+
+def test_a_timer_moves_flows_that_nothing_else_could() -> None:
+    # link 0 is down; at 2 s a timer moves the flow to link 1 (8 bit/s): 16 bits -> 4 s
+    sim = Simulation(np.array([0.0, 8.0]))
+    sim.add_flows(paths_of([[0]]), np.array([2.0]), np.zeros(1), np.full(1, BIG))
+    sim.schedule(2.0, lambda s: s.apply(Change(s.now, flows=np.array([0]), paths=paths_of([[1]]))))
+    assert sim.run().finish_s[0] == 4.0
+
+
+def test_timers_fire_in_time_then_scheduling_order_and_may_schedule_more() -> None:
+    sim = Simulation(np.array([8.0]))
+    order: list[tuple[str, float]] = []
+
+    def later(s: Simulation) -> None:
+        order.append(("later", s.now))
+
+    def first(s: Simulation) -> None:
+        order.append(("first", s.now))
+        s.schedule(s.now + 0.5, later)
+
+    sim.schedule(1.0, lambda s: order.append(("second", s.now)))
+    sim.schedule(1.0, lambda s: order.append(("third", s.now)))
+    sim.schedule(0.5, first)
+    sim.run()
+    # "later" is due at 1.0 too, but was scheduled after the other two
+    assert order == [("first", 0.5), ("second", 1.0), ("third", 1.0), ("later", 1.0)]
+
+
+def test_a_timer_adds_a_flow_that_starts_at_its_time() -> None:
+    # no flow before 3 s; the timer adds 16 bits on an 8 bit/s link: 3 s -> 5 s
+    sim = Simulation(np.array([8.0]))
+    sim.schedule(
+        3.0, lambda s: s.add_flows(paths_of([[0]]), np.array([2.0]), np.array([s.now]), np.full(1, BIG))
+    )
+    result = sim.run()
+    assert (result.start_s[0], result.finish_s[0]) == (3.0, 5.0)
+
+
+def test_a_timer_in_the_past_fires_at_the_next_step_and_infinite_time_is_refused() -> None:
+    sim = Simulation(np.array([8.0]))
+    sim.add_flows(paths_of([[0]]), np.array([2.0]), np.zeros(1), np.full(1, BIG))
+    sim.schedule(1.0, lambda s: None)
+    sim.run(until=1.0)
+    assert sim.now == 1.0
+    fired: list[float] = []
+    sim.schedule(0.5, lambda s: fired.append(s.now))
+    sim.step()
+    assert fired == [1.0]
+    with pytest.raises(EngineError, match="never fires"):
+        sim.schedule(float("inf"), lambda s: None)
+
+
+def test_timers_do_not_change_the_flows_they_do_not_touch() -> None:
+    # the same flows with and without idle timers: bit-identical finish times
+    def run(timers: bool) -> np.ndarray:
+        sim = Simulation(np.array([10.0, 7.0]))
+        sim.add_flows(
+            paths_of([[0], [0, 1], [1]]), np.array([3.0, 5.0, 2.0]), np.array([0.0, 0.3, 0.9]),
+            np.full(3, BIG),
+        )
+        if timers:
+            for at in (0.1, 0.77, 2.5, 3.3):
+                sim.schedule(at, lambda s: None)
+        return sim.run().finish_s
+
+    np.testing.assert_array_equal(run(True), run(False))

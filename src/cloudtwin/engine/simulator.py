@@ -23,7 +23,15 @@ from cloudtwin.engine.maxmin import COMPILED, RELATIVE_TOLERANCE, water_fill
 from cloudtwin.errors import EngineError
 from cloudtwin.topology.paths import Paths
 
-__all__ = ["Change", "Dependencies", "FinishCallback", "SimResult", "Simulation", "simulate"]
+__all__ = [
+    "Change",
+    "Dependencies",
+    "FinishCallback",
+    "SimResult",
+    "Simulation",
+    "TimerCallback",
+    "simulate",
+]
 
 COMPLETION_TOLERANCE = 1e-9
 """A flow with at most this fraction of its bits left after an event finishes with it."""
@@ -53,6 +61,9 @@ Progress = Callable[[int, int], None]
 
 FinishCallback = Callable[["Simulation", np.ndarray], None]
 """on_finish(simulation, flows): the ids of the flows that finished at `simulation.now`."""
+
+TimerCallback = Callable[["Simulation"], None]
+"""callback(simulation): a timer set with `Simulation.schedule`, called at its time."""
 
 
 @dataclass(frozen=True)
@@ -358,7 +369,8 @@ class Simulation:
         self._tiny = np.empty(0)  # bits left at which a flow counts as finished
         self._start = np.empty(0)
         self._latency = np.empty(0)
-        self._remaining = np.empty(0)
+        self._remaining = np.empty(0)  # bits left as of `_since` (the last change of rate)
+        self._since = np.empty(0)
         self._finish = np.empty(0)
         self._ready = np.empty(0)
         self._waiting = np.empty(0, dtype=np.int64)
@@ -372,6 +384,8 @@ class Simulation:
         self._released: list[tuple[float, int]] = []
         self._schedule: list[Change] = []
         self._next_change = 0
+        self._timers: list[tuple[float, int, TimerCallback]] = []
+        self._timer_count = 0
         self._now: float | None = None
         self._times: list[float] = []
         self._totals: list[float] = []
@@ -410,6 +424,16 @@ class Simulation:
         """Each flow's rate now (0 for a flow not in flight)."""
         return self._active.rate.copy()
 
+    @property
+    def link_load_bps(self) -> np.ndarray:
+        """What the flows in flight put on each link now (bits per second)."""
+        return self._active.load.copy()
+
+    @property
+    def link_capacity_bps(self) -> np.ndarray:
+        """Each link's capacity now (after the changes applied so far)."""
+        return self._active.capacity.copy()
+
     def final_rate_bps(self, flows: np.ndarray) -> np.ndarray:
         """The rate each of `flows` had when its last bit went (0 for one not finished)."""
         return self._active.final[np.asarray(flows, dtype=np.int64)]
@@ -417,7 +441,8 @@ class Simulation:
     @property
     def remaining_bytes(self) -> np.ndarray:
         """Bytes each flow has still to send as of `now`."""
-        return self._remaining / 8.0
+        sent = self._active.rate * np.maximum(self.now - self._since, 0.0)
+        return (self._remaining - sent) / 8.0
 
     def add_flows(
         self,
@@ -453,6 +478,7 @@ class Simulation:
             self._size_bits, self._start, self._latency = size_bits, start, latency
             self._tiny = COMPLETION_TOLERANCE * size_bits
             self._remaining = size_bits.copy()
+            self._since = start.copy()
             self._finish = np.full(flows, np.nan)
             self._ready = np.full(flows, -np.inf)
             self._waiting, self._dependents, self._dep_ptr, self._gap = (
@@ -466,6 +492,7 @@ class Simulation:
             self._start = np.concatenate((self._start, start))
             self._latency = np.concatenate((self._latency, latency))
             self._remaining = np.concatenate((self._remaining, size_bits))
+            self._since = np.concatenate((self._since, start))
             self._finish = np.concatenate((self._finish, np.full(flows, np.nan)))
             self._ready = np.concatenate((self._ready, np.full(flows, -np.inf)))
             self._waiting = np.concatenate((self._waiting, waiting))
@@ -495,25 +522,86 @@ class Simulation:
         self._schedule = pending
         self._next_change = 0
 
+    def schedule(self, at_s: float, callback: TimerCallback) -> None:
+        """Call `callback(simulation)` when time reaches `at_s` (SimPy's timeout).
+
+        A timer is an event of its own: the run stops there even when no flow finishes,
+        arrives or changes, and even when every flow in flight is stalled on a link of
+        capacity 0 (the callback may be what moves them). Timers due at the same instant
+        fire in the order they were scheduled, after that instant's completions, arrivals
+        and changes; flows they add and changes they apply at `now` are handled by the
+        next step, at the same instant. A time already past fires at the next step.
+        """
+        if not math.isfinite(at_s):
+            raise EngineError(f"a timer at {at_s} s never fires")
+        heapq.heappush(self._timers, (float(at_s), self._timer_count, callback))
+        self._timer_count += 1
+
     def step(self, until: float = np.inf) -> bool:
-        """Handle the next event if it happens by `until`; False if there was none."""
+        """Handle the next event if it happens by `until`; False if there was none.
+
+        The phases, in order: find the next event and advance every flow in flight to it;
+        finish the flows whose last bit goes then; admit the flows that arrive; apply the
+        changes due; restore max-min rates where something moved; record the timeline and
+        progress; tell `on_finish` and the timers due.
+        """
+        now = self._clock()
         active = self._active
-        if self._now is None:
-            if self._initial.size:
-                self._now = float(self._initial_start[0])
-            elif self._released:
-                self._now = self._released[0][0]
-            else:
-                self._now = 0.0
-        now = self._now
         members = active.members
         rate = active.rate[members]
-        remaining = self._remaining
-        left = remaining[members]
+        finish_at = self._finish_at(members, rate)
+        at = self._next_event(now, finish_at, members.size)
+        if at is None or at > until:
+            return False
+        self._events += 1
+        step, now = at - now, at
+        self._now = now
+        left = self._left(now, members, rate)
+        done, exact, touched = self._finish_flows(now, members, finish_at, left, step)
+        exact = self._admit_arrivals(now, touched) and exact
+        exact = self._apply_changes(now, touched) and exact
+        if not exact:
+            active.settle(np.concatenate(touched))
+            self._rebase(now, members, rate)
+        self._record(now)
+        if done.size and self.on_finish is not None:
+            self.on_finish(self, done)
+        self._fire_timers(now)
+        return True
+
+    def _clock(self) -> float:
+        """The time now; on the first step, the first arrival's (or the first timer's)."""
+        if self._now is None:
+            starts = [np.inf]
+            if self._initial.size:
+                starts.append(float(self._initial_start[0]))
+            if self._released:
+                starts.append(self._released[0][0])
+            if self._timers:
+                starts.append(self._timers[0][0])
+            first = min(starts)
+            self._now = first if math.isfinite(first) else 0.0
+        return self._now
+
+    def _finish_at(self, members: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """When each flow in flight sends its last bit at its rate (inf when stalled).
+
+        A flow's bits are counted from the last change of its rate (`_since`), so events
+        that leave its rate alone (other flows' arrivals, completions, timers) do not
+        touch its arithmetic: a job's times are the same, bit for bit, whatever runs
+        beside it on other links.
+        """
         to_finish = np.empty(members.size)
         to_finish.fill(np.inf)
-        np.divide(left, rate, out=to_finish, where=rate > 0)
-        soonest = float(to_finish.min()) if members.size else np.inf
+        np.divide(self._remaining[members], rate, out=to_finish, where=rate > 0)
+        to_finish += self._since[members]
+        return to_finish
+
+    def _next_event(self, now: float, finish_at: np.ndarray, in_flight: int) -> float | None:
+        """When the next event happens (a completion, an arrival, a change, a timer; not
+        before now); None if there is none. EngineError when flows are in flight and
+        nothing can ever move them."""
+        soonest = float(finish_at.min()) if in_flight else np.inf
         cursor = self._cursor
         next_arrival = min(
             float(self._initial_start[cursor]) if cursor < self._initial.size else np.inf,
@@ -521,53 +609,74 @@ class Simulation:
         )
         schedule = self._schedule
         change_at = schedule[self._next_change].time_s if self._next_change < len(schedule) else np.inf
-        step = max(min(soonest, next_arrival - now, change_at - now), 0.0)
-        if not math.isfinite(step):
-            if members.size:
-                raise EngineError(
-                    f"{members.size} flows can make no progress (a link of capacity 0?)"
-                )
-            return False
-        if now + step > until:
-            return False
-        self._events += 1
-        now += step
-        self._now = now
-        left -= rate * step
-        remaining[members] = left
-        exact = True
-        touched: list[np.ndarray] = []
-        # Flows whose last bit goes now, and those within a hair of it: completions that
-        # are one instant in exact arithmetic drift apart by rounding, and each would
-        # otherwise cost an event of its own.
-        done = members[
-            (to_finish <= step * (1 + 1e-12) + 1e-18)
-            | (left <= self._tiny[members])
-        ]
-        if done.size:
-            remaining[done] = 0.0
-            self._finish[done] = now + self._latency[done]
-            exact, gone_links = active.remove(done)
-            touched.append(gone_links)
-            self._finished += done.size
-            if self._dependents.size:
-                _release(
-                    done, self._finish, self._waiting, (self._dependents, self._dep_ptr),
-                    self._gap, self._start, self._ready, self._released,
-                )
+        timer_at = self._timers[0][0] if self._timers else np.inf
+        at = max(min(soonest, next_arrival, change_at, timer_at), now)
+        if math.isfinite(at):
+            return at
+        if in_flight:
+            raise EngineError(f"{in_flight} flows can make no progress (a link of capacity 0?)")
+        return None
+
+    def _left(self, now: float, members: np.ndarray, rate: np.ndarray) -> np.ndarray:
+        """Bits each flow in flight has left at `now`."""
+        return self._remaining[members] - rate * (now - self._since[members])
+
+    def _rebase(self, now: float, members: np.ndarray, rate: np.ndarray) -> None:
+        """Flows that were in flight and whose rate the event changed count their bits from now."""
+        active = self._active
+        still = active.active[members]
+        moved = members[still & (active.rate[members] != rate)]
+        if moved.size:
+            old = rate[still & (active.rate[members] != rate)]
+            self._remaining[moved] -= old * (now - self._since[moved])
+            self._since[moved] = now
+
+    def _finish_flows(
+        self, now: float, members: np.ndarray, finish_at: np.ndarray, left: np.ndarray, step: float
+    ) -> tuple[np.ndarray, bool, list[np.ndarray]]:
+        """Finish the flows whose last bit goes now, and those within a hair of it:
+        completions that are one instant in exact arithmetic drift apart by rounding, and
+        each would otherwise cost an event of its own. Returns them, whether the others'
+        rates are still max-min, and the links touched."""
+        done = members[(finish_at <= now + step * 1e-12 + 1e-18) | (left <= self._tiny[members])]
+        if not done.size:
+            return done, True, []
+        self._remaining[done] = 0.0
+        self._finish[done] = now + self._latency[done]
+        exact, gone_links = self._active.remove(done)
+        self._finished += done.size
+        if self._dependents.size:
+            _release(
+                done, self._finish, self._waiting, (self._dependents, self._dep_ptr),
+                self._gap, self._start, self._ready, self._released,
+            )
+        return done, exact, [gone_links]
+
+    def _admit_arrivals(self, now: float, touched: list[np.ndarray]) -> bool:
+        """Start the flows due by now; True if each fits without slowing anyone."""
         arriving, self._cursor = _arrivals(
-            now, self._initial, self._initial_start, cursor, self._released
+            now, self._initial, self._initial_start, self._cursor, self._released
         )
-        if arriving.size:
-            fits, new_links = active.add(arriving)
-            exact = fits and exact
-            touched.append(new_links)
+        if not arriving.size:
+            return True
+        self._since[arriving] = now
+        fits, new_links = self._active.add(arriving)
+        touched.append(new_links)
+        return fits
+
+    def _apply_changes(self, now: float, touched: list[np.ndarray]) -> bool:
+        """Apply the changes due by now; True if there was none."""
+        schedule = self._schedule
+        exact = True
         while self._next_change < len(schedule) and schedule[self._next_change].time_s <= now:
-            touched.append(_apply(active, schedule[self._next_change]))
+            touched.append(_apply(self._active, schedule[self._next_change]))
             exact = False
             self._next_change += 1
-        if not exact:
-            active.settle(np.concatenate(touched))
+        return exact
+
+    def _record(self, now: float) -> None:
+        """The timeline's point and the progress report, after an event."""
+        active = self._active
         if self.timeline:
             self._times.append(now)
             counted = self._counted
@@ -576,9 +685,13 @@ class Simulation:
         if self.progress is not None and self._finished >= self._next_report:
             self.progress(self._finished, self.flow_count)
             self._next_report = self._finished + self._report_every
-        if done.size and self.on_finish is not None:
-            self.on_finish(self, done)
-        return True
+
+    def _fire_timers(self, now: float) -> None:
+        """Call every timer due by now, in order (a callback may schedule more)."""
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, _, callback = heapq.heappop(timers)
+            callback(self)
 
     def run(self, until: float | None = None) -> SimResult:
         """Handle every event up to `until` (default: until nothing is left); the result so far.
