@@ -72,7 +72,7 @@ def main() -> None:
     import yaml
 
     from cloudtwin.scenario import Scenario
-    from cloudtwin.twin.migration import run_migrations
+    from cloudtwin.twin import run_migrations
 
     begin = time.perf_counter()
     text = scenario_text(args.migrations, window_s=args.start_window)

@@ -12,7 +12,7 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.evaluate import evaluate
 from cloudtwin.evaluation.report import render_html, render_markdown, results_document
 from cloudtwin.scenario import load_scenario
-from cloudtwin.twin.migration import run_migrations
+from cloudtwin.twin import run_migrations
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "migration.yaml"
 STRATEGIES = ["ecmp", "pinning"]

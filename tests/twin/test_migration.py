@@ -12,7 +12,7 @@ from tests.cli.cli_helpers import cloudtwin
 from tests.conftest import scenario_from
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.twin.migration import run_migrations
+from cloudtwin.twin import run_migrations
 
 GIB = 1 << 30
 F = 4104 / 4096

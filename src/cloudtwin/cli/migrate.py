@@ -218,7 +218,7 @@ def run(
 
     Example:  cloudtwin migrate run examples/migration.yaml --json
     """
-    from cloudtwin.twin.migration import run_migrations
+    from cloudtwin.twin import run_migrations
 
     loaded = read_scenario(scenario, overrides)
     with progress_bar("migrating", not as_json) as progress:

@@ -226,16 +226,10 @@ _EVALUATED_KINDS = ("perftest", "collective")
 def _check_kinds(scenario: Scenario) -> None:
     from cloudtwin.twin import scenario_jobs
 
-    migrations = bool(scenario.mobility.migrations)
     for _, workload, _, key in scenario_jobs(scenario):
         kind = getattr(workload, "kind", "?")
         if kind not in _EVALUATED_KINDS:
             raise WorkloadError(f"{key}: evaluate runs perftest and collective jobs, not {kind!r}")
-        if migrations and kind != "perftest":
-            raise WorkloadError(
-                f"{key}: migrations are evaluated beside perftest jobs only (collectives beside "
-                "migrations are not wired yet)"
-            )
 
 
 def evaluate(
@@ -272,7 +266,7 @@ def evaluate(
 
 def _migrations(scenario: Scenario, spec: str, faults: Sequence[Fault]) -> dict[str, Any]:
     """The scenario's migrations under one strategy, without and with the evaluation's faults."""
-    from cloudtwin.twin.migration import run_migrations
+    from cloudtwin.twin import run_migrations
 
     routing = scenario.routing.model_copy(update={"strategy": spec})
     clean = run_migrations(scenario.model_copy(update={"routing": routing, "faults": ()}))

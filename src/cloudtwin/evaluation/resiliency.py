@@ -27,6 +27,7 @@ import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
 from cloudtwin.faults.plan import RepairPlan
+from cloudtwin.twin.timeline import bytes_behind, delivered_bits
 
 __all__ = [
     "RECOVERY_LEVEL",
@@ -59,28 +60,9 @@ def step_value(times: np.ndarray, values: np.ndarray, at: np.ndarray | float) ->
 
 
 def _before(times: np.ndarray, values: np.ndarray, at: float) -> float:
-    index = int(np.searchsorted(times, at, side="left")) - 1
+    """The rate just before `at` (an event within `SAME_INSTANT_S` before it is the same instant)."""
+    index = int(np.searchsorted(times, at - SAME_INSTANT_S, side="left")) - 1
     return float(values[index]) if index >= 0 else 0.0
-
-
-def _delivered(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """Bits sent by `at` (the integral of the step function)."""
-    if times.size == 0:
-        return np.zeros_like(at)
-    cumulative = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
-    index = np.searchsorted(times, at, side="right") - 1
-    safe = np.maximum(index, 0)
-    return np.where(index >= 0, cumulative[safe] + values[safe] * (at - times[safe]), 0.0)
-
-
-def bytes_behind(baseline: SimResult, faulted: SimResult) -> float:
-    """The most bytes the faulted run was ever behind the fault-free run."""
-    bt, bv = baseline.timeline_s, baseline.timeline_bps
-    ft, fv = faulted.timeline_s, faulted.timeline_bps
-    assert bt is not None and bv is not None and ft is not None and fv is not None
-    at = np.union1d(bt, ft)
-    gap = _delivered(bt, bv, at) - _delivered(ft, fv, at)
-    return float(max(gap.max(initial=0.0), 0.0) / 8.0)
 
 
 @dataclass(frozen=True)
@@ -215,7 +197,7 @@ def binned_timeline(baseline: SimResult, faulted: SimResult, bins: int = PLOT_BI
     width = end / bins if end > 0 else 1.0
 
     def average(times: np.ndarray, values: np.ndarray) -> list[float]:
-        sent = _delivered(times, values, edges)
+        sent = delivered_bits(times, values, edges)
         return [round(float(v) / 1e9, 3) for v in np.diff(sent) / width]
 
     return {

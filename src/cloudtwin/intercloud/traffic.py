@@ -9,6 +9,7 @@ header bytes cost what they cost on the wire.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +23,7 @@ from cloudtwin.topology.topology import Topology
 
 __all__ = [
     "HANDSHAKE_RTTS",
+    "LegRouter",
     "FederatedFlows",
     "Failover",
     "failover",
@@ -113,6 +115,23 @@ def _host_nic(topology: Topology, host: int) -> int:
     return int(topology.host_nics[host, 0])
 
 
+LegRouter = Callable[[int, int, int, int], list[int]]
+"""leg(site, src_nic, dst_nic, flow) -> the site-local links of one leg between two NICs of a site."""
+
+
+def _ecmp_leg(joined: SitesTopology, seed: int) -> LegRouter:
+    def leg(site: int, src: int, dst: int, flow: int) -> list[int]:
+        return _leg(joined.sites[site].topology, src, dst, seed, flow)
+
+    return leg
+
+
+def border_proxy(topology: Topology, border_leaf: int, avoid: int) -> int:
+    """A NIC on the border leaf other than `avoid`: a leg to or from the gateways is routed to
+    it and its last (or first) link is dropped, so it ends (or starts) at the border leaf."""
+    return _proxy(topology, border_leaf, avoid)
+
+
 def route_federated(
     plan: FederationPlan,
     joined: SitesTopology,
@@ -120,9 +139,13 @@ def route_federated(
     active: np.ndarray,
     seed: int,
     rows: np.ndarray | None = None,
+    leg: LegRouter | None = None,
 ) -> Paths:
-    """Paths of flows `rows` (default: all) with each site's active gateway `active[site]` (0 or 1)."""
+    """Paths of flows `rows` (default: all) with each site's active gateway `active[site]` (0 or 1).
+
+    `leg` routes the fabric legs (default: ECMP with a seeded hash per flow)."""
     rows = np.arange(len(flows)) if rows is None else np.asarray(rows, dtype=np.int64)
+    leg = leg or _ecmp_leg(joined, seed)
     out: list[list[int]] = []
     for f in rows.tolist():
         a, b = int(plan.ep_site[flows.src[f]]), int(plan.ep_site[flows.dst[f]])
@@ -130,13 +153,13 @@ def route_federated(
         src = _host_nic(sa.topology, int(plan.ep_host[flows.src[f]]))
         dst = _host_nic(sb.topology, int(plan.ep_host[flows.dst[f]]))
         if a == b:
-            out.append([sa.link0 + k for k in _leg(sa.topology, src, dst, seed, f)])
+            out.append([sa.link0 + k for k in leg(a, src, dst, f)])
             continue
         ga, gb = int(active[a]), int(active[b])
         border_a = sa.border_leaf - sa.node0
         border_b = sb.border_leaf - sb.node0
-        up = _leg(sa.topology, src, _proxy(sa.topology, border_a, src), seed, f)[:-1]
-        down = _leg(sb.topology, _proxy(sb.topology, border_b, dst), dst, seed, f)[1:]
+        up = leg(a, src, _proxy(sa.topology, border_a, src), f)[:-1]
+        down = leg(b, _proxy(sb.topology, border_b, dst), dst, f)[1:]
         out.append(
             [sa.link0 + k for k in up]
             + [sa.gateway_links[f"leaf->gw{ga}"], sa.gateway_links[f"gw{ga}->wan"]]

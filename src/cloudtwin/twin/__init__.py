@@ -16,14 +16,27 @@ from cloudtwin.twin.jobs import (
     register_job,
     scenario_jobs,
 )
-from cloudtwin.twin.migration import MigrationRun, run_migrations
+from cloudtwin.twin.migration import MigrationDriver, MigrationRun
 from cloudtwin.twin.rings import DataParallelRings, HplRings, nic_limited_capacity
 from cloudtwin.twin.routing import route_flows, tenant_groups, tenant_name, tenant_of_host
-from cloudtwin.twin.run import JobsRun, run_jobs, run_scenario_jobs, simulate_jobs
+from cloudtwin.twin.run import (
+    Driver,
+    EngineJobs,
+    JobsRun,
+    Run,
+    engine_jobs,
+    run_flows,
+    run_jobs,
+    run_migrations,
+    run_scenario_jobs,
+    simulate_jobs,
+)
 
 __all__ = [
     "CollectiveJobRun",
     "DataParallelRings",
+    "Driver",
+    "EngineJobs",
     "FaultedRun",
     "FederationRun",
     "HplRings",
@@ -32,15 +45,19 @@ __all__ = [
     "JobPart",
     "JobRequest",
     "JobsRun",
+    "MigrationDriver",
     "MigrationRun",
+    "Run",
     "Workbench",
     "build_job",
     "build_workbench",
+    "engine_jobs",
     "job_kinds",
     "nic_limited_capacity",
     "plan_faulted",
     "register_job",
     "route_flows",
+    "run_flows",
     "run_jobs",
     "run_migrations",
     "run_scenario_jobs",

@@ -13,13 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cloudtwin.engine.simulator import Change, SimResult, simulate
+from cloudtwin.engine.simulator import Change, SimResult
 from cloudtwin.errors import EngineError, FederationError
 from cloudtwin.intercloud.addressing import nat_port_usage
 from cloudtwin.intercloud.plan import FederationPlan
 from cloudtwin.intercloud.traffic import (
     Failover,
     FederatedFlows,
+    LegRouter,
     failover,
     federated_flows,
     route_federated,
@@ -27,8 +28,10 @@ from cloudtwin.intercloud.traffic import (
 )
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.sites import SitesTopology, join_sites
+from cloudtwin.twin.run import run_flows
+from cloudtwin.twin.timeline import bytes_behind
 
-__all__ = ["FederationRun", "bytes_behind", "simulate_federation"]
+__all__ = ["FederationRun", "gateway_faults", "simulate_federation"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,30 +119,22 @@ def _nat_usage(run: FederationRun) -> dict[str, dict[str, int]]:
     return usage
 
 
-def _delivered(times: np.ndarray, values: np.ndarray, at: np.ndarray) -> np.ndarray:
-    cumulative = np.concatenate(([0.0], np.cumsum(values[:-1] * np.diff(times))))
-    index = np.searchsorted(times, at, side="right") - 1
-    safe = np.maximum(index, 0)
-    return np.where(index >= 0, cumulative[safe] + values[safe] * (at - times[safe]), 0.0)
-
-
-def bytes_behind(baseline: SimResult, faulted: SimResult) -> float:
-    """The most bytes the faulted run was ever behind the fault-free one (from the engine's timelines)."""
-    bt, bv, ft, fv = baseline.timeline_s, baseline.timeline_bps, faulted.timeline_s, faulted.timeline_bps
-    if bt is None or bv is None or ft is None or fv is None or not bt.size or not ft.size:
-        return 0.0
-    at = np.union1d(bt, ft)
-    return float(max((_delivered(bt, bv, at) - _delivered(ft, fv, at)).max(initial=0.0), 0.0) / 8.0)
-
-
 def _latency(paths: Paths, joined: SitesTopology) -> np.ndarray:
     entry = joined.latency_s[paths.link_ids]
     return np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
 
 
-def _faults(
-    plan: FederationPlan, joined: SitesTopology, flows: FederatedFlows, paths: Paths, seed: int
+def gateway_faults(
+    plan: FederationPlan,
+    joined: SitesTopology,
+    flows: FederatedFlows,
+    paths: Paths,
+    seed: int,
+    leg: LegRouter | None = None,
 ) -> tuple[list[Change], list[Failover], np.ndarray]:
+    """The scenario's gateway faults as engine changes: the active gateway's links go to 0 at
+    the fault, the flows through it move to the standby after the failover; each failover,
+    and which flows each stalled."""
     index = {name: i for i, name in enumerate(plan.site_names)}
     active = np.zeros(len(plan.site_names), dtype=np.int64)
     changes, failovers, stalled = [], [], []
@@ -152,7 +147,7 @@ def _faults(
         info = failover(plan, joined, site, fault.at)
         active[site] = 1 - active[site]
         moved = np.flatnonzero(crossing)
-        new = route_federated(plan, joined, flows, active, seed, moved)
+        new = route_federated(plan, joined, flows, active, seed, moved, leg)
         changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
         changes.append(Change(fault.at + info.total_s, flows=moved, paths=new))
         paths = paths.replace(moved, new)
@@ -171,11 +166,11 @@ def simulate_federation(plan: FederationPlan, seed: int | None = None) -> Federa
     capacity = tunnel_capacity(plan, joined)
     rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
     latency = _latency(paths, joined)
-    changes, failovers, stalled = _faults(plan, joined, flows, paths, seed)
+    changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, seed)
     args = (paths, capacity, flows.size_bytes, flows.start_s, rate_cap)
-    baseline = simulate(*args, latency_s=latency, timeline=True)
+    baseline = run_flows(*args, latency_s=latency, timeline=True)
     try:
-        result = simulate(*args, latency_s=latency, changes=changes, timeline=True)
+        result = run_flows(*args, latency_s=latency, changes=changes, timeline=True)
     except EngineError as err:
         raise FederationError("gateway_faults", f"some flows can never finish ({err})") from err
     return FederationRun(

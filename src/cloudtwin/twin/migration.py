@@ -11,29 +11,38 @@ to a surviving path after the converged repair delay (or stalls while there is n
 Admission and consent go through the insularity protocol (`mobility/insularity.py`): the
 destination cloud picks the host; the source knows the ticket only. Each cloud's log
 holds its own side.
+
+`MigrationDriver` is a driver of the run's one `Run` (`twin/run.py`): every round is a
+flow added when the last one finished, on the same engine as the tenants' jobs, their
+faults and repairs and the hosts' NIC tiers; aborts and re-routes are timers.
 """
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from cloudtwin.engine import Change, Simulation
-from cloudtwin.errors import EngineError, MobilityError, ScenarioError
+from cloudtwin.engine.simulator import Change
+from cloudtwin.errors import CloudtwinError, MobilityError
 from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
 from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
+from cloudtwin.mobility.options import MigrationOptions
 from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.paths import surviving_topology
 from cloudtwin.topology.topology import Topology
 
-__all__ = ["MigrationRun", "run_migrations"]
+if TYPE_CHECKING:
+    from cloudtwin.routing.strategy import Strategy
+    from cloudtwin.twin.run import Run
+
+__all__ = ["MigrationDriver", "MigrationRun"]
 
 Progress = Callable[[int, int], None]
 SINK_BPS = 1e18
@@ -68,6 +77,7 @@ class MigrationRun:
     tenant_completion_alone_s: float
     logs: dict[str, list[dict[str, Any]]]
     events: int
+    tenant_finish_s: np.ndarray = field(default_factory=lambda: np.empty(0))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -87,76 +97,83 @@ class MigrationRun:
         return [row for rows in self.logs.values() for row in rows]
 
 
-def run_migrations(scenario: Scenario, progress: Progress | None = None) -> MigrationRun:
-    """Run the scenario's migrations (and its tenant traffic, if it names a workload) on the engine."""
-    mobility = scenario.mobility
-    if not mobility.migrations:
-        raise MobilityError("mobility.migrations: the scenario has no migration to run")
-    return _Runner(scenario, progress).run()
+PathCoupler = Callable[[Paths], Paths]
+"""Adds the NIC tier links a path crosses (the identity when the NICs cost nothing)."""
 
 
-class _Runner:
-    def __init__(self, scenario: Scenario, progress: Progress | None) -> None:
-        from cloudtwin.topology import build_topology
+class MigrationDriver:
+    """The scenario's migrations as a driver of one run: its own links (one WAN link per
+    ordered pair of clouds, a sink for cancelled streams, a zero-capacity link for paused
+    clients) come after the run's, and its rounds are flows of the run."""
 
+    def __init__(
+        self,
+        scenario: Scenario,
+        topology: Topology,
+        strategy: Strategy,
+        couple: PathCoupler,
+        base_links: int,
+        progress: Progress | None = None,
+    ) -> None:
         self.scenario = scenario
-        self.mobility: Mobility = scenario.mobility
-        self.topology: Topology = build_topology(scenario)
-        self.progress = progress
-        self.clouds = _clouds(self.mobility, scenario.seed)
-        self.tenants = _tenant_traffic(scenario, self.topology)
-        base = self.tenants["capacity"] if self.tenants else self.topology.capacity_bps.astype(float)
-        self.base_links = base.size
-        self.wan = _wan_links(self.mobility, base.size)
-        self.sink = base.size + len(self.wan)
-        self.paused_link = self.sink + 1
-        self.capacity = np.concatenate(
-            (base, np.full(len(self.wan), self.mobility.wan.bandwidth), [SINK_BPS, 0.0])
+        self.topology = topology
+        self.strategy = strategy
+        self.wan = _wan_links(scenario.mobility, base_links)
+        wan_bps = np.full(len(self.wan), scenario.mobility.wan.bandwidth)
+        self._setup(
+            scenario.name, scenario.seed, scenario.mobility, couple, base_links, wan_bps,
+            scenario_nic_bps(scenario), progress,
         )
-        self.nic_bps = scenario_nic_bps(scenario)
+        self.routes: dict[tuple[int, int], np.ndarray | None] = {}
+        self.states: list[Any] = []
+
+    def _setup(
+        self,
+        name: str,
+        seed: int,
+        mobility: Mobility,
+        couple: PathCoupler,
+        base_links: int,
+        own_links_bps: np.ndarray,
+        nic_bps: float,
+        progress: Progress | None,
+    ) -> None:
+        """What every migration driver holds: the clouds and VMs, its links (its own, then
+        a sink for cancelled streams and a zero-capacity link for paused clients)."""
+        if not mobility.migrations:
+            raise MobilityError("mobility.migrations: the scenario has no migration to run")
+        self.name = name
+        self.mobility: Mobility = mobility
+        self.couple = couple
+        self.progress = progress
+        self.clouds = _clouds(mobility, seed)
+        self.base_links = base_links
+        self.sink = base_links + own_links_bps.size
+        self.paused_link = self.sink + 1
+        self.links_bps = np.concatenate((own_links_bps, [SINK_BPS, 0.0]))
+        self.nic_bps = nic_bps
         self.live: list[_Live] = []
         self.owner: dict[int, _Live] = {}
-        self.down = np.zeros(self.capacity.size, dtype=bool)
+        self.down = np.zeros(base_links + self.links_bps.size, dtype=bool)
         self.done = 0
-        self.routes: dict[tuple[int, int], np.ndarray | None] = {}
-        self.vms = {vm.name: vm for vm in self.mobility.vms}
+        self.vms = {vm.name: vm for vm in mobility.vms}
         self.clients: dict[str, tuple[np.ndarray, np.ndarray, Paths]] = {}
 
-    # -- set-up ------------------------------------------------------------------------
-
-    def run(self) -> MigrationRun:
-        sim = Simulation(self.capacity, on_finish=self._finished)
-        self.sim = sim
-        if self.tenants:
-            sim.add_flows(
-                self.tenants["paths"],
-                self.tenants["size"],
-                self.tenants["start"],
-                self.tenants["cap"],
-                latency_s=self.tenants["latency"],
-            )
-        self._add_clients(sim)
-        timers = self._faults(sim)
+    def attach(self, run: Run, first_link: int) -> None:
+        """Start on `run`: the VMs' clients, the fault timers, every migration's admission."""
+        if first_link != self.base_links:
+            raise MobilityError("mobility: the migration links must follow the run's own")
+        self.sim = run
+        self._add_clients()
+        for index, job in enumerate(self.mobility.migrations):
+            if job.abort_at is not None:  # before a re-route due at the same instant
+                run.schedule(job.abort_at, partial(self._withdraw, index))
+        self._faults()
         for index, job in enumerate(self.mobility.migrations):
             self._admit(index, job)
-            if job.abort_at is not None:
-                timers.append((job.abort_at, "abort", index))
-        for at, kind, index in sorted(timers, key=lambda t: (t[0], t[1], t[2])):
-            # when every flow in flight is stalled, nothing moves until this timer acts
-            with contextlib.suppress(EngineError):
-                sim.run(until=at)
 
-            if kind == "abort":
-                self._abort(self.live_by_index(index), at, "consent withdrawn")
-            else:
-                self._reroute(at)
-        try:
-            result = sim.run()
-        except EngineError as err:
-            raise ScenarioError(
-                f"faults: some flows can never finish ({err}); give the fault an until"
-            ) from err
-        return self._outcome(result.events, result.finish_s)
+    def _withdraw(self, index: int, now_s: float) -> None:
+        self._abort(self.live_by_index(index), now_s, "consent withdrawn")
 
     def live_by_index(self, index: int) -> _Live | None:
         return next((m for m in self.live if m.index == index), None)
@@ -168,8 +185,8 @@ class _Runner:
             vm.name, vm.memory, vm.vcpus, vm.labels, vm.mac or _mac(vm.name), vm.ip or _ip(index)
         )
         transaction = Transaction(f"m{index}", vm.name, source, destination, profile)
-        path_bps = min(self.nic_bps, self.mobility.wan.bandwidth)
-        options = options_of(job, path_bps, 2 * self.mobility.wan.latency)
+        path_bps = self._path_bps(vm.cloud, job.to)
+        options = self._options(job, vm, path_bps, 2 * self._latency_s(vm.cloud, job.to))
         # the first pass expects the path's free rate; later passes use the rate they saw
         live_bps = min(path_bps, options.live_cap_bps())
         migration = Migration(memory_of(vm), options, job.start, vm.disk, vm.disk_dirty_rate, live_bps)
@@ -189,6 +206,18 @@ class _Runner:
         self.live.append(live)
         transaction.start_transfer(job.start)
         self._launch(live)
+
+    def _path_bps(self, src_cloud: str, dst_cloud: str) -> float:
+        """The stream's path rate when nothing else runs: the host NIC or the WAN."""
+        return min(self.nic_bps, self.mobility.wan.bandwidth)
+
+    def _latency_s(self, src_cloud: str, dst_cloud: str) -> float:
+        """One-way latency of a stream between the two clouds (the WAN's)."""
+        return float(self.mobility.wan.latency)
+
+    def _options(self, job: MigrationJob, vm: VmSpec, path_bps: float, rtt_s: float) -> MigrationOptions:
+        """The migration's options on its path."""
+        return options_of(job, path_bps, rtt_s)
 
     def _path(
         self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray
@@ -217,7 +246,6 @@ class _Runner:
         return links
 
     def _route(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
-        from cloudtwin.routing import load_strategy
         from cloudtwin.twin.routing import route_flows
         from cloudtwin.workloads import qp_flows
 
@@ -236,8 +264,8 @@ class _Runner:
             np.random.default_rng([self.scenario.seed, a, b]),
         )
         try:
-            paths = route_flows(self.scenario, view, table, load_strategy(self.scenario.routing.strategy))
-        except Exception:  # no route on the surviving fabric
+            paths = route_flows(self.scenario, view, table, self.strategy)
+        except CloudtwinError:  # no route on the surviving fabric
             return None
         links = paths.path(0)
         return None if down[links].any() else links
@@ -258,17 +286,16 @@ class _Runner:
         if transfer is None:
             self._settle(live)
             return
-        path = live.path if live.path.size else np.array([self.sink], dtype=np.int64)
-        paths = Paths(np.array([0, path.size], dtype=np.int64), path)
         cap = min(transfer.rate_cap_bps, self.nic_bps)
-        latency = float(self.mobility.wan.latency) if live.path.size else 0.0
+        latency = self._latency_s(live.vm.cloud, live.job.to) if live.path.size else 0.0
         flow = int(
             self.sim.add_flows(
-                paths,
+                self._stream(live.path),
                 np.array([transfer.wire_bytes]),
                 np.array([migration.began_s]),
                 np.array([cap]),
                 latency_s=np.array([latency]),
+                on_finish=self._finished,
             )[0]
         )
         live.flow, live.transfer = flow, transfer
@@ -276,7 +303,14 @@ class _Runner:
         if not live.path.size:
             live.reroutes.append({"time_s": migration.began_s, "event": "stalled: no path"})
 
-    def _finished(self, sim: Simulation, flows: np.ndarray) -> None:
+    def _stream(self, path: np.ndarray) -> Paths:
+        """A stream's engine path: through the NIC tiers of its ends, or into the sink when it has none."""
+        if not path.size:
+            return Paths(np.array([0, 1], dtype=np.int64), np.array([self.sink], dtype=np.int64))
+        return self.couple(Paths(np.array([0, path.size], dtype=np.int64), path))
+
+    def _finished(self, flows: np.ndarray) -> None:
+        sim = self.sim
         finish = sim.finish_s
         for flow in flows.tolist():
             live = self.owner.pop(flow, None)
@@ -298,7 +332,7 @@ class _Runner:
 
     # -- the VM's clients: its identity kept -------------------------------------------
 
-    def _add_clients(self, sim: Simulation) -> None:
+    def _add_clients(self) -> None:
         """Each client host of a VM sends it `client_bytes` from t = 0, to the VM's address."""
         for vm in self.mobility.vms:
             if not vm.clients:
@@ -306,9 +340,9 @@ class _Runner:
             links = [self._fabric(c, vm.host, self.down) for c in vm.clients]
             if any(path is None for path in links):
                 raise MobilityError(f"mobility.vms: a client of {vm.name} cannot reach it")
-            paths = _csr([p for p in links if p is not None])
+            paths = self.couple(_csr([p for p in links if p is not None]))
             count = len(vm.clients)
-            ids = sim.add_flows(
+            ids = self.sim.add_flows(
                 paths, np.full(count, float(vm.client_bytes)), np.zeros(count), np.full(count, self.nic_bps)
             )
             self.clients[vm.name] = (ids, np.array(vm.clients), paths)
@@ -328,7 +362,7 @@ class _Runner:
         paths = original
         if new_home:
             routes = [self._client_path(int(h), live.vm.cloud, live.dst_host, live.job.to) for h in hosts]
-            paths = _csr([r if r.size else np.array([self.paused_link]) for r in routes])
+            paths = self.couple(_csr([r if r.size else np.array([self.paused_link]) for r in routes]))
             live.reroutes.append({"time_s": now_s, "event": "clients re-pointed", "flows": int(ids.size)})
         self.sim.apply(Change(now_s, flows=ids, paths=paths))
 
@@ -384,64 +418,66 @@ class _Runner:
 
     # -- faults ------------------------------------------------------------------------
 
-    def _faults(self, sim: Simulation) -> list[tuple[float, str, int]]:
+    def _faults(self) -> None:
+        """The scenario's faults on the run's links (the same instants as the tenants' plan:
+        setting a capacity twice changes nothing), and a re-route timer once the fabric has
+        converged after each."""
         if not self.scenario.faults:
-            return []
+            return
         from cloudtwin.faults.events import expand_faults
         from cloudtwin.faults.reaction import phases_for
-        from cloudtwin.routing import load_strategy
         from cloudtwin.routing.facts import reaction_of
 
         self.states = expand_faults(self.scenario.faults, self.topology, self.scenario.seed)
         for state in self.states:
-            sim.apply(
+            self.sim.apply(
                 Change(
                     state.time_s,
                     link_ids=state.changed.astype(np.int64),
                     capacity_bps=state.capacity_bps[state.changed],
                 )
             )
-        if self.tenants:
-            for change in self.tenants["repairs"]:
-                sim.apply(change)
-        kind = reaction_of(load_strategy(self.scenario.routing.strategy))
-        delay = phases_for(kind, self.scenario.reaction)[-1].delay_s
-        return [(state.time_s + delay, "reroute", i) for i, state in enumerate(self.states)]
+        delay = phases_for(reaction_of(self.strategy), self.scenario.reaction)[-1].delay_s
+        for state in self.states:
+            self.sim.schedule(state.time_s + delay, self._reroute)
 
     def _reroute(self, now_s: float) -> None:
         """Move each migration stream off dead links, once the fabric has converged."""
         current = next(s for s in reversed(self.states) if s.time_s <= now_s + 1e-12)
-        down = np.zeros(self.capacity.size, dtype=bool)
+        down = np.zeros(self.down.size, dtype=bool)
         down[: current.capacity_bps.size] = current.capacity_bps <= 0
+        self._move_streams(now_s, current.time_s, down)
+
+    def _move_streams(self, now_s: float, since_s: float, down: np.ndarray) -> None:
+        """Streams on a link that is `down` (since `since_s`) move to a path that is up, now."""
         self.down = down
+        current_time_s = since_s
         for live in self.live:
             if live.migration.outcome != "running" or live.flow < 0:
                 continue
             if live.path.size and not down[live.path].any():
                 if live.reroutes and live.reroutes[-1]["event"].startswith("stalled"):
                     # the links came back at this state's instant, and the stream with them
-                    live.reroutes.append({"time_s": current.time_s, "event": "resumed"})
+                    live.reroutes.append({"time_s": current_time_s, "event": "resumed"})
                 continue
             if live.transaction.phase.value not in ("transferring", "switching"):
                 continue
             new = self._path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
                 # the stream stopped when the links went down, not when this was noticed
-                live.reroutes.append({"time_s": current.time_s, "event": "stalled: no surviving path"})
+                live.reroutes.append({"time_s": current_time_s, "event": "stalled: no surviving path"})
                 continue
             live.path = new
-            self.sim.apply(
-                Change(
-                    now_s,
-                    flows=np.array([live.flow]),
-                    paths=Paths(np.array([0, new.size], dtype=np.int64), new),
-                )
-            )
+            self.sim.apply(Change(now_s, flows=np.array([live.flow]), paths=self._stream(new)))
             live.reroutes.append({"time_s": now_s, "event": "re-routed", "links": int(new.size)})
 
     # -- results -----------------------------------------------------------------------
 
-    def _outcome(self, events: int, finish: np.ndarray) -> MigrationRun:
+    def outcome(
+        self, events: int, finish: np.ndarray, tenant_flows: int, tenant_alone_s: float
+    ) -> MigrationRun:
+        """Every migration's outcome once the run has ended (the tenants' flows are its first
+        `tenant_flows`; `tenant_alone_s` their completion in a run without migrations)."""
         documents = []
         for live in sorted(self.live, key=lambda m: m.index):
             result = live.migration.result().to_dict()
@@ -463,17 +499,16 @@ class _Runner:
                     "client_finish_s": [float(finish[i]) for i in self.clients.get(live.vm.name, ((),))[0]],
                 }
             )
-        tenants = self.tenants
-        count = int(tenants["size"].size) if tenants else 0
-        completion = float(np.nanmax(finish[:count])) if count else 0.0
+        completion = float(np.nanmax(finish[:tenant_flows])) if tenant_flows else 0.0
         return MigrationRun(
-            scenario=self.scenario.name,
+            scenario=self.name,
             migrations=documents,
-            tenant_flows=count,
+            tenant_flows=tenant_flows,
             tenant_completion_s=completion,
-            tenant_completion_alone_s=tenants["alone_s"] if tenants else 0.0,
+            tenant_completion_alone_s=tenant_alone_s,
             logs={name: cloud.log for name, cloud in self.clouds.items()},
             events=events,
+            tenant_finish_s=finish[:tenant_flows].copy(),
         )
 
 
@@ -521,60 +556,6 @@ def _mac(name: str) -> str:
 
 def _ip(index: int) -> str:
     return f"192.168.{index // 250}.{index % 250 + 2}"
-
-
-def _tenant_traffic(scenario: Scenario, topology: Topology) -> dict[str, Any] | None:
-    """The scenario's workload as engine flows, with its repairs, and its completion alone."""
-    if not ({"workload", "workloads"} & scenario.model_fields_set):
-        return None
-    from cloudtwin.engine import simulate
-    from cloudtwin.routing import load_strategy
-    from cloudtwin.twin.jobs import build_workbench
-    from cloudtwin.twin.routing import route_flows
-
-    bench = build_workbench(scenario, topology)
-    strategy = load_strategy(scenario.routing.strategy)
-    connection_paths = route_flows(scenario, topology, bench.connections, strategy)
-    paths = bench.engine_paths(connection_paths)
-    latency = bench.latency_s(topology, paths)
-    latency = np.zeros(paths.flow_count) if latency is None else latency
-    if bench.dependencies is not None:
-        raise MobilityError(
-            "workload: migrations run beside perftest traffic (collectives are not wired yet)"
-        )
-    repairs: list[Change] = []
-    if scenario.faults:
-        repairs = _tenant_repairs(scenario, topology, bench, connection_paths, strategy)
-    alone = simulate(
-        paths,
-        bench.capacity_bps,
-        bench.size_bytes,
-        bench.start_s,
-        bench.rate_cap_bps,
-        latency_s=latency,
-        changes=repairs,
-    )
-    return {
-        "capacity": bench.capacity_bps.astype(float),
-        "paths": paths,
-        "size": bench.size_bytes,
-        "start": bench.start_s,
-        "cap": bench.rate_cap_bps,
-        "latency": latency,
-        "repairs": repairs,
-        "alone_s": alone.completion_s,
-    }
-
-
-def _tenant_repairs(
-    scenario: Scenario, topology: Topology, bench: Any, paths: Paths, strategy: Any
-) -> list[Change]:
-    from cloudtwin.faults.events import expand_faults
-    from cloudtwin.twin.faulted import plan_faulted
-
-    states = expand_faults(scenario.faults, topology, scenario.seed)
-    plan = plan_faulted(scenario, topology, bench, strategy, paths, states)
-    return [bench.engine_change(c) for c in plan.changes]
 
 
 def _with_path_events(
