@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from cloudtwin.errors import CloudtwinError, ServiceError, StoreError
+from cloudtwin.errors import ServiceError, StoreError, needs_extra
 from cloudtwin.store.database import DEFAULT_DB
 
 __all__ = ["serve"]
@@ -53,14 +53,10 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
     number = parse_port(port)
-    try:
+    with needs_extra("web", "serve"):  # fastapi, uvicorn, jinja2, plotly
         import uvicorn
 
         from cloudtwin.service.app import create_app
-    except ImportError as err:
-        raise CloudtwinError(
-            f"serve: needs the web extra ({err.name} is missing): pip install 'cloudtwin[web]'"
-        ) from err
     from cloudtwin.service.examples import default_examples_dir
     from cloudtwin.service.settings import ServiceSettings, is_loopback, token_path_for
     from cloudtwin.service.token import load_or_create_token
