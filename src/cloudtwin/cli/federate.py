@@ -399,7 +399,7 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
     port: int = typer.Option(8750, "--port", help="TCP port."),
 ) -> None:
-    """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json).
+    """Serve the federation controller's HTTP API (its OpenAPI schema at /openapi.json).
 
     Example:  CLOUDTWIN_FEDERATION_TOKEN=... cloudtwin federate serve --state fed/state.json --port 8750
     """
