@@ -215,3 +215,18 @@ def test_a_plain_install_compares_and_hints_at_the_nic_extra(plain_install: Path
     assert boot.returncode == 2, boot.stderr
     assert "pip install 'cloudtwin[nic]'" in boot.stderr
     assert len(boot.stderr.strip().splitlines()) == 1 and "Traceback" not in boot.stderr, boot.stderr
+
+
+@pytest.mark.slow
+def test_a_plain_install_sweeps_on_the_local_pool(plain_install: Path, tmp_path: Path) -> None:
+    """The process pool's workers start afresh, so only a real install shows them without numba."""
+    package = _installed_package(plain_install)
+    sweep = subprocess.run(
+        [
+            str(plain_install / "cloudtwin"), "sweep", "examples/leaf-spine-perftest.yaml",
+            "--vary", "seed=1..2", "--db", str(tmp_path / "sweeps.duckdb"),
+        ],
+        cwd=package, env={**_plain_env(), "COLUMNS": "120"}, capture_output=True, text=True, timeout=600,
+    )
+    assert sweep.returncode == 0, sweep.stderr
+    assert "2 run" in sweep.stdout, sweep.stdout
