@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+
 __all__ = [
     "CloudtwinError",
     "AccessError",
@@ -20,6 +23,7 @@ __all__ = [
     "SweepError",
     "TopologyError",
     "WorkloadError",
+    "needs_extra",
 ]
 
 
@@ -88,6 +92,8 @@ class AccessError(FederationError):
 
     def __init__(self, field: str, reason: str, status: int = 403) -> None:
         super().__init__(field, reason, status)
+
+
 class MobilityError(CloudtwinError):
     """A VM or live migration is described inconsistently (sizes, rates, unknown VM or site)."""
 
@@ -107,3 +113,28 @@ class SweepError(CloudtwinError):
 
 class ServiceError(CloudtwinError):
     """`cloudtwin serve` cannot start as asked (its port, for one)."""
+
+
+@contextmanager
+def needs_extra(
+    extra: str, what: str, error: Callable[[str], CloudtwinError] = CloudtwinError
+) -> Iterator[None]:
+    """Import an optional dependency inside this block; if it is missing, raise `error` with
+    a one-line install hint instead of an ImportError's traceback.
+
+    A missing module of cloudtwin itself is a bug, not a missing extra: it is not caught.
+
+    >>> with needs_extra("nic", "nic boot"):
+    ...     import no_such_module_for_the_doctest
+    Traceback (most recent call last):
+    cloudtwin.errors.CloudtwinError: nic boot needs the nic extra \
+(no_such_module_for_the_doctest is missing): pip install 'cloudtwin[nic]'
+    """
+    try:
+        yield
+    except ImportError as err:
+        missing = (err.name or "a module").partition(".")[0]
+        if missing == "cloudtwin":
+            raise
+        hint = f"{what} needs the {extra} extra ({missing} is missing): pip install 'cloudtwin[{extra}]'"
+        raise error(hint) from err

@@ -11,7 +11,7 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, stdout, write_json
-from cloudtwin.errors import FederationError, ScenarioError
+from cloudtwin.errors import FederationError, ScenarioError, needs_extra
 from cloudtwin.intercloud.controller import FederationController
 from cloudtwin.intercloud.dataplane import reachability as twin_reachability
 from cloudtwin.intercloud.federate import apply_plan, modelled_adapter, new_token, run_agents
@@ -354,10 +354,11 @@ def agent(
     """
     import time
 
-    import httpx
+    with needs_extra("web", "federate agent"):  # httpx talks to the controller
+        import httpx
 
-    from cloudtwin.intercloud.agent import Agent
-    from cloudtwin.intercloud.client import FederationClient
+        from cloudtwin.intercloud.agent import Agent
+        from cloudtwin.intercloud.client import FederationClient
 
     token = os.environ.get(SITE_TOKEN_ENV)
     if not token:
@@ -398,13 +399,14 @@ def serve(
     host: str = typer.Option("127.0.0.1", "--host", help="Address to listen on (localhost by default)."),
     port: int = typer.Option(8750, "--port", help="TCP port."),
 ) -> None:
-    """Serve the federation controller's HTTP API (OpenAPI at /docs and /openapi.json).
+    """Serve the federation controller's HTTP API (its OpenAPI schema at /openapi.json).
 
     Example:  CLOUDTWIN_FEDERATION_TOKEN=... cloudtwin federate serve --state fed/state.json --port 8750
     """
-    import uvicorn
+    with needs_extra("web", "federate serve"):  # fastapi and uvicorn
+        import uvicorn
 
-    from cloudtwin.intercloud.api import federation_app
+        from cloudtwin.intercloud.api import federation_app
 
     controller, tokens = _controller(state)
     if not os.environ.get(TOKEN_ENV):

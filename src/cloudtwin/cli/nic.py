@@ -12,7 +12,7 @@ from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
-from cloudtwin.errors import NicError, ScenarioError
+from cloudtwin.errors import NicError, ScenarioError, needs_extra
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -111,7 +111,8 @@ def run(
     examples/p4/vxlan_gateway.entries.yaml --pcap examples/p4/host-frames.pcap --from host
     --out encapsulated.pcap
     """
-    from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
+    with needs_extra("nic", "nic run", NicError):  # lark parses the P4 program
+        from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
 
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")

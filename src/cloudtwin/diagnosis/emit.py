@@ -26,12 +26,12 @@ from datetime import datetime, timedelta
 import numpy as np
 
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, FlowSamples, sample_rates
-from cloudtwin.diagnosis.tables import TwinMeta, replace_rows
 from cloudtwin.faults.reaction import phases_for
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.scenario.faults import Reaction
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
+from cloudtwin.store.twin_tables import TwinMeta, replace_rows
 from cloudtwin.topology.topology import NodeKind, Topology
 from cloudtwin.twin import FaultedRun
 

@@ -19,11 +19,11 @@ import numpy as np
 
 from cloudtwin.diagnosis.emit import EmitConfig, _Log, node_address
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, MAX_SAMPLES
-from cloudtwin.diagnosis.tables import TwinMeta, replace_rows
 from cloudtwin.engine.maxmin import max_min_rates
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
+from cloudtwin.store.twin_tables import TwinMeta, replace_rows
 from cloudtwin.twin.federation import FederationRun
 
 __all__ = ["emit_federation", "federation_records"]

@@ -30,12 +30,12 @@ from datetime import datetime, timedelta
 
 import numpy as np
 
-from cloudtwin.diagnosis.tables import TwinMeta, read_meta
 from cloudtwin.diagnosis.tomography import TomographyConfig, link_scores
 from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+from cloudtwin.store.twin_tables import TwinMeta, read_meta
 
 __all__ = ["DEFAULT_WINDOW_SAMPLES", "Suspect", "diagnose"]
 

@@ -9,10 +9,10 @@ from datetime import timedelta
 from cloudtwin.diagnosis.emit import emit_run
 from cloudtwin.diagnosis.rank import Suspect
 from cloudtwin.diagnosis.rank import diagnose as rank
-from cloudtwin.diagnosis.tables import TwinMeta
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+from cloudtwin.store.twin_tables import TwinMeta
 from cloudtwin.twin import simulate_faulted
 
 __all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose"]

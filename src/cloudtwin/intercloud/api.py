@@ -138,7 +138,13 @@ def federation_router(controller: FederationController) -> APIRouter:
 
 
 def federation_app(controller: FederationController) -> FastAPI:
-    """The router alone in an app (`cloudtwin federate serve`); OpenAPI at /openapi.json."""
-    app = FastAPI(title="cloudtwin federation controller", version=__version__)
+    """The router alone in an app (`cloudtwin federate serve`); OpenAPI at /openapi.json.
+
+    No /docs or /redoc: FastAPI's pages for them load their scripts from a CDN, and no page
+    of cloudtwin loads anything from outside the machine.
+    """
+    app = FastAPI(
+        title="cloudtwin federation controller", version=__version__, docs_url=None, redoc_url=None
+    )
     app.include_router(federation_router(controller))
     return app

@@ -219,6 +219,14 @@ class FederationController:
     def _is_admin(self, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self._s["admin"], hash_token(token or ""))
 
+    def knows(self, token: str | None) -> bool:
+        """Whether `token` is the admin's or a site's (a front end may let such a caller read)."""
+        if not token:
+            return False
+        digest = hash_token(token)
+        held = [self._s["admin"], *(site["token"] for site in self._s["sites"].values())]
+        return any(hmac.compare_digest(digest, h) for h in held)
+
     def _admin(self, token: str | None) -> None:
         if not token:
             raise AccessError("token", "missing token", 401)

@@ -16,12 +16,12 @@ import hashlib
 import json
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cloudtwin.errors import MobilityError, needs_extra
 
-from cloudtwin.errors import MobilityError
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
     "AdmissionPolicy",
@@ -79,6 +79,8 @@ class Token:
         self, public: Ed25519PublicKey, issuer: str, audience: str, purpose: str, migration: str, now_s: float
     ) -> None:
         """Raise ConsentError unless the token is signed by `issuer` for this audience, purpose, migration."""
+        from cryptography.exceptions import InvalidSignature  # present: `public` is one of its keys
+
         try:
             public.verify(self.signature, self.claims.encode())
         except InvalidSignature as err:
@@ -138,6 +140,9 @@ class Cloud:
 
     def __post_init__(self) -> None:
         digest = hashlib.sha256(f"cloudtwin-mobility/{self.seed}/{self.name}".encode()).digest()
+        with needs_extra("mobility", "live migration consent", MobilityError):  # cryptography
+            from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
         self.key = Ed25519PrivateKey.from_private_bytes(digest)
         self.public_key = self.key.public_key()
         self._counter = 0

@@ -1,6 +1,7 @@
 """The FastAPI application: the API routers, the pages, the snapshot reader and the job queue.
 
-Other parts of cloudtwin (e.g. a federation controller) add their own routers through
+The federation controller's endpoints are mounted under /api/federation (its state in
+`settings.federation_state`). Other parts add their own routers through
 `create_app(settings, extra_routers=[...])`; they protect their changes with
 `Depends(require_token)` and read the store with `Depends(read_store)`.
 """
@@ -17,6 +18,7 @@ from fastapi import APIRouter, FastAPI
 
 from cloudtwin import __version__
 from cloudtwin.service.api import ROUTERS
+from cloudtwin.service.api.federation import federation_controller, federation_routes
 from cloudtwin.service.errors import install_error_handlers
 from cloudtwin.service.jobs import JobQueue
 from cloudtwin.service.settings import ServiceSettings
@@ -34,6 +36,7 @@ _DESCRIPTION = (
 
 def create_app(settings: ServiceSettings, extra_routers: Sequence[APIRouter] = ()) -> FastAPI:
     """The service over `settings.db`, with any extra routers mounted beside the API."""
+    federation = federation_routes(federation_controller(settings))  # refuses a foreign state first
     owned = settings.snapshot_dir is None
     folder = Path(tempfile.mkdtemp(prefix="cloudtwin-serve-")) if owned else settings.snapshot_dir
     assert folder is not None
@@ -56,7 +59,7 @@ def create_app(settings: ServiceSettings, extra_routers: Sequence[APIRouter] = (
     )
     app.state.settings, app.state.snapshots, app.state.jobs = settings, snapshots, jobs
     install_error_handlers(app)
-    for router in (*ROUTERS, *extra_routers):
+    for router in (*ROUTERS, federation, *extra_routers):
         app.include_router(router)
     mount_web(app)
     return app

@@ -8,10 +8,13 @@ from cloudtwin.service.errors import ApiError
 from cloudtwin.service.settings import is_loopback
 from cloudtwin.service.token import same_token
 
-__all__ = ["require_read", "require_token"]
+__all__ = ["bearer", "require_bearer", "require_read", "require_token"]
+
+_NO_TOKEN = "Authorization: a bearer token is required for changes"
 
 
-def _bearer(request: Request) -> str | None:
+def bearer(request: Request) -> str | None:
+    """The request's `Authorization: Bearer TOKEN`, or None."""
     header = request.headers.get("authorization", "")
     scheme, _, value = header.partition(" ")
     return value.strip() if scheme.lower() == "bearer" and value.strip() else None
@@ -19,11 +22,18 @@ def _bearer(request: Request) -> str | None:
 
 def require_token(request: Request) -> None:
     """A dependency for every route that changes something: 401 without the right token."""
-    given = _bearer(request)
+    given = bearer(request)
     if given is None:
-        raise ApiError(401, "Authorization", "Authorization: a bearer token is required for changes")
+        raise ApiError(401, "Authorization", _NO_TOKEN)
     if not same_token(given, request.app.state.settings.token):
         raise ApiError(401, "Authorization", "Authorization: the bearer token is not this service's")
+
+
+def require_bearer(request: Request) -> None:
+    """For a change whose token a mounted part judges itself (the federation controller: its
+    admin token is the service's, a site's own grants that site's part): 401 without any."""
+    if bearer(request) is None:
+        raise ApiError(401, "Authorization", _NO_TOKEN)
 
 
 def _host_name(request: Request) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from cloudtwin.errors import CloudtwinError, ServiceError, StoreError
+from cloudtwin.errors import ServiceError, StoreError, needs_extra
 from cloudtwin.store.database import DEFAULT_DB
 
 __all__ = ["serve"]
@@ -48,21 +48,18 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     this machine; every change (starting a job, cancelling one) needs the bearer token,
     made at the first start, kept mode 0600 beside the store and printed that once.
     Pages read a copy of the store, so a CLI ingest or sweep writing it meanwhile never
-    makes them fail (they show the last copy until the writer is done).
+    makes them fail (they show the last copy until the writer is done). The federation
+    controller's endpoints are under /api/federation, its state kept beside the store.
 
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
     number = parse_port(port)
-    try:
+    with needs_extra("web", "serve"):  # fastapi, uvicorn, jinja2, plotly
         import uvicorn
 
         from cloudtwin.service.app import create_app
-    except ImportError as err:
-        raise CloudtwinError(
-            f"serve: needs the web extra ({err.name} is missing): pip install 'cloudtwin[web]'"
-        ) from err
     from cloudtwin.service.examples import default_examples_dir
-    from cloudtwin.service.settings import ServiceSettings, is_loopback, token_path_for
+    from cloudtwin.service.settings import ServiceSettings, federation_path_for, is_loopback, token_path_for
     from cloudtwin.service.token import load_or_create_token
 
     path = token_file if token_file is not None else token_path_for(db)
@@ -78,7 +75,10 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
         typer.echo(f"cloudtwin: new bearer token for changes (kept in {path}, shown only now):\n{token}")
     else:
         typer.echo(f"cloudtwin: changes need the bearer token kept in {path}")
-    settings = ServiceSettings(db=db, token=token, examples_dir=default_examples_dir(), host=host)
+    settings = ServiceSettings(
+        db=db, token=token, examples_dir=default_examples_dir(), host=host,
+        federation_state=federation_path_for(db),
+    )
     app = create_app(settings)
     typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=number, log_level="warning"))

@@ -6,7 +6,14 @@ import ipaddress
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "ServiceSettings", "is_loopback", "token_path_for"]
+__all__ = [
+    "DEFAULT_HOST",
+    "DEFAULT_PORT",
+    "ServiceSettings",
+    "federation_path_for",
+    "is_loopback",
+    "token_path_for",
+]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8000
@@ -24,11 +31,18 @@ class ServiceSettings:
     host: str = DEFAULT_HOST
     snapshot_interval_s: float = SNAPSHOT_INTERVAL_S
     snapshot_dir: Path | None = None
+    #: The federation controller's state file; None keeps it in memory (lost at exit).
+    federation_state: Path | None = None
 
 
 def token_path_for(db: Path) -> Path:
     """The token file of a store: beside it, named after it (`cloudtwin.duckdb.token`)."""
     return db.with_name(db.name + ".token")
+
+
+def federation_path_for(db: Path) -> Path:
+    """The federation controller's state of a store: beside it (`cloudtwin.duckdb.federation.json`)."""
+    return db.with_name(db.name + ".federation.json")
 
 
 def is_loopback(host: str | None) -> bool:

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from cryptography.exceptions import InvalidSignature
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-
+from cloudtwin.errors import NicError, needs_extra
 from cloudtwin.scenario.nic import Nic
+
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 __all__ = [
     "STAGES",
@@ -71,6 +73,9 @@ class BootReport:
 
 def provider_key(seed: int) -> Ed25519PrivateKey:
     """The provider's signing key, derived from `seed` (reproducible twins, not for production)."""
+    with needs_extra("nic", "nic boot", NicError):  # cryptography: the `nic` extra
+        from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     return Ed25519PrivateKey.from_private_bytes(hashlib.sha256(f"cloudtwin-boot-{seed}".encode()).digest())
 
 
@@ -94,6 +99,8 @@ def stage_images(profile: str, pipeline_program: str = "") -> dict[str, bytes]:
 
 def boot_chain(host: str, stages: list[SignedStage], public_key: Ed25519PublicKey) -> BootReport:
     """Verify and measure `stages` in order; stop at the first one that fails."""
+    from cryptography.exceptions import InvalidSignature  # present: `public_key` is one of its keys
+
     measurement = bytes(32)
     booted: list[str] = []
     for expected, stage in zip(STAGES, stages, strict=True):

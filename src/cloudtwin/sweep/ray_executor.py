@@ -10,7 +10,7 @@ from __future__ import annotations
 import socket
 from typing import Any
 
-from cloudtwin.errors import SweepError
+from cloudtwin.errors import SweepError, needs_extra
 from cloudtwin.sweep.executors import Batch, Finished, Outcome, run_batch
 from cloudtwin.sweep.task import Task
 
@@ -57,11 +57,8 @@ def _auto_address() -> str | None:
 
 
 def _import_ray() -> Any:
-    try:
+    with needs_extra("ray", "executor ray", SweepError):
         import ray
-    except ImportError as err:
-        message = "executor ray: the ray package is not installed (pip install 'cloudtwin[ray]')"
-        raise SweepError(message) from err
     return ray
 
 

@@ -1,7 +1,8 @@
 """The twin's telemetry tables in the store: inventory, flow samples and NIC counters.
 
-Logs go to the operations tables through `ingest_records`; what is not free text lives
-here, one set of rows per emitted run (`run` is the scenario name).
+`cloudtwin diagnose` emits them (diagnosis/emit.py); their logs go to the operations
+tables through `ingest_records`, what is not free text lives here, one set of rows per
+emitted run (`run` is the scenario name). The store owns every table it holds.
 """
 
 from __future__ import annotations
