@@ -8,7 +8,7 @@ from pathlib import Path
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, read_scenario, stdout
+from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario, stdout
 from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
@@ -51,12 +51,17 @@ def diagnose(
     Example:  cloudtwin diagnose examples/diagnose.yaml --db diagnose.duckdb
     """
     from cloudtwin.diagnosis.usecase import diagnose as run_diagnosis
+    from cloudtwin.diagnosis.usecase import diagnose_cloud
 
-    loaded = read_scenario(scenario, overrides) if scenario is not None else None
+    cloud = read_cloud(scenario, overrides) if scenario is not None and is_cloud_file(scenario) else None
+    loaded = read_scenario(scenario, overrides) if scenario is not None and cloud is None else None
     window = timedelta(milliseconds=window_ms) if window_ms else None
-    with _open_store(db, create=loaded is not None) as store:
+    with _open_store(db, create=scenario is not None) as store:
         try:
-            diagnosis = run_diagnosis(store, loaded, top, window, max_cells)
+            if cloud is not None:
+                diagnosis = diagnose_cloud(store, cloud, top, window, max_cells)
+            else:
+                diagnosis = run_diagnosis(store, loaded, top, window, max_cells)
         except LimitError as err:
             raise LimitError(f"{err} (with --max-cells)", err.limit) from err
     if as_json:

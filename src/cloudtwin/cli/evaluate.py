@@ -11,7 +11,16 @@ from rich.console import Console
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_dir
-from cloudtwin.cli.output import BUILTIN_STRATEGIES, emit_json, read_scenario, stdout, write_text
+from cloudtwin.cli.output import (
+    BUILTIN_STRATEGIES,
+    emit_json,
+    is_cloud_file,
+    read_cloud,
+    read_scenario,
+    stdout,
+    write_json,
+    write_text,
+)
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 
@@ -89,6 +98,9 @@ def evaluate(
         evaluate_federation(scenario, overrides, None if no_store else db, as_json)
         return
     names = usecases.parse_strategies(strategies, unique=True)
+    if is_cloud_file(scenario):  # federated sites of one cloud: every part on one run
+        _evaluate_cloud(scenario, names, out, None if no_store else db, overrides, as_json)
+        return
     loaded = read_scenario(scenario, overrides)
     folder = out if out is not None else Path(f"evaluation-{loaded.name}")
     talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
@@ -109,4 +121,36 @@ def evaluate(
     print_document(result.document, f"{loaded.name}: three-fold evaluation")
     run_id = result.run_id
     stored = f"; stored as run {run_id} in {db}" if run_id is not None else ""
+    stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)
+
+
+def _evaluate_cloud(
+    scenario: Path, names: list[str], out: Path | None, db: Path | None, overrides: list[str], as_json: bool
+) -> None:
+    """`evaluate` on one cloud: the report, and the operations data of its faulted run."""
+    from cloudtwin.diagnosis.cloud import emit_cloud
+    from cloudtwin.evaluation.cloud import cloud_html, evaluate_cloud
+
+    cloud = read_cloud(scenario, overrides)
+    folder = out if out is not None else Path(f"evaluation-{cloud.name}")
+    talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
+    say = (lambda m: talk.log(m)) if talk else None
+    evaluation = evaluate_cloud(cloud, names, say)
+    document = evaluation.to_json()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise StoreError(f"--out {folder}: cannot create the report directory: {err}") from err
+    write_text(folder / "report.md", evaluation.markdown())
+    write_text(folder / "report.html", cloud_html(evaluation))
+    write_json(folder / "results.json", document)
+    stored = ""
+    if db is not None and evaluation.runs is not None and evaluation.runs[1].traffic is not None:
+        with Store(db) as store:
+            emit_cloud(store, *evaluation.runs)
+        stored = f"; its operations data in {db} (cloudtwin diagnose --db {db})"
+    if as_json:
+        emit_json(document)
+        return
+    stdout.print(evaluation.markdown(), highlight=False, markup=False)
     stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)

@@ -10,7 +10,15 @@ from pydantic import ValidationError
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file, check_plot_file
-from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
+from cloudtwin.cli.output import (
+    emit_json,
+    is_cloud_file,
+    progress_bar,
+    read_cloud,
+    read_scenario,
+    stdout,
+    write_json,
+)
 from cloudtwin.errors import MobilityError
 from cloudtwin.store.database import DEFAULT_DB
 
@@ -220,22 +228,33 @@ def run(
     """
     from cloudtwin.twin import run_migrations
 
-    loaded = read_scenario(scenario, overrides)
-    with progress_bar("migrating", not as_json) as progress:
-        outcome = run_migrations(loaded, progress=progress)
+    if is_cloud_file(scenario):  # sites of one cloud: the migrations cross the federation
+        from cloudtwin.twin.cloud import run_cloud
+
+        cloud = read_cloud(scenario, overrides)
+        if not cloud.mobility.migrations:
+            raise MobilityError("mobility.migrations: the scenario has no migration to run")
+        crossed = run_cloud(cloud).migrations
+        assert crossed is not None
+        outcome, name = crossed, cloud.name
+    else:
+        loaded = read_scenario(scenario, overrides)
+        with progress_bar("migrating", not as_json) as progress:
+            outcome = run_migrations(loaded, progress=progress)
+        name = loaded.name
     document = outcome.to_dict()
     if db is not None:
         from cloudtwin.store.database import Store
         from cloudtwin.store.migrations import save_migration_run
 
         with Store(db) as store:
-            document["run_id"] = save_migration_run(store, loaded.name, document, outcome.log_rows())
+            document["run_id"] = save_migration_run(store, name, document, outcome.log_rows())
     if out is not None:
         write_json(out, document)
     if as_json:
         emit_json(document)
     else:
-        stdout.print(_table(f"migrations of {loaded.name}", document["migrations"]))
+        stdout.print(_table(f"migrations of {name}", document["migrations"]))
         tenants = document["tenants"]
         if tenants["flows"]:
             stdout.print(

@@ -22,6 +22,7 @@ from rich.progress import (
 )
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.documents import finite_json
@@ -54,6 +55,25 @@ stdout = Console(
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
     """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
     return load_scenario(read_scenario_text(path), str(path), overrides or ())
+
+
+def is_cloud_file(path: Path) -> bool:
+    """Whether a scenario file describes one cloud of federated sites (a `federation:` section)."""
+    from cloudtwin.scenario.cloud import is_cloud
+    from cloudtwin.scenario.loader import parse_yaml
+
+    try:
+        text = read_scenario_text(path)
+    except ScenarioError:
+        return False  # read_scenario says what is wrong with it
+    return is_cloud(parse_yaml(text, str(path))[0])
+
+
+def read_cloud(path: Path, overrides: list[str] | None) -> CloudScenario:
+    """Load a one-cloud scenario file with `--set` overrides; ScenarioError names the problem."""
+    from cloudtwin.scenario.cloud import load_cloud
+
+    return load_cloud(read_scenario_text(path), str(path), overrides or ())
 
 
 def read_scenario_text(path: Path) -> str:

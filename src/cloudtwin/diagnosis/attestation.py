@@ -22,8 +22,10 @@ BOOT_TIME = datetime(2024, 1, 1)
 """The (twin) time boot lines carry."""
 
 
-def record_attestation(store: Store, scenario: Scenario, reports: list[BootReport]) -> int:
-    """Write one line per NIC of every host whose chain failed; the number of lines."""
+def record_attestation(store: Store, scenario: Scenario, reports: list[BootReport], prefix: str = "") -> int:
+    """Write one line per NIC of every host whose chain failed; the number of lines.
+
+    `prefix` goes before every host and NIC name (a site's, in a cloud of several)."""
     topology = build_topology(scenario)
     rows = []
     for report in reports:
@@ -31,12 +33,13 @@ def record_attestation(store: Store, scenario: Scenario, reports: list[BootRepor
             continue
         host = int(report.host.removeprefix("host"))
         for node in topology.host_nics[host]:
-            nic = topology.node_name(int(node))
+            nic = prefix + topology.node_name(int(node))
             line = (
-                f"{report.host} {nic}: %NIC-2-ATTESTATION_FAILED: measured boot stopped at stage "
+                f"{prefix}{report.host} {nic}: %NIC-2-ATTESTATION_FAILED: measured boot stopped at stage "
                 f"{report.failed_stage}: {report.reason}; port quarantined"
             )
-            rows.append((BOOT_TIME, report.host, nic, str(report.failed_stage), str(report.reason), line))
+            who = prefix + report.host
+            rows.append((BOOT_TIME, who, nic, str(report.failed_stage), str(report.reason), line))
     write_attestation_failures(store, rows)
     return len(rows)
 

@@ -9,13 +9,14 @@ from datetime import timedelta
 from cloudtwin.diagnosis.emit import emit_run
 from cloudtwin.diagnosis.rank import Suspect
 from cloudtwin.diagnosis.rank import diagnose as rank
+from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 from cloudtwin.store.twin_tables import TwinMeta
 from cloudtwin.twin import simulate_faulted
 
-__all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose"]
+__all__ = ["DEFAULT_TOP", "Diagnosis", "diagnose", "diagnose_cloud"]
 
 DEFAULT_TOP = 10
 """How many suspects a diagnosis keeps unless asked otherwise."""
@@ -48,4 +49,20 @@ def diagnose(
     """Rank suspects from `store`; with `scenario`, first simulate its faulted run (the one
     `evaluate` reports for the scenario's strategy) and emit its operations data there."""
     emitted = emit_run(store, simulate_faulted(scenario)) if scenario is not None else None
+    return Diagnosis(tuple(rank(store, window, max_cells=max_cells)[:top]), emitted)
+
+
+def diagnose_cloud(
+    store: Store,
+    cloud: CloudScenario,
+    top: int = DEFAULT_TOP,
+    window: timedelta | None = None,
+    max_cells: int = DEFAULT_MAX_CELLS,
+) -> Diagnosis:
+    """Simulate the cloud without and with its faults under its own strategy (the runs
+    `evaluate` reports for it), emit the faulted run's operations data, rank suspects."""
+    from cloudtwin.diagnosis.cloud import emit_cloud
+    from cloudtwin.twin.cloud import run_cloud
+
+    emitted = emit_cloud(store, run_cloud(cloud, faults=False), run_cloud(cloud, faults=True))
     return Diagnosis(tuple(rank(store, window, max_cells=max_cells)[:top]), emitted)

@@ -30,8 +30,8 @@ from cloudtwin.engine.simulator import Change
 from cloudtwin.errors import CloudtwinError, MobilityError
 from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
-from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.options import MigrationOptions
+from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario

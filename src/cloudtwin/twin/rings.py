@@ -7,7 +7,7 @@ what the (virtual) function moves (`nic_limited_capacity`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,7 +23,16 @@ from cloudtwin.twin.routing import tenant_of_host
 from cloudtwin.workloads import hpl as hpl_model
 from cloudtwin.workloads.collective import JobRanks, plan_collective
 
-__all__ = ["DataParallelRings", "HplRings", "data_parallel_rings", "hpl_rings", "nic_limited_capacity"]
+__all__ = [
+    "DataParallelRings",
+    "HplRings",
+    "TrainingStep",
+    "data_parallel_rings",
+    "hpl_rings",
+    "nic_limited_capacity",
+    "training_job",
+    "training_step",
+]
 
 
 def nic_limited_capacity(topology: Topology, spec: ClusterSpec) -> np.ndarray:
@@ -126,3 +135,71 @@ def hpl_rings(request: JobRequest) -> JobPart:
         with_latency=True,
         capacity_bps=nic_limited_capacity(topology, spec),
     )
+
+
+@dataclass(frozen=True)
+class TrainingStep:
+    """Where one training iteration's gradient reduction sits in time: the engine starts
+    stage k's rings at `start_s + ring_offset_s[k]`; the iteration takes `pipeline_s` of
+    compute and pipelining, the reduction's exposed part beyond `hidden_until_s` (after its
+    first ring may start), and `optimizer_s`."""
+
+    start_s: float
+    ring_offset_s: np.ndarray
+    hidden_until_s: float
+    pipeline_s: float
+    optimizer_s: float
+
+    def iteration_s(self, reduction_done_s: float) -> float:
+        """The iteration time given when (engine time) its last ring finished."""
+        exposed = max(0.0, reduction_done_s - self.start_s - self.hidden_until_s)
+        return self.pipeline_s + exposed + self.optimizer_s
+
+
+def training_step(request: JobRequest) -> tuple[TrainingStep, DataParallelRings, ClusterSpec]:
+    """The step of a `workload.kind: training` job (the model of `cloudtwin train`, at the job's
+    GPU count) and the data-parallel rings of its reduction."""
+    from cloudtwin.cluster.spec import cluster_spec
+    from cloudtwin.workloads import training as model
+
+    w = request.workload
+    spec = cluster_spec(request.scenario, request.topology.nic_rate_bps)
+    lay = model.layout(w, w.gpus or spec.gpus, spec.gpus)
+    times = model.stage_times(w, spec, lay.data)
+    p = lay.pipeline
+    offsets = (p - 1 - np.arange(p)) * times.backward_slot_s
+    step = TrainingStep(
+        start_s=float(getattr(w, "start", 0.0) or 0.0),
+        ring_offset_s=offsets,
+        hidden_until_s=float(offsets[0]) + times.overlap_window_s,
+        pipeline_s=(lay.micro_batches + p - 1) * times.slot_s,
+        optimizer_s=times.optimizer_s,
+    )
+    groups, stage = model.data_parallel_groups(w, lay)
+    rings = DataParallelRings(
+        spec=spec,
+        groups=groups,
+        stage=stage,
+        stage_start_s=step.start_s + offsets,
+        size_bytes=int(model.data_parallel_allreduce_bytes(w)),
+        channels=w.channels,
+    )
+    return step, rings, spec
+
+
+@register_job("training")
+def training_job(request: JobRequest) -> JobPart:
+    """One iteration of a training job beside other jobs: its data-parallel gradient
+    all-reduces on the fabric, each ring starting when its stage's backward pass ends
+    (a job of one data-parallel replica moves nothing on the fabric)."""
+    step, rings, _ = training_step(request)
+    if rings.groups.shape[1] < 2:
+        raise WorkloadError(
+            f"{request.name}: a training job with one data-parallel replica moves nothing on the fabric"
+        )
+    rings_request = JobRequest(
+        request.scenario, request.topology, rings, request.name, request.tenants, request.seed
+    )
+    part = data_parallel_rings(rings_request)
+    infos = [JobInfo(info.name, "training", info.tenants, step.start_s) for info in part.infos]
+    return replace(part, infos=infos)

@@ -345,14 +345,15 @@ def scenario_engine_jobs(
     repairs, in engine form; and the link capacities before NIC tiers (what a driver's
     paths are coupled against). No flows when the scenario names no job."""
     if not has_jobs(scenario):
-        capacity = topology.capacity_bps.astype(float)
+        uncoupled = capacity = topology.capacity_bps.astype(float)
         empty = Paths(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
         changes: list[Change] = []
         if nic is not None:
             changes = swap_changes(topology, capacity, nic)
             capacity = couple_nics(topology, capacity, empty, nic).capacity_bps
         none = np.empty(0)
-        return EngineJobs(empty, capacity, none, none, none, None, None, changes, np.empty(0, bool)), capacity
+        jobs = EngineJobs(empty, capacity, none, none, none, None, None, changes, np.empty(0, bool))
+        return jobs, uncoupled
     from cloudtwin.faults.events import expand_faults
     from cloudtwin.twin.faulted import plan_faulted
 

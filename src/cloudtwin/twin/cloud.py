@@ -1,0 +1,445 @@
+"""One cloud on one run: every site's tenant jobs (with its NIC tiers, faults and repairs),
+the federated traffic between sites and the live migrations between them, all on one
+`Run` over the joined sites' links.
+
+Link ids: the joined sites' links first (each site's fabric at its offset, then gateways
+and WAN links, as `join_sites` numbers them), then each site's own extra links (NVLink
+segments, NIC tiers), then the migrations' (a sink, a link for paused clients). A site's
+jobs are routed, coupled to its NICs and repaired exactly as `run` and `evaluate` would
+on that site alone, then renumbered into the run. Federated traffic and migration
+streams take their fabric legs from the scenario's routing strategy and their gateway
+and WAN links from the federation; a gateway's failure stops what crosses it until the
+standby has taken over (detection, election, tunnel set-up and route propagation).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from functools import partial
+
+import numpy as np
+
+from cloudtwin.errors import CloudtwinError, EngineError, ScenarioError
+from cloudtwin.flows import Paths
+from cloudtwin.intercloud.plan import FederationPlan, plan_federation
+from cloudtwin.intercloud.traffic import (
+    Failover,
+    FederatedFlows,
+    LegRouter,
+    border_proxy,
+    failover,
+    federated_flows,
+    route_federated,
+    tunnel_capacity,
+)
+from cloudtwin.mobility.options import MigrationOptions
+from cloudtwin.mobility.plan import options_of
+from cloudtwin.routing.strategy import Strategy
+from cloudtwin.scenario.cloud import CloudScenario, CloudVm
+from cloudtwin.scenario.mobility import Admission, MigrationJob, Mobility, VmSpec
+from cloudtwin.scenario.mobility import Cloud as CloudSpec
+from cloudtwin.scenario.model import Scenario
+from cloudtwin.smartnic.coupling import couple_nics
+from cloudtwin.smartnic.placement import NicPlan
+from cloudtwin.topology.sites import SiteLayout, SitesTopology, join_sites
+from cloudtwin.topology.topology import Topology
+from cloudtwin.twin.federation import gateway_faults
+from cloudtwin.twin.migration import MigrationDriver, MigrationRun
+from cloudtwin.twin.routing import route_flows
+from cloudtwin.twin.run import EngineJobs, Run, nic_plan, resolve_strategy, scenario_engine_jobs
+from cloudtwin.workloads import qp_flows
+
+__all__ = ["CloudRun", "SitePart", "TrafficPart", "run_cloud", "identity_update_s"]
+
+
+@dataclass(frozen=True, eq=False)
+class SitePart:
+    """One site's jobs in the run: its scenario and fabric, its jobs in engine form (site
+    link ids), where its extra links and its flows sit in the run."""
+
+    index: int
+    name: str
+    scenario: Scenario
+    layout: SiteLayout
+    nic: NicPlan | None
+    jobs: EngineJobs
+    uncoupled_bps: np.ndarray
+    extra0: int
+    flows: slice = field(default_factory=lambda: slice(0, 0))
+
+    @property
+    def topology(self) -> Topology:
+        return self.layout.topology
+
+    def to_run(self, links: np.ndarray) -> np.ndarray:
+        """Site link ids as run link ids."""
+        links = np.asarray(links, dtype=np.int64)
+        fabric = self.topology.link_count
+        return np.where(links < fabric, links + self.layout.link0, self.extra0 + (links - fabric))
+
+    def paths_to_run(self, paths: Paths) -> Paths:
+        return Paths(paths.indptr, self.to_run(paths.link_ids), paths.weights)
+
+    def tier_links(self, host: int) -> np.ndarray:
+        """Run ids of the NIC tier links a flow from or to `host` crosses (none with basic NICs)."""
+        if self.nic is None:
+            return np.empty(0, dtype=np.int64)
+        nic = int(self.topology.host_nics[host, 0])
+        link = int(np.flatnonzero(self.topology.link_src == nic)[0])
+        one = Paths(np.array([0, 1], dtype=np.int64), np.array([link], dtype=np.int64))
+        coupled = couple_nics(self.topology, self.uncoupled_bps, one, self.nic).paths.link_ids[1:]
+        return self.to_run(coupled)
+
+
+@dataclass(frozen=True, eq=False)
+class TrafficPart:
+    """The federated networks' traffic: its flows, paths (run ids) and gateway failovers."""
+
+    flows: FederatedFlows
+    paths: Paths
+    ids: slice
+    failovers: list[Failover]
+    stalled: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class CloudRun:
+    """The whole cloud after one run: per site its jobs' flows, the federated traffic, the
+    migrations (with each site's own log), the gateway failovers, and the engine's result."""
+
+    cloud: CloudScenario
+    strategy: str
+    faults: bool
+    plan: FederationPlan
+    joined: SitesTopology
+    sites: tuple[SitePart, ...]
+    traffic: TrafficPart | None
+    migrations: MigrationRun | None
+    failovers: tuple[Failover, ...]
+    capacity_bps: np.ndarray
+    start_s: np.ndarray
+    finish_s: np.ndarray
+    events: int
+
+
+def identity_update_s(cloud: CloudScenario, vm: VmSpec, to: str, joined: SitesTopology) -> float:
+    """How long the VM's network identity takes to follow it once it runs at `to`.
+
+    `l2-stretch`: its address stays; the destination announces it (QEMU's self-announce
+    right after the switchover) and the source site's gateway learns the new location one
+    WAN crossing later. `global-nat`: its global address stays and its local address
+    changes; the federation controller moves the NAT entries to the gateways, which takes
+    a route propagation. `l3-routed` (renumbered): the new address must reach the peers,
+    a route propagation too.
+    """
+    assert isinstance(vm, CloudVm)
+    network = next(n for n in cloud.federation.networks if n.name == vm.network)
+    a, b = cloud.site_index(vm.cloud), cloud.site_index(to)
+    if network.mode == "l2-stretch":
+        return float(joined.latency_s[joined.wan_path(b, a)].sum())
+    return float(cloud.federation.sites[b].gateway.route_propagation)
+
+
+def _sites(cloud: CloudScenario, joined: SitesTopology, strategy: Strategy, faults: bool) -> list[SitePart]:
+    parts = []
+    extra0 = joined.link_count
+    for i, site in enumerate(cloud.federation.sites):
+        scenario = site.site_scenario(cloud.seed, cloud.routing, cloud.reaction, cloud.limits)
+        if not faults:
+            scenario = scenario.model_copy(update={"faults": ()})
+        layout = joined.sites[i]
+        nic = nic_plan(scenario, layout.topology)
+        try:
+            jobs, uncoupled = scenario_engine_jobs(scenario, layout.topology, strategy, nic)
+        except CloudtwinError as err:
+            raise type(err)(f"federation.sites.{i} ({site.name}): {err}") from err
+        parts.append(SitePart(i, site.name, scenario, layout, nic, jobs, uncoupled, extra0))
+        extra0 += jobs.capacity_bps.size - layout.topology.link_count
+    return parts
+
+
+def _leg_router(parts: list[SitePart], strategy: Strategy, seed: int) -> LegRouter:
+    """Fabric legs routed by the scenario's strategy on each site (one connection each)."""
+    cache: dict[tuple[int, int, int], list[int]] = {}
+
+    def leg(site: int, src: int, dst: int, flow: int) -> list[int]:
+        key = (site, src, dst)
+        if key not in cache:
+            part = parts[site]
+            table = qp_flows(
+                part.topology,
+                np.array([src]),
+                np.array([dst]),
+                np.array([1.0]),
+                1,
+                np.random.default_rng([seed, site, src, dst]),
+            )
+            cache[key] = route_flows(part.scenario, part.topology, table, strategy).path(0).tolist()
+        return cache[key]
+
+    return leg
+
+
+def _traffic(
+    cloud: CloudScenario, plan: FederationPlan, joined: SitesTopology, leg: LegRouter, faults: bool
+) -> tuple[FederatedFlows, Paths, list, list[Failover], np.ndarray] | None:
+    federation = cloud.federation
+    if not federation.traffic:
+        return None
+    flows = federated_flows(plan)
+    active = np.zeros(len(plan.site_names), dtype=np.int64)
+    paths = route_federated(plan, joined, flows, active, cloud.seed, leg=leg)
+    if not faults:
+        return flows, paths, [], [], np.zeros((0, len(flows)), dtype=bool)
+    changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, cloud.seed, leg)
+    return flows, paths, changes, failovers, stalled
+
+
+def _failovers(cloud: CloudScenario, plan: FederationPlan, joined: SitesTopology) -> list[Failover]:
+    index = {name: i for i, name in enumerate(plan.site_names)}
+    return [
+        failover(plan, joined, index[f.site], f.at)
+        for f in sorted(cloud.federation.gateway_faults, key=lambda f: f.at)
+    ]
+
+
+def _dead_gateway_changes(cloud: CloudScenario, joined: SitesTopology) -> list:
+    """The gateway faults' link changes alone (when no federated traffic plans them)."""
+    from cloudtwin.engine.simulator import Change
+
+    index = {s.name: i for i, s in enumerate(cloud.federation.sites)}
+    active = np.zeros(len(index), dtype=np.int64)
+    changes = []
+    for fault in sorted(cloud.federation.gateway_faults, key=lambda f: f.at):
+        site = index[fault.site]
+        dead = joined.links_of(joined.sites[site].gateways[int(active[site])])
+        active[site] = 1 - active[site]
+        changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
+    return changes
+
+
+def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faults: bool = True) -> CloudRun:
+    """Run the whole cloud under `strategy` (default: its own), with its faults (site faults,
+    gateway faults, boot faults) or without any."""
+    chosen = resolve_strategy(_as_scenario(cloud), strategy)
+    plan = plan_federation(cloud.federation)
+    joined = join_sites(cloud.federation)
+    parts = _sites(cloud, joined, chosen, faults)
+    capacity = tunnel_capacity(plan, joined)
+    for part in parts:  # each site's fabric as its jobs see it (NIC links of VMs limited)
+        lo = part.layout.link0
+        capacity[lo : lo + part.topology.link_count] = part.jobs.capacity_bps[: part.topology.link_count]
+    extras = [p.jobs.capacity_bps[p.topology.link_count :] for p in parts]
+    base = np.concatenate([capacity, *extras])
+    leg = _leg_router(parts, chosen, cloud.seed)
+    traffic = _traffic(cloud, plan, joined, leg, faults)
+    failovers = _failovers(cloud, plan, joined) if faults else []
+    driver = None
+    if cloud.mobility.migrations:
+        driver = FederatedMigrationDriver(cloud, plan, joined, parts, leg, base.size, failovers)
+    run = Run(np.concatenate([base, driver.links_bps]) if driver is not None else base)
+    placed = []
+    for part in parts:
+        ids = _add_site(run, part)
+        placed.append(replace(part, flows=slice(int(ids[0]), int(ids[-1]) + 1) if ids.size else slice(0, 0)))
+    traffic_part = None
+    if traffic is not None:
+        flows, paths, changes, tfail, stalled = traffic
+        rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
+        latency = np.bincount(
+            paths.flow_of_entry, joined.latency_s[paths.link_ids], minlength=paths.flow_count
+        )
+        ids = run.add_flows(paths, flows.size_bytes, flows.start_s, rate_cap, latency_s=latency)
+        for change in changes:  # the traffic's own flow numbers, as run ids
+            run.apply(replace(change, flows=np.asarray(change.flows, dtype=np.int64) + int(ids[0])))
+        traffic_part = TrafficPart(flows, paths, slice(int(ids[0]), int(ids[-1]) + 1), tfail, stalled)
+    elif faults:
+        for change in _dead_gateway_changes(cloud, joined):
+            run.apply(change)
+    if driver is not None:
+        driver.attach(run, base.size)
+    try:
+        result = run.run()
+    except EngineError as err:
+        raise ScenarioError(f"faults: some flows can never finish ({err}); give the fault an until") from err
+    migrations = None
+    if driver is not None:
+        migrations = driver.outcome(result.events, result.finish_s, 0, 0.0)
+    return CloudRun(
+        cloud,
+        chosen.name,
+        faults,
+        plan,
+        joined,
+        tuple(placed),
+        traffic_part,
+        migrations,
+        tuple(failovers),
+        run.capacity_bps,
+        result.start_s,
+        result.finish_s,
+        result.events,
+    )
+
+
+def _as_scenario(cloud: CloudScenario) -> Scenario:
+    """A scenario carrying the cloud's routing (to load its strategy)."""
+    return Scenario(name=cloud.name, seed=cloud.seed, routing=cloud.routing)
+
+
+def _add_site(run: Run, part: SitePart) -> np.ndarray:
+    jobs = part.jobs
+    if not jobs.flow_count:
+        for change in jobs.changes:
+            run.apply(_change_to_run(change, part))
+        return np.empty(0, dtype=np.int64)
+    moved = replace(
+        jobs,
+        paths=part.paths_to_run(jobs.paths),
+        changes=[_change_to_run(c, part) for c in jobs.changes],
+    )
+    return moved.add_to(run)
+
+
+def _change_to_run(change, part: SitePart):  # noqa: ANN001, ANN202 - engine Change in, Change out
+    from cloudtwin.engine.simulator import Change
+
+    paths = None if change.paths is None else part.paths_to_run(change.paths)
+    return Change(change.time_s, part.to_run(change.link_ids), change.capacity_bps, change.flows, paths)
+
+
+class FederatedMigrationDriver(MigrationDriver):
+    """Live migrations between the sites of one cloud: a stream leaves its host through the
+    host's NIC tiers and the source site's fabric (routed by the strategy) to the active
+    gateway, crosses the WAN path to the destination site's active gateway and its fabric to
+    the new host. A gateway's failure stalls the streams through it until its failover is
+    over; then they take the standby. The VM's identity follows its federated network's
+    address mode (`identity_update_s`)."""
+
+    def __init__(
+        self,
+        cloud: CloudScenario,
+        plan: FederationPlan,
+        joined: SitesTopology,
+        parts: list[SitePart],
+        leg: LegRouter,
+        base_links: int,
+        failovers: list[Failover],
+    ) -> None:
+        self.cloud = cloud
+        self.joined = joined
+        self.parts = parts
+        self.leg = leg
+        self.failover_list = failovers
+        self.index = {p.name: p.index for p in parts}
+        mobility = _mobility(cloud, parts)
+        nic_bps = min(p.topology.nic_rate_bps for p in parts)
+        self._setup(
+            cloud.name, cloud.seed, mobility, lambda paths: paths, base_links, np.empty(0), nic_bps, None
+        )
+
+    def _path_bps(self, src_cloud: str, dst_cloud: str) -> float:
+        a, b = self.index[src_cloud], self.index[dst_cloud]
+        links = self._edge(a, b, np.zeros(self.base_links, dtype=bool))
+        capacity = self.sim_capacity[links] if links.size else np.array([np.inf])
+        return float(min(self.nic_bps, capacity.min()))
+
+    def _latency_s(self, src_cloud: str, dst_cloud: str) -> float:
+        a, b = self.index[src_cloud], self.index[dst_cloud]
+        links = self._edge(a, b, np.zeros(self.base_links, dtype=bool))
+        return float(self.joined.latency_s[links].sum())
+
+    def _options(self, job: MigrationJob, vm: VmSpec, path_bps: float, rtt_s: float) -> MigrationOptions:
+        options = options_of(job, path_bps, rtt_s)
+        return replace(options, overlay_update_s=identity_update_s(self.cloud, vm, job.to, self.joined))
+
+    def attach(self, run: Run, first_link: int) -> None:
+        self.sim_capacity = run.capacity_bps
+        super().attach(run, first_link)
+
+    def _edge(self, a: int, b: int, down: np.ndarray) -> np.ndarray:
+        """Gateway and WAN links from site a's border leaf to site b's (empty when a gateway pair
+        or the WAN path is down)."""
+        sa, sb = self.joined.sites[a], self.joined.sites[b]
+        ga, gb = _active(sa, down), _active(sb, down)
+        if ga is None or gb is None:
+            return np.empty(0, dtype=np.int64)
+        wan = self.joined.wan_path(a, b)
+        if down[wan].any():
+            return np.empty(0, dtype=np.int64)
+        return np.array(
+            [
+                sa.gateway_links[f"leaf->gw{ga}"],
+                sa.gateway_links[f"gw{ga}->wan"],
+                *wan,
+                sb.gateway_links[f"wan->gw{gb}"],
+                sb.gateway_links[f"gw{gb}->leaf"],
+            ],
+            dtype=np.int64,
+        )
+
+    def _path(
+        self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray
+    ) -> np.ndarray:
+        a, b = self.index[src_cloud], self.index[dst_cloud]
+        pa, pb = self.parts[a], self.parts[b]
+        edge = self._edge(a, b, down)
+        if not edge.size:
+            return np.empty(0, dtype=np.int64)
+        src = int(pa.topology.host_nics[src_host, 0])
+        dst = int(pb.topology.host_nics[dst_host, 0])
+        border_a = pa.layout.border_leaf - pa.layout.node0
+        border_b = pb.layout.border_leaf - pb.layout.node0
+        up = self.leg(a, src, border_proxy(pa.topology, border_a, src), -1)[:-1]
+        there = self.leg(b, border_proxy(pb.topology, border_b, dst), dst, -1)[1:]
+        path = np.concatenate(
+            (pa.to_run(np.array(up, dtype=np.int64)), edge, pb.to_run(np.array(there, dtype=np.int64)))
+        )
+        if down[path[path < down.size]].any():
+            return np.empty(0, dtype=np.int64)
+        return np.concatenate((path, pa.tier_links(src_host), pb.tier_links(dst_host))).astype(np.int64)
+
+    def _faults(self) -> None:
+        """Each gateway failure: the streams through it stall, and move to the standby once
+        its failover is over."""
+        for info in self.failover_list:
+            self.sim.schedule(info.at_s + info.total_s, partial(self._failed_over, info.at_s, info.site))
+
+    def _failed_over(self, at_s: float, site: str, now_s: float) -> None:
+        capacity = self.sim.link_capacity_bps
+        down = np.zeros(self.down.size, dtype=bool)
+        down[: self.base_links] = capacity[: self.base_links] <= 0
+        for live in self.live:
+            if (
+                live.migration.outcome == "running"
+                and live.flow >= 0
+                and down[live.path[live.path < down.size]].any()
+            ):
+                since = max(at_s, live.migration.start_s)
+                live.reroutes.append({"time_s": since, "event": f"stalled: gateway of {site} failed"})
+        self._move_streams(now_s, at_s, down)
+
+
+def _active(site: SiteLayout, down: np.ndarray) -> int | None:
+    for k in (0, 1):
+        if not down[[site.gateway_links[f"leaf->gw{k}"], site.gateway_links[f"gw{k}->wan"]]].any():
+            return k
+    return None
+
+
+def _quarantined(part: SitePart) -> set[int]:
+    """Hosts whose NIC failed measured boot: their site admits no VM there."""
+    return {host for host, _ in part.nic.quarantined} if part.nic is not None else set()
+
+
+def _mobility(cloud: CloudScenario, parts: list[SitePart]) -> Mobility:
+    """The sites as the clouds of the insularity protocol (every host of a site is its own)."""
+    clouds = [
+        CloudSpec(
+            name=p.name,
+            hosts=[h for h in range(p.topology.host_count) if h not in _quarantined(p)],
+            admission=cloud.mobility.admission.get(p.name, Admission()),
+        )
+        for p in parts
+    ]
+    return Mobility(clouds=tuple(clouds), vms=cloud.mobility.vms, migrations=cloud.mobility.migrations)

@@ -1,0 +1,202 @@
+# ruff: noqa: E501  (scenario text)
+"""One cloud on one run (twin/cloud.py): site jobs, federated traffic and migrations between
+sites, through the NICs, with gateway failover; the scenario's checks name the field."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cloudtwin.errors import ScenarioError
+from cloudtwin.mobility.plan import memory_of
+from cloudtwin.mobility.precopy import plan_migration
+from cloudtwin.scenario.cloud import load_cloud
+from cloudtwin.twin.cloud import run_cloud
+
+TWO_SITES = """
+name: pair
+seed: 5
+federation:
+  sites:
+    - name: east
+      fabric: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2, host_link: @HOSTLINK@, uplink: 100Gbps, latency: @LAT@}
+      tenants: [{name: web, vni: 10, hosts: "0-3", address: 10.0.0.10/24}]
+      gateway: {capacity: @GATEWAY@, border_leaf: 1}
+    - name: west
+      fabric: {kind: leaf-spine, leaves: 2, spines: 1, hosts_per_leaf: 2, host_link: @HOSTLINK@, uplink: 100Gbps, latency: @LAT@}
+      tenants: [{name: web, vni: 20, hosts: "0-3", address: 10.0.0.20/24}]
+  wan: [{between: [east, west], bandwidth: @WAN@, latency: @WANLAT@}]
+  networks: [{name: web, tenant: web, mode: @MODE@, sites: [east, west]}]
+mobility:
+  vms:
+    - {name: vm0, cloud: east, host: 0, network: web, memory: @MEMORY@, working_set: 128MiB, dirty_rate: @DIRTY@}
+  migrations:
+    - {vm: vm0, to: west}
+"""
+
+
+def _cloud(text: str = TWO_SITES, *overrides: str, **values: str):
+    fill = {
+        "HOSTLINK": "25Gbps",
+        "GATEWAY": "10Gbps",
+        "WAN": "40Gbps",
+        "MODE": "l2-stretch",
+        "MEMORY": "1GiB",
+        "DIRTY": "50MiB/s",
+        "WANLAT": "4ms",
+        "LAT": "1us",
+    }
+    fill.update(values)
+    for key, value in fill.items():
+        text = text.replace(f"@{key}@", value)
+    return load_cloud(text, "<test>", overrides)
+
+
+@settings(max_examples=10, deadline=None)
+@given(
+    host=st.sampled_from(["10Gbps", "25Gbps", "100Gbps"]),
+    gateway=st.sampled_from(["5Gbps", "20Gbps", "40Gbps"]),
+    wan=st.sampled_from(["2Gbps", "10Gbps", "50Gbps"]),
+    memory=st.sampled_from(["512MiB", "1GiB", "2GiB"]),
+    dirty=st.integers(1, 400),
+    mode=st.sampled_from(["l2-stretch", "global-nat"]),
+)
+def test_a_migration_across_the_federation_alone_equals_its_plan(
+    host, gateway, wan, memory, dirty, mode
+) -> None:
+    # no propagation delay on the path: the plan knows none (the engine adds it per round)
+    cloud = _cloud(
+        HOSTLINK=host,
+        GATEWAY=gateway,
+        WAN=wan,
+        MEMORY=memory,
+        DIRTY=f"{dirty}MiB/s",
+        MODE=mode,
+        WANLAT="0s",
+        LAT="0s",
+    )
+    run = run_cloud(cloud)
+    assert run.migrations is not None
+    (got,) = run.migrations.migrations
+    driver_path = run.capacity_bps  # the path's bottleneck: the host NIC, a gateway or the WAN, in payload
+    joined = run.joined
+    east, west = joined.sites
+    edge = [
+        east.gateway_links["leaf->gw0"],
+        east.gateway_links["gw0->wan"],
+        *joined.wan_path(0, 1),
+        west.gateway_links["wan->gw0"],
+        west.gateway_links["gw0->leaf"],
+    ]
+    bandwidth = min(float(driver_path[edge].min()), east.topology.nic_rate_bps)
+    latency = float(joined.latency_s[edge].sum())
+    from dataclasses import replace
+
+    from cloudtwin.mobility.plan import options_of
+    from cloudtwin.twin.cloud import identity_update_s
+
+    vm, job = cloud.mobility.vms[0], cloud.mobility.migrations[0]
+    options = replace(
+        options_of(job, bandwidth, 2 * latency), overlay_update_s=identity_update_s(cloud, vm, "west", joined)
+    )
+    want = plan_migration(memory_of(vm), options).to_dict()
+    for key in ("total_time_s", "downtime_s", "connectivity_downtime_s", "bytes"):
+        assert got[key] == pytest.approx(want[key], rel=1e-9, abs=1e-12), key
+    assert got["rounds"] == want["rounds"] and got["converged"] == want["converged"]
+
+
+def test_the_identity_follows_the_address_mode() -> None:
+    stretched = run_cloud(_cloud()).migrations.migrations[0]
+    # l2-stretch: the source site's gateway learns the new location one WAN crossing later
+    assert stretched["connectivity_downtime_s"] - stretched["downtime_s"] == pytest.approx(0.004, rel=1e-9)
+    natted = run_cloud(_cloud(MODE="global-nat")).migrations.migrations[0]
+    # global-nat: the NAT entries move with a route propagation (1 s by default)
+    assert natted["connectivity_downtime_s"] - natted["downtime_s"] == pytest.approx(1.0, rel=1e-12)
+
+
+def test_a_gateway_failover_stalls_the_stream_for_the_failover_time() -> None:
+    # nothing dirtied: one round, which the failover of east's gateway interrupts for 4.05 s
+    text = TWO_SITES.replace("dirty_rate: @DIRTY@", "dirty_rate: 0").replace(
+        "mobility:", "  gateway_faults: [{site: east, at: 0.2s}]\nmobility:"
+    )
+    cloud = _cloud(text)
+    clean, hit = run_cloud(cloud, faults=False), run_cloud(cloud, faults=True)
+    (failed,) = hit.failovers
+    assert failed.total_s == pytest.approx(3.0 + 0.05 + 0.0 + 1.0)
+    a, b = clean.migrations.migrations[0], hit.migrations.migrations[0]
+    assert a["rounds"] == b["rounds"] == 1
+    assert b["total_time_s"] == pytest.approx(a["total_time_s"] + failed.total_s, rel=1e-9)
+    events = [(e["time_s"], e["event"]) for e in b["path_events"]]
+    assert events == [(0.2, "stalled: gateway of east failed"), (pytest.approx(4.25), "re-routed")]
+
+
+def test_a_site_part_alone_equals_the_same_part_in_the_cloud_bit_for_bit() -> None:
+    # east's tenant stays on leaf 0 (hosts 0-1); the VM leaves host 2 on the border leaf 1
+    text = (
+        TWO_SITES.replace(
+            "      gateway: {capacity: @GATEWAY@, border_leaf: 1}",
+            "      gateway: {capacity: @GATEWAY@, border_leaf: 1}\n"
+            "      workloads: [{kind: perftest, pattern: all-to-all, size: 3GiB, tenants: [db]}]",
+        )
+        .replace(
+            'tenants: [{name: web, vni: 10, hosts: "0-3", address: 10.0.0.10/24}]',
+            'tenants: [{name: web, vni: 10, hosts: "2-3", address: 10.0.0.10/24},'
+            ' {name: db, vni: 11, hosts: "0-1", address: 10.9.0.10/24}]',
+        )
+        .replace("host: 0, network", "host: 2, network")
+    )
+    from cloudtwin.twin import run_scenario_jobs
+
+    cloud = _cloud(text)
+    run = run_cloud(cloud)
+    (east, _) = run.sites
+    alone = run_scenario_jobs(east.scenario).result.finish_s
+    assert alone.size and run.migrations.migrations[0]["converged"]
+    np.testing.assert_array_equal(run.finish_s[east.flows], alone)
+
+
+def test_the_hosts_nic_tiers_slow_a_migration_between_sites() -> None:
+    slow = TWO_SITES.replace(
+        "      gateway: {capacity: @GATEWAY@, border_leaf: 1}",
+        "      gateway: {capacity: @GATEWAY@, border_leaf: 1}\n"
+        "      nic: {profile: software-vswitch, functions: [{name: overlay}, {name: security-groups},"
+        " {name: conntrack}], packet_size: 128B}",
+    )
+    fast = run_cloud(_cloud(GATEWAY="100Gbps", WAN="100Gbps")).migrations.migrations[0]
+    slowed = run_cloud(_cloud(slow, GATEWAY="100Gbps", WAN="100Gbps")).migrations.migrations[0]
+    assert slowed["total_time_s"] > 1.5 * fast["total_time_s"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        (("cloud: east, host: 0", "cloud: north, host: 0"), "mobility.vms.0.cloud"),
+        (("sites: [east, west]}]", "sites: [east]}]"), "mobility.migrations.0.to"),
+        (("mode: @MODE@", "mode: l3-routed"), "mobility.migrations.0.to"),
+        (
+            ("mobility:", "  gateway_faults: [{site: south, at: 1s}]\nmobility:"),
+            "federation.gateway_faults.0.site",
+        ),
+        (("host: 0, network", "host: 9, network"), "mobility.vms.0.host"),
+        (("network: web, memory", "network: nope, memory"), "mobility.vms.0.network"),
+    ],
+)
+def test_bad_cloud_input_is_one_line_naming_the_field(change: tuple[str, str], field: str) -> None:
+    text = TWO_SITES.replace(*change)
+    with pytest.raises(ScenarioError) as caught:
+        _cloud(text)
+    message = str(caught.value)
+    assert "\n" not in message and f"{field}:" in message
+
+
+def test_l3_routed_moves_when_renumbering_is_allowed() -> None:
+    text = (
+        TWO_SITES.replace("mode: @MODE@", "mode: l3-routed")
+        .replace("mobility:\n", "mobility:\n  allow_renumbering: true\n")
+        .replace("address: 10.0.0.20/24", "address: 10.0.1.20/24")
+    )
+    (m,) = run_cloud(_cloud(text)).migrations.migrations
+    assert m["converged"]
+    assert m["connectivity_downtime_s"] - m["downtime_s"] == pytest.approx(1.0, rel=1e-12)
