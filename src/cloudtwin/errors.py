@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 __all__ = [
     "CloudtwinError",
     "AccessError",
@@ -20,11 +22,43 @@ __all__ = [
     "SweepError",
     "TopologyError",
     "WorkloadError",
+    "BAD_INPUT_EXIT_CODE",
+    "BAD_INPUT_STATUS",
+    "exit_code_of",
+    "status_of",
 ]
+
+#: A message that starts with a field path names it: `fabric.leaves: must be > 0`.
+_LEADING_FIELD = re.compile(r"^([\w.\[\]-]+):\s")
+
+#: The exit code of bad input, and the HTTP status of bad input without a status of its own.
+BAD_INPUT_EXIT_CODE = 2
+BAD_INPUT_STATUS = 400
 
 
 class CloudtwinError(Exception):
-    """Base of every error cloudtwin raises on bad input; the CLI maps it to exit code 2."""
+    """Base of every error cloudtwin raises on bad input; the CLI maps it to exit code 2.
+
+    `field` names the input at fault (`fabric.leaves`, `limit`), or is None when no one
+    field is: given as a keyword, or read once from a message that starts with a field
+    path (`"fabric.leaves: must be > 0"`). `status` is the HTTP status the service answers
+    with (400 unless a subclass or instance says otherwise); see `status_of`, `exit_code_of`.
+
+    >>> ScenarioError("fabric.leaves: must be > 0").field
+    'fabric.leaves'
+    >>> ScenarioError("x.yaml:3: fabric: unknown key", field="fabric").field
+    'fabric'
+    """
+
+    field: str | None
+    status: int = BAD_INPUT_STATUS
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        if field is None and args and isinstance(args[0], str):
+            match = _LEADING_FIELD.match(args[0])
+            field = match.group(1) if match else None
+        self.field = field
 
 
 class ScenarioError(CloudtwinError):
@@ -67,8 +101,8 @@ class LimitError(CloudtwinError):
     so each front end can say how to raise it in its own terms.
     """
 
-    def __init__(self, message: str, limit: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, limit: str, field: str | None = None) -> None:
+        super().__init__(message, field=field)
         self.limit = limit
 
 
@@ -77,10 +111,10 @@ class FederationError(CloudtwinError):
     conflicting VNIs); `field` names the offending field, the HTTP API answers 4xx with it."""
 
     def __init__(self, field: str, reason: str, status: int = 422) -> None:
-        self.field = field
+        super().__init__(f"{field}: {reason}", field=field)
+        self.field: str = field
         self.reason = reason
         self.status = status
-        super().__init__(f"{field}: {reason}")
 
 
 class AccessError(FederationError):
@@ -88,6 +122,8 @@ class AccessError(FederationError):
 
     def __init__(self, field: str, reason: str, status: int = 403) -> None:
         super().__init__(field, reason, status)
+
+
 class MobilityError(CloudtwinError):
     """A VM or live migration is described inconsistently (sizes, rates, unknown VM or site)."""
 
@@ -107,3 +143,14 @@ class SweepError(CloudtwinError):
 
 class ServiceError(CloudtwinError):
     """`cloudtwin serve` cannot start as asked (its port, for one)."""
+
+
+def exit_code_of(err: BaseException) -> int:
+    """The CLI's exit code for `err`: 2 for bad input (a CloudtwinError), 1 for anything else."""
+    return BAD_INPUT_EXIT_CODE if isinstance(err, CloudtwinError) else 1
+
+
+def status_of(err: BaseException) -> int:
+    """The HTTP status for `err`: a CloudtwinError's own (400 unless it says otherwise, as a
+    FederationError's 401/403/404/409/422 does), 500 for anything else."""
+    return err.status if isinstance(err, CloudtwinError) else 500

@@ -20,7 +20,7 @@ from fastapi.routing import APIRoute
 from pydantic import Field
 
 from cloudtwin import __version__
-from cloudtwin.errors import FederationError
+from cloudtwin.errors import FederationError, status_of
 from cloudtwin.intercloud.controller import FederationController
 from cloudtwin.intercloud.objects import (
     NetworkRequest,
@@ -40,7 +40,7 @@ class SiteCreate(SiteRequest):
     token: str | None = Field(None, min_length=16)
 
 
-def _error(status: int, field: str, reason: str) -> JSONResponse:
+def _error(status: int, field: str | None, reason: str) -> JSONResponse:
     # the service's error shape, so that the router reads the same mounted or alone
     return JSONResponse(status_code=status, content={"error": {"field": field, "message": reason}})
 
@@ -55,7 +55,7 @@ class _FederationRoute(APIRoute):
             try:
                 return await handler(request)
             except FederationError as err:
-                return _error(err.status, err.field, err.reason)
+                return _error(status_of(err), err.field, err.reason)
             except RequestValidationError as err:
                 first = err.errors()[0]
                 loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "header", "path", "query")]

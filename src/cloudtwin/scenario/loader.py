@@ -120,7 +120,8 @@ def scenario_from_data(
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(_describe(err, data, node, source)) from err
+        message, key = _describe(err, data, node, source)
+        raise ScenarioError(message, field=key or None) from err
 
 
 def check_hosts(data: Mapping[str, Any], source: str) -> None:
@@ -133,10 +134,12 @@ def check_hosts(data: Mapping[str, Any], source: str) -> None:
 
 def _describe(
     err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str
-) -> str:
+) -> tuple[str, str]:
+    """The one-line message of a validation error, and the key it names ("" when none)."""
     first = err.errors(include_url=False)[0]
     loc = _clean_loc(first["loc"], data)
     key = ".".join(str(p) for p in loc)
+    field = ""
     message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key"
@@ -149,6 +152,7 @@ def _describe(
         named = re.match(r"([A-Za-z_][\w.]*): ", message)
         if named:
             loc = [int(p) if p.isascii() and p.isdigit() else p for p in named.group(1).split(".")]
+            field = named.group(1)
     elif first["type"] == "value_error" and isinstance(first.get("input"), Mapping):
         # a nested model's own check naming one of its keys: `vms.0.working_set: reason`
         own = re.match(r"([A-Za-z_]\w*): ", message)
@@ -158,8 +162,8 @@ def _describe(
     line = _line_of(node, loc)
     where = f"{source}:{line}" if line else source
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
-        return f"{where}: {key}: {message}"
-    return f"{where}: {message}"
+        return f"{where}: {key}: {message}", key
+    return f"{where}: {message}", key or field
 
 
 def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:
