@@ -43,3 +43,20 @@ def test_one_mapper_gives_exit_codes_and_statuses() -> None:
     assert status_of(FederationError("name", "exists", 409)) == 409
     assert status_of(AccessError("token", "missing token", 401)) == 401
     assert status_of(RuntimeError("bug")) == 500
+
+
+def test_a_scenario_validation_error_names_its_key_as_its_field() -> None:
+    from pathlib import Path
+
+    from cloudtwin.scenario.federation import load_federation
+    from cloudtwin.scenario.loader import load_scenario
+
+    small = Path(__file__).parent / "service" / "small.yaml"
+    with pytest.raises(ScenarioError) as bad:
+        load_scenario(small.read_text(), "small.yaml", ["fabric.spinez=3"])
+    assert (bad.value.field, str(bad.value)) == ("fabric.spinez", "small.yaml:4: fabric.spinez: unknown key")
+    example = Path(__file__).parents[1] / "examples" / "intercloud.yaml"
+    with pytest.raises(ScenarioError) as federated:
+        load_federation(example.read_text(), "intercloud.yaml", ["underlay_mtuu=9000"])
+    assert federated.value.field == "underlay_mtuu"
+    assert str(federated.value) == "intercloud.yaml: underlay_mtuu: unknown key"

@@ -16,6 +16,7 @@ import pyarrow as pa
 
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import Document
 
 __all__ = ["RUNS_SCHEMA_VERSION", "FlowRows", "ensure_runs_schema", "list_runs", "load_run", "save_run"]
 
@@ -97,7 +98,7 @@ def _insert_flows(con: Any, run_id: int, flows: list[FlowRows]) -> None:
         _insert_arrow(con, "eval_flows", _flows_table(run_id, rows))
 
 
-def _insert_timelines(con: Any, run_id: int, document: dict[str, Any]) -> None:
+def _insert_timelines(con: Any, run_id: int, document: Document) -> None:
     for name, strategy in document["strategies"].items():
         timeline = strategy["resiliency"]["timeline"]
         table = pa.table(
@@ -112,7 +113,7 @@ def _insert_timelines(con: Any, run_id: int, document: dict[str, Any]) -> None:
         _insert_arrow(con, "eval_timelines", table)
 
 
-def save_run(store: Store, document: dict[str, Any], flows: list[FlowRows]) -> int:
+def save_run(store: Store, document: Document, flows: list[FlowRows]) -> int:
     """Store one evaluation (its results.json document and per-flow rows); its run id."""
     ensure_runs_schema(store)
     with store.transaction() as con:
@@ -150,7 +151,7 @@ def save_run(store: Store, document: dict[str, Any], flows: list[FlowRows]) -> i
     return run_id
 
 
-def list_runs(store: Store) -> list[dict[str, Any]]:
+def list_runs(store: Store) -> list[dict[str, object]]:
     """Every stored run, newest first: id, time, scenario, seed, strategies, recommendation."""
     if store.schema_version("runs") is None:
         return []
@@ -163,7 +164,7 @@ def list_runs(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def load_run(store: Store, run_id: int) -> dict[str, Any]:
+def load_run(store: Store, run_id: int) -> Document:
     """The results.json document of a run, plus its id and flow count."""
     if store.schema_version("runs") is None:
         raise StoreError(f"run {run_id}: the store holds no evaluation runs")
