@@ -24,6 +24,7 @@ from cloudtwin.errors import (
         (ScenarioError("x.yaml:3: fabric.spinez: unknown key", field="fabric.spinez"), "fabric.spinez"),
         (CloudtwinError(), None),
         (LimitError("limits.memory: 9 GB over 8 GB", "limits.memory"), "limits.memory"),
+        (LimitError("the scenario needs 9 GB, above limits.memory", "limits.memory"), "limits.memory"),
         (FederationError("sites.0", "unknown site 'x'"), "sites.0"),
     ],
 )

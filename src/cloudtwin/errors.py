@@ -98,12 +98,18 @@ class LimitError(CloudtwinError):
 
     The message gives the estimate and the limit; ``limit`` is the field that lifts it
     (a scenario key such as ``limits.memory``, or a parameter such as ``max_rows``),
-    so each front end can say how to raise it in its own terms.
+    so each front end can say how to raise it in its own terms. `field` is `limit` unless
+    given or named at the start of the message.
+
+    >>> LimitError("SQL returns more than 10 rows (max_rows)", "max_rows").field
+    'max_rows'
     """
 
     def __init__(self, message: str, limit: str, field: str | None = None) -> None:
         super().__init__(message, field=field)
         self.limit = limit
+        if self.field is None:
+            self.field = limit
 
 
 class FederationError(CloudtwinError):

@@ -17,6 +17,7 @@ from cloudtwin.service.models import (
 )
 from cloudtwin.store.database import Store
 from cloudtwin.store.documents import Document
+from cloudtwin.store.run_head import RunHead, StrategyHead
 from cloudtwin.store.run_pages import fct_quantiles, run_timelines
 
 __all__ = [
@@ -74,16 +75,16 @@ def migrations(document: Document) -> Table | None:
     return Table(header=header, rows=rows)
 
 
-def _strategy_summary(strategy: Document) -> StrategySummary:
-    res, cx = strategy["resiliency"], strategy["complexity"]
+def _strategy_summary(strategy: StrategyHead) -> StrategySummary:
+    res = strategy.resiliency
     return StrategySummary(
-        aggregate_gbps=strategy["performance"]["aggregate_gbps"],
-        ratio_to_first=strategy["performance"].get("ratio_to_first"),
-        recovered=res["recovered"],
-        time_to_recover_s=res["time_to_recover_s"],
-        dip=res["dip"],
-        bytes_delayed=res["bytes_delayed"],
-        complexity_score=cx["score"],
+        aggregate_gbps=strategy.performance.aggregate_gbps,
+        ratio_to_first=strategy.performance.ratio_to_first,
+        recovered=res.recovered,
+        time_to_recover_s=res.time_to_recover_s,
+        dip=res.dip,
+        bytes_delayed=res.bytes_delayed,
+        complexity_score=strategy.complexity.score,
     )
 
 
@@ -92,14 +93,15 @@ def compare_runs(store: Store, run_ids: list[int]) -> Comparison:
     runs = []
     for run_id in run_ids:
         document = run_document(store, run_id)
+        head = RunHead.of(document)
         runs.append(
             ComparedRun(
                 run_id=run_id,
-                scenario=document["scenario"],
-                seed=document["seed"],
-                created_at=document["created_at"],
-                recommendation=document.get("recommendation"),
-                strategies={n: _strategy_summary(s) for n, s in document["strategies"].items()},
+                scenario=head.scenario,
+                seed=head.seed,
+                created_at=document["created_at"],  # added by the store, beside the document
+                recommendation=head.recommendation,
+                strategies={n: _strategy_summary(s) for n, s in head.strategies.items()},
             )
         )
     return Comparison(runs=runs)
