@@ -68,7 +68,9 @@ class JobRequest(BaseModel):
 @router.get("/examples", tags=["jobs"], dependencies=[Depends(require_read)])
 def examples(config: Settings) -> ExampleList:
     """The shipped example scenarios a job can start from."""
-    return ExampleList(examples=[Example(**e.to_json()) for e in list_examples(config.examples_dir)])
+    shipped = list_examples(config.examples_dir)
+    examples = [Example(name=e.name, file=e.path.name, workload=e.workload) for e in shipped]
+    return ExampleList(examples=examples)
 
 
 @router.post("/jobs", status_code=202, dependencies=[Depends(require_token)])
