@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
@@ -23,12 +24,44 @@ __all__ = [
     "SweepError",
     "TopologyError",
     "WorkloadError",
+    "BAD_INPUT_EXIT_CODE",
+    "BAD_INPUT_STATUS",
+    "exit_code_of",
     "needs_extra",
+    "status_of",
 ]
+
+#: A message that starts with a field path names it: `fabric.leaves: must be > 0`.
+_LEADING_FIELD = re.compile(r"^([\w.\[\]-]+):\s")
+
+#: The exit code of bad input, and the HTTP status of bad input without a status of its own.
+BAD_INPUT_EXIT_CODE = 2
+BAD_INPUT_STATUS = 400
 
 
 class CloudtwinError(Exception):
-    """Base of every error cloudtwin raises on bad input; the CLI maps it to exit code 2."""
+    """Base of every error cloudtwin raises on bad input; the CLI maps it to exit code 2.
+
+    `field` names the input at fault (`fabric.leaves`, `limit`), or is None when no one
+    field is: given as a keyword, or read once from a message that starts with a field
+    path (`"fabric.leaves: must be > 0"`). `status` is the HTTP status the service answers
+    with (400 unless a subclass or instance says otherwise); see `status_of`, `exit_code_of`.
+
+    >>> ScenarioError("fabric.leaves: must be > 0").field
+    'fabric.leaves'
+    >>> ScenarioError("x.yaml:3: fabric: unknown key", field="fabric").field
+    'fabric'
+    """
+
+    field: str | None
+    status: int = BAD_INPUT_STATUS
+
+    def __init__(self, *args: object, field: str | None = None) -> None:
+        super().__init__(*args)
+        if field is None and args and isinstance(args[0], str):
+            match = _LEADING_FIELD.match(args[0])
+            field = match.group(1) if match else None
+        self.field = field
 
 
 class ScenarioError(CloudtwinError):
@@ -68,12 +101,18 @@ class LimitError(CloudtwinError):
 
     The message gives the estimate and the limit; ``limit`` is the field that lifts it
     (a scenario key such as ``limits.memory``, or a parameter such as ``max_rows``),
-    so each front end can say how to raise it in its own terms.
+    so each front end can say how to raise it in its own terms. `field` is `limit` unless
+    given or named at the start of the message.
+
+    >>> LimitError("SQL returns more than 10 rows (max_rows)", "max_rows").field
+    'max_rows'
     """
 
-    def __init__(self, message: str, limit: str) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, limit: str, field: str | None = None) -> None:
+        super().__init__(message, field=field)
         self.limit = limit
+        if self.field is None:
+            self.field = limit
 
 
 class FederationError(CloudtwinError):
@@ -81,10 +120,10 @@ class FederationError(CloudtwinError):
     conflicting VNIs); `field` names the offending field, the HTTP API answers 4xx with it."""
 
     def __init__(self, field: str, reason: str, status: int = 422) -> None:
-        self.field = field
+        super().__init__(f"{field}: {reason}", field=field)
+        self.field: str = field
         self.reason = reason
         self.status = status
-        super().__init__(f"{field}: {reason}")
 
 
 class AccessError(FederationError):
@@ -138,3 +177,14 @@ def needs_extra(
             raise
         hint = f"{what} needs the {extra} extra ({missing} is missing): pip install 'cloudtwin[{extra}]'"
         raise error(hint) from err
+
+
+def exit_code_of(err: BaseException) -> int:
+    """The CLI's exit code for `err`: 2 for bad input (a CloudtwinError), 1 for anything else."""
+    return BAD_INPUT_EXIT_CODE if isinstance(err, CloudtwinError) else 1
+
+
+def status_of(err: BaseException) -> int:
+    """The HTTP status for `err`: a CloudtwinError's own (400 unless it says otherwise, as a
+    FederationError's 401/403/404/409/422 does), 500 for anything else."""
+    return err.status if isinstance(err, CloudtwinError) else 500

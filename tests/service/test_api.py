@@ -87,7 +87,17 @@ def test_a_broken_uploaded_scenario_names_its_key(client: TestClient) -> None:
     answer = client.post("/api/jobs", json={"scenario_yaml": text}, headers=auth())
     assert answer.status_code == 400
     assert "fabric.leaves" in answer.json()["error"]["message"]
+    assert answer.json()["error"]["field"] == "fabric.leaves"
     assert client.get("/api/jobs").json()["jobs"] == []
+
+
+def test_an_unknown_scenario_key_answers_400_naming_the_field(client: TestClient) -> None:
+    text = SMALL.read_text().replace("spines: 2", "spines: 2\n  spinez: 3")
+    answer = client.post("/api/jobs", json={"scenario_yaml": text}, headers=auth())
+    assert answer.status_code == 400
+    assert answer.json()["error"] == {
+        "field": "fabric.spinez", "message": "scenario_yaml:8: fabric.spinez: unknown key"
+    }
 
 
 def test_changes_without_the_token_are_refused_and_write_nothing(client: TestClient, db: Path) -> None:

@@ -11,7 +11,7 @@ from cloudtwin import __version__
 from cloudtwin.cli import diagnose, evaluate, federate, logs, migrate, nccl, nic, results, train
 from cloudtwin.cli import run as run_commands
 from cloudtwin.cli import sweep as sweep_command
-from cloudtwin.errors import CloudtwinError
+from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
 
 app = typer.Typer(
     name="cloudtwin",
@@ -79,7 +79,7 @@ def main(argv: list[str] | None = None) -> int:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
     except CloudtwinError as err:
-        return _fail(str(err))
+        return _fail(str(err), exit_code_of(err))
     except typer.TyperException as err:  # a bad flag or argument, found while parsing
         return _usage_error(err)
     except (typer.Abort, KeyboardInterrupt):
@@ -92,16 +92,16 @@ def _usage_error(err: Exception) -> int:
     ctx = getattr(err, "ctx", None)
     if type(err).__name__ == "NoArgsIsHelpError" and ctx is not None:
         typer.echo(ctx.get_help())
-        return 2
+        return BAD_INPUT_EXIT_CODE
     where = f"{ctx.command_path}: " if ctx is not None else ""
     format_message = getattr(err, "format_message", None)
     return _fail(where + (format_message() if format_message is not None else str(err)))
 
 
-def _fail(message: str) -> int:
-    """One line on stderr, exit code 2."""
+def _fail(message: str, code: int = BAD_INPUT_EXIT_CODE) -> int:
+    """One line on stderr, exit code 2 (bad input)."""
     typer.echo(f"cloudtwin: error: {' '.join(message.split())}", err=True)
-    return 2
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

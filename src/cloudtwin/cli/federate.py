@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 import typer
 from rich.table import Table
@@ -55,6 +55,14 @@ def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
         raise ScenarioError(f"{path}: {err}") from err
 
 
+class _PlannedNetwork(TypedDict):
+    name: str
+    mode: str
+    federated_vni: int
+    sites: list[str]
+    endpoints: int
+
+
 def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = JSON) -> None:
     """Validate a multi-site scenario and show its plan: segments, endpoints, tunnels, tunnel cost.
 
@@ -62,7 +70,7 @@ def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = 
     """
     planned = _plan(scenario, overrides)
     summary = planned.summary()
-    networks: list[dict[str, Any]] = []
+    networks: list[_PlannedNetwork] = []
     for n, name in enumerate(planned.network_names):
         segs = planned.network_segments(n)
         networks.append(
@@ -93,7 +101,7 @@ def plan(scenario: Path = SCENARIO, overrides: list[str] = SET, as_json: bool = 
             str(net["endpoints"]),
         )
     stdout.print(table)
-    for mode, cost in summary["encapsulation"].items():  # type: ignore[attr-defined]
+    for mode, cost in summary["encapsulation"].items():
         stdout.print(
             f"{mode} over {cost['encapsulation']}: {cost['overhead_bytes']} header bytes, inner MTU "
             f"{cost['inner_mtu']}, MSS {cost['mss_bytes']}, goodput {cost['goodput_fraction']:.1%}"
@@ -104,7 +112,14 @@ def _tokens_path(state: Path) -> Path:
     return state.with_name(state.name + ".tokens")
 
 
-def _read_tokens(state: Path) -> dict[str, Any]:
+class _Tokens(TypedDict, total=False):
+    """The tokens file beside the state: the admin's token and each site's."""
+
+    admin: str
+    sites: dict[str, str]
+
+
+def _read_tokens(state: Path) -> _Tokens:
     path = _tokens_path(state)
     try:
         tokens = json.loads(path.read_text(encoding="utf-8"))
@@ -121,10 +136,10 @@ def _read_tokens(state: Path) -> dict[str, Any]:
         raise FederationError(
             "tokens", f"{path}: not a tokens file (an admin token and a sites mapping of tokens)"
         )
-    return dict(tokens)
+    return cast(_Tokens, dict(tokens))  # checked just above
 
 
-def _controller(state: Path) -> tuple[FederationController, dict[str, Any]]:
+def _controller(state: Path) -> tuple[FederationController, _Tokens]:
     from cloudtwin.store.federation import JsonFileStore
 
     tokens = _read_tokens(state)
@@ -271,6 +286,7 @@ def evaluate(
     from cloudtwin.twin.federation import simulate_federation
 
     run = simulate_federation(_plan(scenario, overrides))
+    # twin/'s summary is a JSON object (dict[str, object]); the table reads it key by key
     summary: dict[str, Any] = run.summary()
     if db is not None:
         from cloudtwin.diagnosis.federation import emit_federation

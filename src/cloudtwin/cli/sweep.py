@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal, TypedDict
 
 import typer
 from rich.console import Console
@@ -210,11 +210,19 @@ def _report(run: SweepRun, db: Path) -> str:
     )
 
 
-def _failures(points: list[Point], records: dict[str, PointRecord], run: SweepRun) -> list[dict[str, Any]]:
+class _Failure(TypedDict):
+    """A failed point as `--json` lists it."""
+
+    overrides: list[str]
+    status: Literal["error", "crash"]
+    error: str | None
+
+
+def _failures(points: list[Point], records: dict[str, PointRecord], run: SweepRun) -> list[_Failure]:
     """Every failed point of the sweep, in sweep order: those stored with their error (bad
     input found while running, this run or an earlier one) and those that crashed now."""
     crashed = dict(run.crashes)
-    failed: list[dict[str, Any]] = []
+    failed: list[_Failure] = []
     for point in points:
         record = records.get(point.key)
         if record is not None and record.status == "error":
@@ -229,7 +237,7 @@ def _failures(points: list[Point], records: dict[str, PointRecord], run: SweepRu
 _LISTED_FAILURES = 10
 
 
-def _print_failures(failures: list[dict[str, Any]]) -> None:
+def _print_failures(failures: list[_Failure]) -> None:
     for failure in failures[:_LISTED_FAILURES]:
         stdout.print(f"failed: {' '.join(failure['overrides'])}: {failure['error']}",
                      highlight=False, markup=False, soft_wrap=True)
@@ -238,7 +246,7 @@ def _print_failures(failures: list[dict[str, Any]]) -> None:
                      "every one)", highlight=False, soft_wrap=True)
 
 
-def _exit_for(failures: list[dict[str, Any]], points: int) -> None:
+def _exit_for(failures: list[_Failure], points: int) -> None:
     """Exit 1 if a point crashed (a bug, as an unexpected error is in every command),
     else 2 (SweepError) if a point failed on its input, after the results are out."""
     crashes = [f for f in failures if f["status"] == "crash"]

@@ -20,8 +20,14 @@ from fastapi.routing import APIRoute
 from pydantic import Field
 
 from cloudtwin import __version__
-from cloudtwin.errors import FederationError
-from cloudtwin.intercloud.controller import FederationController
+from cloudtwin.errors import FederationError, status_of
+from cloudtwin.intercloud.controller import (
+    FederationController,
+    NetworkView,
+    SegmentView,
+    SiteCreated,
+    SiteView,
+)
 from cloudtwin.intercloud.objects import (
     NetworkRequest,
     NetworkStatus,
@@ -40,7 +46,7 @@ class SiteCreate(SiteRequest):
     token: str | None = Field(None, min_length=16)
 
 
-def _error(status: int, field: str, reason: str) -> JSONResponse:
+def _error(status: int, field: str | None, reason: str) -> JSONResponse:
     # the service's error shape, so that the router reads the same mounted or alone
     return JSONResponse(status_code=status, content={"error": {"field": field, "message": reason}})
 
@@ -55,7 +61,7 @@ class _FederationRoute(APIRoute):
             try:
                 return await handler(request)
             except FederationError as err:
-                return _error(err.status, err.field, err.reason)
+                return _error(status_of(err), err.field, err.reason)
             except RequestValidationError as err:
                 first = err.errors()[0]
                 loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "header", "path", "query")]
@@ -80,24 +86,24 @@ def federation_router(controller: FederationController) -> APIRouter:
     Auth = Header(None, description="Bearer TOKEN (the admin's or the site's)")  # noqa: N806
 
     @api.get("/sites")
-    def list_sites() -> list[dict[str, Any]]:
+    def list_sites() -> list[SiteView]:
         """Every site (name, flavour, gateway address)."""
         return controller.sites()
 
     @api.post("/sites", status_code=201)
-    def add_site(body: SiteCreate, authorization: str | None = Auth) -> dict[str, Any]:
+    def add_site(body: SiteCreate, authorization: str | None = Auth) -> SiteCreated:
         """Register a site (admin); the answer holds the site's token, shown this once."""
         token = body.token or secrets.token_urlsafe(24)
         request = SiteRequest(name=body.name, flavour=body.flavour, gateway=body.gateway)
         return {**controller.add_site(_bearer(authorization), request, token), "token": token}
 
     @api.get("/networks")
-    def list_networks() -> list[dict[str, Any]]:
+    def list_networks() -> list[NetworkView]:
         """Every federated network."""
         return controller.networks()
 
     @api.post("/networks", status_code=201)
-    def create_network(body: NetworkRequest, authorization: str | None = Auth) -> dict[str, Any]:
+    def create_network(body: NetworkRequest, authorization: str | None = Auth) -> NetworkView:
         """A federated network (the admin, or a site of it)."""
         return controller.create_network(_bearer(authorization), body)
 
@@ -108,7 +114,7 @@ def federation_router(controller: FederationController) -> APIRouter:
         return Response(status_code=204)
 
     @api.post("/sites/{site}/segments", status_code=201)
-    def add_segment(site: str, body: SegmentRequest, authorization: str | None = Auth) -> dict[str, Any]:
+    def add_segment(site: str, body: SegmentRequest, authorization: str | None = Auth) -> SegmentView:
         """The site's consent: its tenant network joins a federated network."""
         return controller.add_segment(_bearer(authorization), site, body)
 

@@ -15,10 +15,10 @@ import hashlib
 import hmac
 import ipaddress
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from itertools import combinations
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -36,7 +36,18 @@ from cloudtwin.intercloud.objects import (
 )
 from cloudtwin.scenario.federation import DEFAULT_GLOBAL_POOL
 
-__all__ = ["DEFAULT_GATEWAY_POOL", "FederationController", "MemoryStore", "StateStore", "hash_token"]
+__all__ = [
+    "DEFAULT_GATEWAY_POOL",
+    "FederationController",
+    "MemoryStore",
+    "NetworkView",
+    "SegmentView",
+    "SiteCreated",
+    "SiteView",
+    "StateSnapshot",
+    "StateStore",
+    "hash_token",
+]
 
 DEFAULT_GATEWAY_POOL = "198.18.0.0/15"
 """Where gateway WAN addresses come from when a site does not give one (RFC 2544 test range)."""
@@ -45,12 +56,15 @@ STATE_VERSION = 1
 
 
 class StateStore(Protocol):
-    """Where the controller keeps its state: the edge (CLI, service) decides (a file, a database)."""
+    """Where the controller keeps its state: the edge (CLI, service) decides (a file, a database).
 
-    def load(self) -> dict[str, Any] | None:
+    The state is a JSON object: what `load` gives is checked (`check_state`) before use.
+    """
+
+    def load(self) -> Mapping[str, object] | None:
         """The saved state, or None when nothing was saved yet."""
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: Mapping[str, object]) -> None:
         """Replace the saved state with `state`, all or nothing."""
 
 
@@ -58,14 +72,14 @@ class MemoryStore:
     """A store in memory (tests, one-shot planning); `saves` counts the writes."""
 
     def __init__(self) -> None:
-        self.state: dict[str, Any] | None = None
+        self.state: dict[str, object] | None = None
         self.saves = 0
 
-    def load(self) -> dict[str, Any] | None:
+    def load(self) -> dict[str, object] | None:
         """A copy of the saved state."""
         return copy.deepcopy(self.state)
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: Mapping[str, object]) -> None:
         """Keep a JSON round-tripped copy (what a file would hold)."""
         self.state = json.loads(json.dumps(state))
         self.saves += 1
@@ -76,7 +90,7 @@ def hash_token(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def _empty(admin_hash: str) -> dict[str, Any]:
+def _empty(admin_hash: str) -> _State:
     return {
         "version": STATE_VERSION,
         "generation": 0,
@@ -91,6 +105,7 @@ def _empty(admin_hash: str) -> dict[str, Any]:
     }
 
 
+# The records of the state, their keys in the order the controller writes them.
 class _SiteRecord(TypedDict):
     flavour: str
     gateway: str
@@ -98,20 +113,22 @@ class _SiteRecord(TypedDict):
 
 
 class _NetworkRecord(TypedDict):
+    tenant: str
     mode: str
     sites: list[str]
-    tenant: str
     vni: int
 
 
-class _SegmentRecord(TypedDict):
+class SegmentView(TypedDict):
+    """A site's segment of a federated network (its consent), as kept and as the API shows it."""
+
+    network: str
+    tenant: str
+    vni: int
     address: str
     endpoints: int
-    global_block: str
-    network: str
     site: str
-    tenant: str
-    vni: int
+    global_block: str
 
 
 class _RealisedRecord(TypedDict):
@@ -124,6 +141,49 @@ class _ReportRecord(TypedDict):
     realised: list[_RealisedRecord]
 
 
+class SiteView(TypedDict):
+    """A site as the API shows it (never its token hash)."""
+
+    name: str
+    flavour: str
+    gateway: str
+
+
+class SiteCreated(SiteView):
+    """A site just registered, with its token (shown this once)."""
+
+    token: str
+
+
+class NetworkView(TypedDict):
+    """A federated network as the API shows it."""
+
+    name: str
+    tenant: str
+    mode: str
+    sites: list[str]
+    vni: int
+
+
+class _PublicSite(TypedDict):
+    flavour: str
+    gateway: str
+
+
+class StateSnapshot(TypedDict):
+    """The controller's state without token hashes (`federate status --json`, backups)."""
+
+    version: int
+    generation: int
+    next_gateway: int
+    next_global: int
+    global_pool: str
+    sites: dict[str, _PublicSite]
+    networks: dict[str, _NetworkRecord]
+    segments: dict[str, SegmentView]
+    reports: dict[str, _ReportRecord]
+
+
 class _State(TypedDict):
     version: int
     generation: int
@@ -133,25 +193,26 @@ class _State(TypedDict):
     global_pool: str
     sites: dict[str, _SiteRecord]
     networks: dict[str, _NetworkRecord]
-    segments: dict[str, _SegmentRecord]
+    segments: dict[str, SegmentView]
     reports: dict[str, _ReportRecord]
 
 
 _STATE = TypeAdapter(_State)
 
 
-def check_state(state: dict[str, Any]) -> None:
-    """FederationError naming the first field of a saved state that is missing, of the wrong
-    type, or refers to a site or network the state does not hold (a file edited by hand or
-    cut short must not crash the controller later, half-way through a change)."""
-    if state.get("version") != STATE_VERSION:
-        raise FederationError("state.version", f"unknown state version {state.get('version')!r}")
+def check_state(saved: Mapping[str, object]) -> _State:
+    """The saved state, typed; FederationError naming the first field of it that is missing,
+    of the wrong type, or refers to a site or network the state does not hold (a file edited
+    by hand or cut short must not crash the controller later, half-way through a change)."""
+    if saved.get("version") != STATE_VERSION:
+        raise FederationError("state.version", f"unknown state version {saved.get('version')!r}")
     try:
-        _STATE.validate_python(state, strict=True)
+        _STATE.validate_python(saved, strict=True)
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in ("state", *first["loc"]))
         raise FederationError(where, first["msg"].lower()) from err
+    state = cast(_State, saved)  # validated just above; kept as given (its key order, its lists)
     for name, network in state["networks"].items():
         for site in network["sites"]:
             if site not in state["sites"]:
@@ -171,6 +232,7 @@ def check_state(state: dict[str, Any]) -> None:
         ipaddress.IPv4Network(state["global_pool"])
     except ValueError as err:
         raise FederationError("state.global_pool", str(err)) from err
+    return state
 
 
 def _key(network: str, site: str) -> str:
@@ -184,16 +246,16 @@ class FederationController:
         if not admin_token:
             raise AccessError("token", "the controller needs an admin token", 401)
         self._store = store
-        state = store.load()
-        if state is None:
+        saved = store.load()
+        if saved is None:
             state = _empty(hash_token(admin_token))
             store.save(state)
         else:
-            check_state(state)
+            state = check_state(saved)
         if not hmac.compare_digest(state["admin"], hash_token(admin_token)):
             raise AccessError("token", "the admin token does not match the saved controller state", 403)
         self._state = state
-        self._working: dict[str, Any] | None = None
+        self._working: _State | None = None
 
     # -- transactions -------------------------------------------------------------------
     @contextmanager
@@ -212,7 +274,7 @@ class FederationController:
             self._working = None
 
     @property
-    def _s(self) -> dict[str, Any]:
+    def _s(self) -> _State:
         return self._working if self._working is not None else self._state
 
     # -- authorisation ------------------------------------------------------------------
@@ -233,7 +295,7 @@ class FederationController:
         if not self._is_admin(token):
             raise AccessError("token", "this token is not the federation admin's", 403)
 
-    def _site(self, token: str | None, site: str) -> dict[str, Any]:
+    def _site(self, token: str | None, site: str) -> _SiteRecord:
         if not token:
             raise AccessError("token", "missing token", 401)
         record = self._s["sites"].get(site)
@@ -244,7 +306,7 @@ class FederationController:
         return record
 
     # -- sites --------------------------------------------------------------------------
-    def add_site(self, admin_token: str | None, request: SiteRequest, site_token: str) -> dict[str, Any]:
+    def add_site(self, admin_token: str | None, request: SiteRequest, site_token: str) -> SiteView:
         """Register a site with the token its operator will use (only its hash is kept)."""
         self._admin(admin_token)
         with self.transaction():
@@ -275,27 +337,25 @@ class FederationController:
         self._s["next_gateway"] = index + 1
         return str(pool.network_address + index)
 
-    def site_view(self, name: str) -> dict[str, Any]:
+    def site_view(self, name: str) -> SiteView:
         """A site as the API shows it (never its token hash)."""
         record = self._s["sites"][name]
         return {"name": name, "flavour": record["flavour"], "gateway": record["gateway"]}
 
-    def sites(self) -> list[dict[str, Any]]:
+    def sites(self) -> list[SiteView]:
         """Every site."""
         return [self.site_view(n) for n in sorted(self._s["sites"])]
 
     # -- networks -----------------------------------------------------------------------
-    def create_network(self, token: str | None, request: NetworkRequest) -> dict[str, Any]:
+    def create_network(self, token: str | None, request: NetworkRequest) -> NetworkView:
         """A federated network (by the admin, or by a site taking part in it)."""
         self._network_auth(token, request.sites)
-        body = request.model_dump()
         with self.transaction():
             networks = self._s["networks"]
             existing = networks.get(request.name)
             if existing is not None:
-                same = all(
-                    existing[k] == (list(body[k]) if k == "sites" else body[k])
-                    for k in ("tenant", "mode", "sites")
+                same = (existing["tenant"], existing["mode"], existing["sites"]) == (
+                    request.tenant, request.mode, list(request.sites)
                 )
                 if same and request.vni in (None, existing["vni"]):
                     return self.network_view(request.name)
@@ -314,9 +374,7 @@ class FederationController:
                 )
             vni = request.vni if request.vni is not None else self._free_vni(used)
             networks[request.name] = {
-                **{k: v for k, v in body.items() if k != "name"},
-                "sites": list(request.sites),
-                "vni": vni,
+                "tenant": request.tenant, "mode": request.mode, "sites": list(request.sites), "vni": vni
             }
         return self.network_view(request.name)
 
@@ -347,22 +405,22 @@ class FederationController:
             for key in [k for k, seg in self._s["segments"].items() if seg["network"] == name]:
                 del self._s["segments"][key]
 
-    def _network(self, name: str, field: str = "network") -> dict[str, Any]:
+    def _network(self, name: str, field: str = "network") -> _NetworkRecord:
         network = self._s["networks"].get(name)
         if network is None:
             raise FederationError(field, f"unknown federated network {name!r}", 404)
         return network
 
-    def network_view(self, name: str) -> dict[str, Any]:
+    def network_view(self, name: str) -> NetworkView:
         """A federated network as the API shows it."""
         return {"name": name, **self._network(name)}
 
-    def networks(self) -> list[dict[str, Any]]:
+    def networks(self) -> list[NetworkView]:
         """Every federated network."""
         return [self.network_view(n) for n in sorted(self._s["networks"])]
 
     # -- segments (a site's consent) ----------------------------------------------------
-    def add_segment(self, token: str | None, site: str, request: SegmentRequest) -> dict[str, Any]:
+    def add_segment(self, token: str | None, site: str, request: SegmentRequest) -> SegmentView:
         """Site `site` consents: its tenant network joins the federated network."""
         self._site(token, site)
         network = self._network(request.network)
@@ -375,22 +433,28 @@ class FederationController:
                 "tenant",
                 f"{request.network!r} belongs to tenant {network['tenant']!r}, not {request.tenant!r}",
             )
-        body = request.model_dump()
         key = _key(request.network, site)
         with self.transaction():
             existing = self._s["segments"].get(key)
             if existing is not None:
-                if {k: existing[k] for k in body} == body:
+                asked = (request.network, request.tenant, request.vni, request.address, request.endpoints)
+                kept = (existing["network"], existing["tenant"], existing["vni"], existing["address"],
+                        existing["endpoints"])
+                if asked == kept:
                     return existing
                 raise FederationError(
                     "network", f"site {site!r} already has a segment of {request.network!r}", 409
                 )
             self._check_segment(site, network, request)
-            segment = {**body, "site": site, "global_block": self._global_block(network, request)}
+            segment: SegmentView = {
+                "network": request.network, "tenant": request.tenant, "vni": request.vni,
+                "address": request.address, "endpoints": request.endpoints, "site": site,
+                "global_block": self._global_block(network, request),
+            }
             self._s["segments"][key] = segment
         return segment
 
-    def _check_segment(self, site: str, network: dict[str, Any], request: SegmentRequest) -> None:
+    def _check_segment(self, site: str, network: _NetworkRecord, request: SegmentRequest) -> None:
         for seg in self._s["segments"].values():
             if seg["site"] == site and seg["vni"] == request.vni:
                 raise FederationError(
@@ -427,7 +491,7 @@ class FederationController:
                 "endpoints", f"{request.endpoints} endpoints from {request.address} do not fit {mine.subnet}"
             )
 
-    def _global_block(self, network: dict[str, Any], request: SegmentRequest) -> str:
+    def _global_block(self, network: _NetworkRecord, request: SegmentRequest) -> str:
         if network["mode"] != "global-nat":
             return ""
         if _span(request.address, 1).subnet.overlaps(ipaddress.IPv4Network(self._s["global_pool"])):
@@ -450,7 +514,7 @@ class FederationController:
         with self.transaction():
             self._s["segments"].pop(_key(network, site), None)
 
-    def segments(self, site: str | None = None) -> list[dict[str, Any]]:
+    def segments(self, site: str | None = None) -> list[SegmentView]:
         """Segments, all or of one site."""
         return [s for _, s in sorted(self._s["segments"].items()) if site is None or s["site"] == site]
 
@@ -467,7 +531,7 @@ class FederationController:
             segments=tuple(self._desired_segment(s) for s in sorted(mine, key=lambda s: s["network"])),
         )
 
-    def _desired_segment(self, segment: dict[str, Any]) -> DesiredSegment:
+    def _desired_segment(self, segment: SegmentView) -> DesiredSegment:
         network = self._s["networks"][segment["network"]]
         peers = []
         for other in self._s["segments"].values():
@@ -500,7 +564,7 @@ class FederationController:
         """An agent's account of what its site holds."""
         self._site(token, site)
         with self.transaction():
-            self._s["reports"][site] = report.model_dump(mode="json")
+            self._s["reports"][site] = cast(_ReportRecord, report.model_dump(mode="json"))
 
     # -- status -------------------------------------------------------------------------
     def status(self) -> list[NetworkStatus]:
@@ -508,13 +572,13 @@ class FederationController:
         return [self._status(name, n) for name, n in sorted(self._s["networks"].items())]
 
     def _realised(self, site: str, network: str) -> set[str]:
-        report = self._s["reports"].get(site, {})
-        for seg in report.get("realised", []):
+        report = self._s["reports"].get(site)
+        for seg in report["realised"] if report is not None else []:
             if seg["network"] == network:
                 return set(seg["peers"])
         return set()
 
-    def _status(self, name: str, network: dict[str, Any]) -> NetworkStatus:
+    def _status(self, name: str, network: _NetworkRecord) -> NetworkStatus:
         consented = tuple(s for s in network["sites"] if _key(name, s) in self._s["segments"])
         links: dict[str, str] = {}
         for a, b in combinations(network["sites"], 2):
@@ -539,13 +603,14 @@ class FederationController:
             interconnections=links,
         )
 
-    def snapshot(self) -> dict[str, Any]:
+    def snapshot(self) -> StateSnapshot:
         """The state without token hashes (for `status --json` and backups)."""
         state = copy.deepcopy(self._state)
-        state.pop("admin")
-        for site in state["sites"].values():
-            site.pop("token")
-        return state
+        public: dict[str, object] = {k: v for k, v in state.items() if k != "admin"}
+        public["sites"] = {
+            n: _PublicSite(flavour=s["flavour"], gateway=s["gateway"]) for n, s in state["sites"].items()
+        }
+        return cast(StateSnapshot, public)  # the state's keys in its order, less the hashes
 
 
 class _Span:

@@ -15,8 +15,10 @@ inside a VXLAN header of its own, so the two overheads add up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TypedDict
 
 __all__ = [
+    "CostJson",
     "ETHERNET_HEADER_BYTES",
     "IPV4_HEADER_BYTES",
     "TCP_HEADER_BYTES",
@@ -106,6 +108,18 @@ def goodput_fraction(
     return payload / (underlay_mtu + framing_bytes)
 
 
+class CostJson(TypedDict):
+    """An encapsulation cost as JSON (`federate plan --json`)."""
+
+    encapsulation: str
+    overhead_bytes: int
+    inner_mtu: int
+    mss_bytes: int
+    goodput_fraction: float
+    mss_clamping: bool
+    flags: list[str]
+
+
 @dataclass(frozen=True)
 class EncapsulationCost:
     """The cost of one federated network's tunnel, as reported by the planner."""
@@ -126,7 +140,7 @@ class EncapsulationCost:
             f"without MSS clamping: TCP black-holes or fragments them"
         ]
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> CostJson:
         """A JSON-ready summary."""
         return {
             "encapsulation": self.encapsulation,

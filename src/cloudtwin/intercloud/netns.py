@@ -39,6 +39,8 @@ class IpRunner:
         """`ip [-n NS] ARGV`."""
         return self.run("ip", *(("-n", namespace) if namespace else ()), *argv, check=check)
 
+    # iproute2's JSON as parsed: its keys depend on the object and the kernel (linkinfo,
+    # info_data, ifalias...), read key by key by the linux adapter
     def json(self, namespace: str | None, *argv: str) -> list[dict[str, Any]]:
         """`ip -j [-n NS] ARGV` parsed (empty when the namespace is gone)."""
         text = self.run("ip", "-j", *(("-n", namespace) if namespace else ()), *argv, check=False)

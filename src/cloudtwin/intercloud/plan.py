@@ -12,6 +12,7 @@ import ipaddress
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import TypedDict
 
 import numpy as np
 from pydantic import ValidationError
@@ -20,10 +21,10 @@ from scipy.sparse.csgraph import connected_components
 
 from cloudtwin.errors import FederationError
 from cloudtwin.intercloud.addressing import allocate_global, check_mode_rules
-from cloudtwin.intercloud.encapsulation import EncapsulationCost, encapsulation_cost
+from cloudtwin.intercloud.encapsulation import CostJson, EncapsulationCost, encapsulation_cost
 from cloudtwin.scenario.federation import ADDRESS_MODES, FederationScenario
 
-__all__ = ["FIRST_FEDERATED_VNI", "FederationPlan", "plan_federation"]
+__all__ = ["FIRST_FEDERATED_VNI", "FederationPlan", "PlanSummary", "plan_federation"]
 
 FIRST_FEDERATED_VNI = 10_000
 """Federation-wide tunnel VNIs that the planner assigns start here."""
@@ -32,6 +33,21 @@ FIRST_FEDERATED_VNI = 10_000
 def ip_text(value: int) -> str:
     """Dotted-quad text of an integer IPv4 address."""
     return str(ipaddress.IPv4Address(int(value)))
+
+
+class PlanSummary(TypedDict):
+    """A plan's counts (`federate plan --json`): sites, networks, segments, endpoints, tunnels,
+    networks per address mode, and each encapsulation's cost."""
+
+    name: str
+    sites: int
+    federated_networks: int
+    segments: int
+    federated_segments: int
+    endpoints: int
+    tunnels: int
+    modes: dict[str, int]
+    encapsulation: dict[str, CostJson]
 
 
 @dataclass(frozen=True, eq=False)
@@ -108,7 +124,7 @@ class FederationPlan:
         sizes = np.bincount(self.seg_network[self.seg_network >= 0], minlength=len(self.network_names))
         return int((sizes * (sizes - 1) // 2).sum())
 
-    def summary(self) -> dict[str, object]:
+    def summary(self) -> PlanSummary:
         """Counts for reports and `--json`."""
         modes = {m: int(np.count_nonzero(self.network_mode == i)) for i, m in enumerate(ADDRESS_MODES)}
         return {

@@ -22,7 +22,7 @@ from cloudtwin.scenario.cluster import Cluster
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.federation import FederationScenario, Site
 from cloudtwin.scenario.limits import Limits
-from cloudtwin.scenario.loader import _describe, apply_overrides, check_hosts, parse_yaml
+from cloudtwin.scenario.loader import apply_overrides, check_hosts, parse_yaml, validation_error
 from cloudtwin.scenario.mobility import Admission, MigrationJob, VmSpec
 from cloudtwin.scenario.model import Job, Routing, Scenario, Workload
 from cloudtwin.scenario.nic import Nic
@@ -238,4 +238,4 @@ def load_cloud(text: str, source: str = "<scenario>", overrides: Iterable[str] =
     try:
         return CloudScenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(_describe(err, data, node, source)) from err
+        raise validation_error(err, data, node, source) from err

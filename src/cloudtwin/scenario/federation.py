@@ -11,12 +11,18 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.scenario.loader import _describe, apply_overrides, check_hosts, parse_yaml
+from cloudtwin.scenario.loader import (
+    YamlMapping,
+    apply_overrides,
+    check_hosts,
+    parse_yaml,
+    validation_error,
+)
 from cloudtwin.scenario.model import Fabric, Hosts, LeafSpineFabric, Scenario, Tenant
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
@@ -232,13 +238,13 @@ def load_federation(
     try:
         return FederationScenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(_describe(err, data, node, source)) from err
+        raise validation_error(err, data, node, source) from err
 
 
-def federation_from_dict(data: dict[str, Any], source: str = "<federation>") -> FederationScenario:
+def federation_from_dict(data: YamlMapping, source: str = "<federation>") -> FederationScenario:
     """Validate an already parsed mapping (e.g. an HTTP request body)."""
     check_hosts(data, source)
     try:
         return FederationScenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(_describe(err, data, None, source)) from err
+        raise validation_error(err, data, None, source) from err

@@ -17,13 +17,25 @@ from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import Scenario, check_listed_hosts
 from cloudtwin.scenario.safe_yaml import load_yaml
 
-__all__ = ["apply_overrides", "check_hosts", "load_scenario", "parse_yaml", "scenario_from_data"]
+__all__ = [
+    "YamlMapping",
+    "apply_overrides",
+    "check_hosts",
+    "load_scenario",
+    "parse_yaml",
+    "scenario_from_data",
+    "validation_error",
+]
+
+#: A YAML document's top mapping as parsed: any keys, any values, until the pydantic models
+#: validate it (overrides are applied to it before that, so it stays untyped here).
+YamlMapping = dict[str, Any]
 
 _DISCRIMINATED = ("fabric", "workload")
 _DEFAULT_KIND = {"fabric": "leaf-spine", "workload": "perftest"}
 
 
-def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], yaml.Node | None]:
+def parse_yaml(text: str, source: str = "<scenario>") -> tuple[YamlMapping, yaml.Node | None]:
     """The mapping in `text` and its node tree (for line numbers); ScenarioError if broken."""
     data, node = load_yaml(text, source)
     if data is None:
@@ -35,7 +47,7 @@ def parse_yaml(text: str, source: str = "<scenario>") -> tuple[dict[str, Any], y
     return data, node
 
 
-def apply_overrides(data: dict[str, Any], overrides: Iterable[str]) -> dict[str, Any]:
+def apply_overrides(data: YamlMapping, overrides: Iterable[str]) -> YamlMapping:
     """A copy of `data` with each `a.b.c=value` applied; values are read as YAML scalars.
 
     >>> apply_overrides({"fabric": {"leaves": 16}}, ["fabric.leaves=8", "seed=7"])
@@ -65,7 +77,7 @@ def _deep_copy(value: Any) -> Any:
     return value
 
 
-def _set_path(data: dict[str, Any], parts: list[str], value: Any, key: str) -> None:
+def _set_path(data: YamlMapping, parts: list[str], value: Any, key: str) -> None:
     target: Any = data
     for depth, part in enumerate(parts[:-1]):
         here = ".".join(parts[: depth + 1])
@@ -108,7 +120,7 @@ def load_scenario(text: str, source: str = "<scenario>", overrides: Iterable[str
 
 
 def scenario_from_data(
-    data: dict[str, Any], node: yaml.Node | None, source: str = "<scenario>", overrides: Iterable[str] = ()
+    data: YamlMapping, node: yaml.Node | None, source: str = "<scenario>", overrides: Iterable[str] = ()
 ) -> Scenario:
     """Validate parsed YAML (see `parse_yaml`) with overrides: what `load_scenario` does after
     parsing, for callers that validate many override sets against one parsed file."""
@@ -120,7 +132,7 @@ def scenario_from_data(
     try:
         return Scenario.model_validate(data)
     except ValidationError as err:
-        raise ScenarioError(_describe(err, data, node, source)) from err
+        raise validation_error(err, data, node, source) from err
 
 
 def check_hosts(data: Mapping[str, Any], source: str) -> None:
@@ -131,12 +143,23 @@ def check_hosts(data: Mapping[str, Any], source: str) -> None:
         raise ScenarioError(f"{source}: {err}") from err
 
 
+def validation_error(
+    err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str
+) -> ScenarioError:
+    """The one-line ScenarioError of a pydantic error: it names the source, the key (its
+    `field`), the line when known, and the reason."""
+    message, key = _describe(err, data, node, source)
+    return ScenarioError(message, field=key or None)
+
+
 def _describe(
     err: ValidationError, data: Mapping[str, Any], node: yaml.Node | None, source: str
-) -> str:
+) -> tuple[str, str]:
+    """The one-line message of a validation error, and the key it names ("" when none)."""
     first = err.errors(include_url=False)[0]
     loc = _clean_loc(first["loc"], data)
     key = ".".join(str(p) for p in loc)
+    field = ""
     message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key"
@@ -149,6 +172,7 @@ def _describe(
         named = re.match(r"([A-Za-z_][\w.]*): ", message)
         if named:
             loc = [int(p) if p.isascii() and p.isdigit() else p for p in named.group(1).split(".")]
+            field = named.group(1)
     elif first["type"] == "value_error" and isinstance(first.get("input"), Mapping):
         # a nested model's own check naming one of its keys: `vms.0.working_set: reason`
         own = re.match(r"([A-Za-z_]\w*): ", message)
@@ -158,8 +182,8 @@ def _describe(
     line = _line_of(node, loc)
     where = f"{source}:{line}" if line else source
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
-        return f"{where}: {key}: {message}"
-    return f"{where}: {message}"
+        return f"{where}: {key}: {message}", key
+    return f"{where}: {message}", key or field
 
 
 def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:

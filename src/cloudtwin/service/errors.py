@@ -2,37 +2,43 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from typing_extensions import TypedDict
 
-from cloudtwin.errors import CloudtwinError
+from cloudtwin.errors import CloudtwinError, ServiceError, status_of
 
-__all__ = ["ApiError", "error_body", "install_error_handlers"]
-
-_FIELD = re.compile(r"^([\w.\[\]-]+):\s")
+__all__ = ["ApiError", "ErrorBody", "error_body", "install_error_handlers"]
 
 
-class ApiError(Exception):
+class ApiError(ServiceError):
     """A request the service refuses: its HTTP status, the field at fault and why."""
 
     def __init__(self, status: int, field: str | None, message: str) -> None:
-        super().__init__(message)
-        self.status, self.field, self.message = status, field, message
+        super().__init__(message, field=field)
+        self.status, self.message = status, message
 
 
-def error_body(field: str | None, message: str) -> dict[str, Any]:
+class ErrorDetail(TypedDict):
+    """What went wrong: the field at fault (None when no one field is) and the message."""
+
+    field: str | None
+    message: str
+
+
+class ErrorBody(TypedDict):
+    """Every error answer: `{"error": {"field": ..., "message": ...}}`."""
+
+    error: ErrorDetail
+
+
+def error_body(field: str | None, message: str) -> ErrorBody:
     """`{"error": {"field": ..., "message": ...}}`."""
     return {"error": {"field": field, "message": message}}
-
-
-def _field_of(message: str) -> str | None:
-    match = _FIELD.match(message)
-    return match.group(1) if match else None
 
 
 def _validation_field(loc: tuple[Any, ...]) -> str:
@@ -40,15 +46,11 @@ def _validation_field(loc: tuple[Any, ...]) -> str:
     return ".".join(parts) or "body"
 
 
-async def _api_error(_: Request, err: Exception) -> JSONResponse:
-    assert isinstance(err, ApiError)
-    headers = {"WWW-Authenticate": "Bearer"} if err.status == 401 else None
-    return JSONResponse(error_body(err.field, err.message), err.status, headers=headers)
-
-
 async def _cloudtwin_error(_: Request, err: Exception) -> JSONResponse:
-    message = str(err)
-    return JSONResponse(error_body(_field_of(message), message), 400)
+    assert isinstance(err, CloudtwinError)
+    status = status_of(err)
+    headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+    return JSONResponse(error_body(err.field, str(err)), status, headers=headers)
 
 
 async def _validation_error(_: Request, err: Exception) -> JSONResponse:
@@ -69,7 +71,6 @@ async def _internal_error(_: Request, err: Exception) -> JSONResponse:
 
 def install_error_handlers(app: FastAPI) -> None:
     """Map every error to its JSON answer."""
-    app.add_exception_handler(ApiError, _api_error)
     app.add_exception_handler(CloudtwinError, _cloudtwin_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)

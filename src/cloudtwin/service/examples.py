@@ -21,9 +21,6 @@ class Example:
     path: Path
     workload: str
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "file": self.path.name, "workload": self.workload}
-
 
 def default_examples_dir() -> Path | None:
     """`cloudtwin/examples` in an installed wheel, else `examples/` of a source checkout."""

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
+from cloudtwin.service.models import Fabric, FabricNode
 from cloudtwin.store.database import Store
 
 __all__ = ["Fabric", "read_fabric"]
@@ -13,21 +11,10 @@ __all__ = ["Fabric", "read_fabric"]
 _TIER = {"host": 0, "nic": 1, "leaf": 2, "tor": 2, "agg": 3, "spine": 3, "core": 4}
 
 
-@dataclass(frozen=True)
-class Fabric:
-    """Nodes with a position, and cables (undirected node pairs)."""
-
-    nodes: list[dict[str, Any]]
-    cables: list[tuple[str, str]]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"nodes": self.nodes, "cables": [list(c) for c in self.cables]}
-
-
 def read_fabric(store: Store) -> Fabric:
     """The nodes and cables of the twin run in the store (empty when there is none)."""
     if store.schema_version("twin") is None:
-        return Fabric([], [])
+        return Fabric(nodes=[], cables=[])
     nodes = store.query("SELECT name, kind FROM twin_nodes ORDER BY node")[1]
     pairs = store.query(
         "SELECT DISTINCT least(src, dst), greatest(src, dst) FROM twin_links ORDER BY 1, 2"
@@ -42,5 +29,5 @@ def read_fabric(store: Store) -> Fabric:
     for tier, names in sorted(tiers.items()):
         step = widest / len(names)
         for i, name in enumerate(names):
-            placed.append({"name": name, "kind": kinds[name], "x": round((i + 0.5) * step, 3), "y": tier})
-    return Fabric(placed, [(a, b) for a, b in pairs])
+            placed.append(FabricNode(name=name, kind=kinds[name], x=round((i + 0.5) * step, 3), y=tier))
+    return Fabric(nodes=placed, cables=[(a, b) for a, b in pairs])

@@ -15,11 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TypedDict
 
 from cloudtwin.errors import CloudtwinError
+from cloudtwin.service.models import JobDetail, JobSummary, JsonObject
 
-__all__ = ["Job", "JobCancelled", "JobQueue", "JobState", "Progress"]
+__all__ = ["Job", "JobCancelled", "JobQueue", "JobState", "Progress", "Work"]
 
 #: How many finished jobs are kept for listing; older ones are forgotten.
 KEEP_FINISHED = 200
@@ -40,7 +41,7 @@ class JobCancelled(Exception):
 #: progress(stage, done, total), as the use cases report it.
 Progress = Callable[[str, int, int], None]
 #: The work of a job: given a progress callback, returns its JSON result.
-Work = Callable[[Progress], dict[str, Any]]
+Work = Callable[[Progress], JsonObject]
 
 
 @dataclass(eq=False)
@@ -59,7 +60,7 @@ class Job:
     stages_done: int = 0
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
-    result: dict[str, Any] | None = None
+    result: JsonObject | None = None
     error: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
 
@@ -81,9 +82,16 @@ class Job:
             self.stage = stage
         self.stage_done, self.stage_total = done, total
 
-    def to_json(self, with_result: bool = True) -> dict[str, Any]:
-        """The job as the API shows it."""
-        out: dict[str, Any] = {
+    def summary(self) -> JobSummary:
+        """The job as the API lists it (without its result)."""
+        return JobSummary(**self._fields())
+
+    def detail(self) -> JobDetail:
+        """The job as the API shows it, with its result."""
+        return JobDetail(**self._fields(), result=self.result)
+
+    def _fields(self) -> _JobFields:
+        return {
             "job_id": self.job_id,
             "kind": self.kind,
             "scenario": self.scenario,
@@ -95,9 +103,19 @@ class Job:
             "finished_at": self.finished_at.isoformat() if self.finished_at else None,
             "error": self.error,
         }
-        if with_result:
-            out["result"] = self.result
-        return out
+
+
+class _JobFields(TypedDict):
+    job_id: int
+    kind: str
+    scenario: str
+    state: str
+    progress: float
+    stage: str | None
+    stages: list[str]
+    created_at: str
+    finished_at: str | None
+    error: str | None
 
 
 class JobQueue:

@@ -5,7 +5,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["finite_json"]
+__all__ = ["Document", "finite_json"]
+
+#: A result document as parsed from JSON (a results.json, a command's `--json` output): its
+#: schema belongs to the layer that wrote it, so it is read here as JSON, key by key.
+Document = dict[str, Any]
 
 
 def finite_json(value: Any) -> Any:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from cloudtwin.errors import FederationError
 
@@ -20,7 +20,7 @@ class JsonFileStore:
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    def load(self) -> dict[str, Any] | None:
+    def load(self) -> dict[str, object] | None:
         """The saved state, or None when there is no file yet."""
         try:
             text = self.path.read_text(encoding="utf-8")
@@ -44,9 +44,9 @@ class JsonFileStore:
             ) from err
         if not isinstance(state, dict):
             raise FederationError("state", f"{self.path}: not a controller state file")
-        return state
+        return state  # a JSON object as parsed: the controller checks it (check_state)
 
-    def save(self, state: dict[str, Any]) -> None:
+    def save(self, state: Mapping[str, object]) -> None:
         """Replace the file, all or nothing."""
         if self.path.is_dir():
             raise FederationError("state", f"{self.path}: is a folder; give a file name")

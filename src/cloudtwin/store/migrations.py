@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TypedDict
 
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import Document
 
-__all__ = ["MIGRATIONS_SCHEMA_VERSION", "list_migration_runs", "save_migration_run"]
+__all__ = ["MIGRATIONS_SCHEMA_VERSION", "MigrationRunRow", "list_migration_runs", "save_migration_run"]
 
 MIGRATIONS_SCHEMA_VERSION = 1
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
@@ -37,9 +38,7 @@ def _ensure(store: Store) -> None:
     store.ensure_schema("migrations", MIGRATIONS_SCHEMA_VERSION, _DDL)
 
 
-def save_migration_run(
-    store: Store, scenario: str, document: dict[str, Any], logs: list[dict[str, Any]]
-) -> int:
+def save_migration_run(store: Store, scenario: str, document: Document, logs: list[Document]) -> int:
     """Store a `migrate run` result and each cloud's log; returns the run id."""
     from cloudtwin.store.ops_ingest import ingest_records
 
@@ -91,13 +90,29 @@ def save_migration_run(
     return run_id
 
 
-def list_migration_runs(store: Store) -> list[dict[str, Any]]:
+class MigrationRunRow(TypedDict):
+    """One migration of a stored `migrate run`."""
+
+    run_id: int
+    scenario: str
+    vm: str
+    converged: bool
+    total_time_s: float
+    downtime_s: float
+    rounds: int
+
+
+def list_migration_runs(store: Store) -> list[MigrationRunRow]:
     """Stored migration runs, newest first, with per-migration outcomes (none yet: empty)."""
     if store.schema_version("migrations") is None:
         return []
     _ensure(store)
-    columns, rows = store.query(
+    _, rows = store.query(
         "SELECT r.run_id, r.scenario, m.vm, m.converged, m.total_time_s, m.downtime_s, m.rounds "
         "FROM mig_runs r JOIN mig_migrations m USING (run_id) ORDER BY r.run_id DESC, m.vm"
     )
-    return [dict(zip(columns, row, strict=True)) for row in rows]
+    return [
+        MigrationRunRow(run_id=r[0], scenario=r[1], vm=r[2], converged=r[3], total_time_s=r[4],
+                        downtime_s=r[5], rounds=r[6])
+        for r in rows
+    ]

@@ -4,11 +4,13 @@ throughput timelines and flow completion times, summarised in the database."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
+
+from typing_extensions import TypedDict
 
 from cloudtwin.store.database import Store
 
-__all__ = ["RUN_SORT_KEYS", "RunFilter", "RunPage", "fct_quantiles", "page_runs", "run_timelines"]
+__all__ = ["RUN_SORT_KEYS", "RunFilter", "RunPage", "RunRow", "fct_quantiles", "page_runs", "run_timelines"]
 
 RunSortKey = Literal["run_id", "created_at", "scenario", "seed", "strategies"]
 RUN_SORT_KEYS: tuple[str, ...] = ("run_id", "created_at", "scenario", "seed", "strategies")
@@ -38,12 +40,23 @@ class RunFilter:
         return " AND ".join(clauses), params
 
 
+class RunRow(TypedDict):
+    """One stored run in a list: when, what, and the recommendation it made."""
+
+    run_id: int
+    created_at: str
+    scenario: str
+    seed: int
+    strategies: str
+    recommendation: str | None
+
+
 @dataclass(frozen=True)
 class RunPage:
     """One page of runs and how many match in all."""
 
     total: int
-    runs: list[dict[str, Any]]
+    runs: list[RunRow]
 
 
 def page_runs(
@@ -62,12 +75,16 @@ def page_runs(
     clause, params = where.where()
     order = "DESC" if descending else "ASC"
     total = store.query(f"SELECT count(*) FROM eval_runs WHERE {clause}", params)[1][0][0]
-    columns, rows = store.query(
+    _, rows = store.query(
         f"SELECT {_COLUMNS} FROM eval_runs WHERE {clause} "
         f"ORDER BY {sort} {order}, run_id {order} LIMIT ? OFFSET ?",
         [*params, int(limit), int(offset)],
     )
-    runs = [{**dict(zip(columns, row, strict=True)), "created_at": str(row[1])} for row in rows]
+    runs = [
+        RunRow(run_id=r[0], created_at=str(r[1]), scenario=r[2], seed=r[3], strategies=r[4],
+               recommendation=r[5])
+        for r in rows
+    ]
     return RunPage(int(total), runs)
 
 

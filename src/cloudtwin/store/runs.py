@@ -16,6 +16,8 @@ import pyarrow as pa
 
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import Document
+from cloudtwin.store.run_head import RunHead
 
 __all__ = ["RUNS_SCHEMA_VERSION", "FlowRows", "ensure_runs_schema", "list_runs", "load_run", "save_run"]
 
@@ -97,23 +99,24 @@ def _insert_flows(con: Any, run_id: int, flows: list[FlowRows]) -> None:
         _insert_arrow(con, "eval_flows", _flows_table(run_id, rows))
 
 
-def _insert_timelines(con: Any, run_id: int, document: dict[str, Any]) -> None:
-    for name, strategy in document["strategies"].items():
-        timeline = strategy["resiliency"]["timeline"]
+def _insert_timelines(con: Any, run_id: int, head: RunHead) -> None:
+    for name, strategy in head.strategies.items():
+        timeline = strategy.resiliency.timeline
         table = pa.table(
             {
-                "run_id": pa.array(np.full(len(timeline["t_s"]), run_id, dtype=np.int32)),
-                "strategy": pa.array([name] * len(timeline["t_s"]), pa.string()),
-                "t_s": pa.array(timeline["t_s"], pa.float64()),
-                "baseline_gbps": pa.array(timeline["baseline_gbps"], pa.float64()),
-                "faulted_gbps": pa.array(timeline["faulted_gbps"], pa.float64()),
+                "run_id": pa.array(np.full(len(timeline.t_s), run_id, dtype=np.int32)),
+                "strategy": pa.array([name] * len(timeline.t_s), pa.string()),
+                "t_s": pa.array(timeline.t_s, pa.float64()),
+                "baseline_gbps": pa.array(timeline.baseline_gbps, pa.float64()),
+                "faulted_gbps": pa.array(timeline.faulted_gbps, pa.float64()),
             }
         )
         _insert_arrow(con, "eval_timelines", table)
 
 
-def save_run(store: Store, document: dict[str, Any], flows: list[FlowRows]) -> int:
+def save_run(store: Store, document: Document, flows: list[FlowRows]) -> int:
     """Store one evaluation (its results.json document and per-flow rows); its run id."""
+    head = RunHead.of(document)
     ensure_runs_schema(store)
     with store.transaction() as con:
         row = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM eval_runs").fetchone()
@@ -123,34 +126,34 @@ def save_run(store: Store, document: dict[str, Any], flows: list[FlowRows]) -> i
             [
                 run_id,
                 datetime.now(UTC).replace(tzinfo=None),
-                document["scenario"],
-                document["seed"],
-                ",".join(document["strategies"]),
-                document.get("recommendation"),
+                head.scenario,
+                head.seed,
+                ",".join(head.strategies),
+                head.recommendation,
                 json.dumps(document),
             ],
         )
-        for name, s in document["strategies"].items():
-            res = s["resiliency"]
+        for name, s in head.strategies.items():
+            res = s.resiliency
             con.execute(
                 "INSERT INTO eval_strategies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     run_id,
                     name,
-                    s["performance"]["aggregate_gbps"],
-                    res["recovered"],
-                    res["time_to_recover_s"],
-                    res["dip"],
-                    res["bytes_delayed"],
-                    s["complexity"]["score"],
+                    s.performance.aggregate_gbps,
+                    res.recovered,
+                    res.time_to_recover_s,
+                    res.dip,
+                    res.bytes_delayed,
+                    s.complexity.score,
                 ],
             )
         _insert_flows(con, run_id, flows)
-        _insert_timelines(con, run_id, document)
+        _insert_timelines(con, run_id, head)
     return run_id
 
 
-def list_runs(store: Store) -> list[dict[str, Any]]:
+def list_runs(store: Store) -> list[dict[str, object]]:
     """Every stored run, newest first: id, time, scenario, seed, strategies, recommendation."""
     if store.schema_version("runs") is None:
         return []
@@ -163,7 +166,7 @@ def list_runs(store: Store) -> list[dict[str, Any]]:
     ]
 
 
-def load_run(store: Store, run_id: int) -> dict[str, Any]:
+def load_run(store: Store, run_id: int) -> Document:
     """The results.json document of a run, plus its id and flow count."""
     if store.schema_version("runs") is None:
         raise StoreError(f"run {run_id}: the store holds no evaluation runs")

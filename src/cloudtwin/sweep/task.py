@@ -12,20 +12,22 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
+
+import yaml
 
 from cloudtwin import __version__
 from cloudtwin.errors import SweepError, WorkloadError
 from cloudtwin.evaluation import usecases
-from cloudtwin.scenario.loader import apply_overrides, parse_yaml, scenario_from_data
+from cloudtwin.scenario.loader import YamlMapping, apply_overrides, parse_yaml, scenario_from_data
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.store.documents import Document
 
 __all__ = ["COMMANDS", "Command", "Task", "default_metric"]
 
 Command = Literal["run", "compare", "nccl-tests", "train", "evaluate"]
 COMMANDS: tuple[str, ...] = get_args(Command)
 
-Document = dict[str, Any]
 
 
 def _strategy_list(task: Task, scenario: Scenario) -> list[str]:
@@ -97,7 +99,7 @@ _RUNNERS: dict[str, Callable[[Task, Scenario], Document]] = {
     "evaluate": _evaluate,
 }
 
-_PARSED: dict[str, tuple[dict[str, Any], Any]] = {}
+_PARSED: dict[str, tuple[YamlMapping, yaml.Node | None]] = {}
 
 
 @dataclass(frozen=True)

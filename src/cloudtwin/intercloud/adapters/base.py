@@ -7,12 +7,21 @@ the segment, so that running it again, or after a crash half-way, duplicates not
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Mapping
+from typing import Protocol, TypeVar, runtime_checkable
+
+from pydantic import TypeAdapter, ValidationError
 
 from cloudtwin.errors import FederationError
 from cloudtwin.intercloud.objects import DesiredSegment
 
-__all__ = ["Adapter", "AdapterError", "Crash", "FaultInjector", "SiteApi"]
+__all__ = ["Adapter", "AdapterError", "Crash", "FaultInjector", "Resource", "SiteApi", "read_resource"]
+
+#: A resource's body as a cloud's API holds it: its fields are the flavour's own (an adapter
+#: reads them back through its TypedDicts, `read_resource`).
+Resource = dict[str, object]
+
+_T = TypeVar("_T")
 
 
 class AdapterError(FederationError):
@@ -67,11 +76,11 @@ class SiteApi:
     """
 
     def __init__(self, collections: tuple[str, ...], faults: FaultInjector | None = None) -> None:
-        self.collections: dict[str, dict[str, dict[str, Any]]] = {c: {} for c in collections}
+        self.collections: dict[str, dict[str, Resource]] = {c: {} for c in collections}
         self.faults = faults if faults is not None else FaultInjector()
         self._serial = 0
 
-    def create(self, collection: str, **body: Any) -> str:
+    def create(self, collection: str, **body: object) -> str:
         """POST: a new object with a fresh id."""
         self.faults.change()
         self._serial += 1
@@ -84,11 +93,11 @@ class SiteApi:
         self.faults.change()
         self.collections[collection].pop(oid, None)
 
-    def get(self, collection: str, oid: str) -> dict[str, Any]:
+    def get(self, collection: str, oid: str) -> Resource:
         """GET one object."""
         return self.collections[collection][oid]
 
-    def find(self, collection: str, **match: Any) -> list[str]:
+    def find(self, collection: str, **match: object) -> list[str]:
         """GET with filters: ids of the objects whose fields match, in creation order."""
         return [
             oid
@@ -96,7 +105,7 @@ class SiteApi:
             if all(o.get(k) == v for k, v in match.items())
         ]
 
-    def ensure(self, collection: str, scope: dict[str, Any], wanted: list[dict[str, Any]]) -> None:
+    def ensure(self, collection: str, scope: Mapping[str, object], wanted: list[Resource]) -> None:
         """Make the objects matching `scope` exactly `wanted` (deleting extras, creating what lacks)."""
         remaining = list(wanted)
         for oid in self.find(collection, **scope):
@@ -111,3 +120,14 @@ class SiteApi:
     def count(self) -> dict[str, int]:
         """Objects per collection."""
         return {c: len(objects) for c, objects in self.collections.items()}
+
+
+def read_resource(shape: TypeAdapter[_T], body: Resource, where: str) -> _T:
+    """`body` read as `shape` (an adapter's TypedDict of a resource); AdapterError naming `where`
+    when the site holds something else (a resource changed behind the adapter's back)."""
+    try:
+        return shape.validate_python(body, strict=True)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(part) for part in first["loc"])
+        raise AdapterError(f"{where}: {field}: {first['msg'].lower()}") from err

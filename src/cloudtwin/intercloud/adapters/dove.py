@@ -6,12 +6,54 @@ from __future__ import annotations
 
 import ipaddress
 
-from cloudtwin.intercloud.adapters.base import SiteApi
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
+from cloudtwin.intercloud.adapters.base import SiteApi, read_resource
 from cloudtwin.intercloud.objects import DesiredSegment, Peer
+from cloudtwin.scenario.federation import AddressMode
 
 __all__ = ["DOVE_COLLECTIONS", "DoveLikeAdapter", "dove_like_cloud"]
 
 DOVE_COLLECTIONS = ("domains", "vnets", "endpoints", "policies")
+
+
+class _Description(TypedDict):
+    federated_network: str
+    mode: AddressMode
+    federated_vni: int
+    global_block: str
+
+
+class _Vnet(TypedDict):
+    name: str
+    domain_id: str
+    vnid: int
+    subnet: str
+    description: _Description
+
+
+class _Domain(TypedDict):
+    name: str
+
+
+class _Endpoint(TypedDict):
+    vnet_id: str
+    ip: str
+
+
+class _Policy(TypedDict):
+    vnet_id: str
+    action: str
+    peer_site: str
+    peer_gateway: str
+    peer_prefix: str
+
+
+_VNET = TypeAdapter(_Vnet)
+_DOMAIN = TypeAdapter(_Domain)
+_ENDPOINT = TypeAdapter(_Endpoint)
+_POLICY = TypeAdapter(_Policy)
 
 
 def dove_like_cloud() -> SiteApi:
@@ -36,7 +78,7 @@ class DoveLikeAdapter:
         """Create what is missing, replace what differs, remove what is extra."""
         domain = self._domain(segment.tenant)
         iface = ipaddress.IPv4Interface(segment.address)
-        body = {
+        body: _Vnet = {
             "name": segment.resource_id,
             "domain_id": domain,
             "vnid": segment.vni,
@@ -60,7 +102,7 @@ class DoveLikeAdapter:
             self._remove_vnet(extra)
         ips = [str(iface.ip + i) for i in range(segment.endpoints)]
         self.cloud.ensure("endpoints", {"vnet_id": vnet}, [{"vnet_id": vnet, "ip": ip} for ip in ips])
-        rules = [
+        rules: list[dict[str, object]] = [
             {
                 "vnet_id": vnet,
                 "action": "allow",
@@ -87,15 +129,20 @@ class DoveLikeAdapter:
         """Read the federated virtual networks back from the site."""
         found = []
         for vnet in self.cloud.find("vnets"):
-            body = self.cloud.get("vnets", vnet)
-            if not body["name"].startswith("fed-"):
+            name = self.cloud.get("vnets", vnet).get("name")
+            if not (isinstance(name, str) and name.startswith("fed-")):
                 continue
+            body = read_resource(_VNET, self.cloud.get("vnets", vnet), f"vnets.{vnet}")
             meta = body["description"]
-            ips = sorted(
-                int(ipaddress.IPv4Address(self.cloud.get("endpoints", e)["ip"]))
+            endpoints = [
+                read_resource(_ENDPOINT, self.cloud.get("endpoints", e), f"endpoints.{e}")
                 for e in self.cloud.find("endpoints", vnet_id=vnet)
-            )
-            rules = [self.cloud.get("policies", p) for p in self.cloud.find("policies", vnet_id=vnet)]
+            ]
+            ips = sorted(int(ipaddress.IPv4Address(e["ip"])) for e in endpoints)
+            rules = [
+                read_resource(_POLICY, self.cloud.get("policies", p), f"policies.{p}")
+                for p in self.cloud.find("policies", vnet_id=vnet)
+            ]
             prefix = ipaddress.IPv4Network(body["subnet"]).prefixlen
             first = f"{ipaddress.IPv4Address(ips[0])}/{prefix}" if ips else "0.0.0.0/32"
             found.append(
@@ -103,7 +150,7 @@ class DoveLikeAdapter:
                     network=meta["federated_network"],
                     mode=meta["mode"],
                     federated_vni=meta["federated_vni"],
-                    tenant=self.cloud.get("domains", body["domain_id"])["name"],
+                    tenant=self._tenant(body["domain_id"]),
                     vni=body["vnid"],
                     address=first,
                     endpoints=len(ips),
@@ -120,6 +167,9 @@ class DoveLikeAdapter:
                 )
             )
         return found
+
+    def _tenant(self, domain: str) -> str:
+        return read_resource(_DOMAIN, self.cloud.get("domains", domain), f"domains.{domain}")["name"]
 
     def close(self) -> None:
         """Nothing to release."""

@@ -5,14 +5,54 @@ does), behind a modelled API with server-made ids."""
 from __future__ import annotations
 
 import ipaddress
-from typing import Any
 
-from cloudtwin.intercloud.adapters.base import SiteApi
+from pydantic import TypeAdapter
+from typing_extensions import TypedDict
+
+from cloudtwin.intercloud.adapters.base import SiteApi, read_resource
 from cloudtwin.intercloud.objects import DesiredSegment, Peer
+from cloudtwin.scenario.federation import AddressMode
 
 __all__ = ["OPENSTACK_COLLECTIONS", "OpenStackLikeAdapter", "openstack_like_cloud"]
 
 OPENSTACK_COLLECTIONS = ("networks", "subnets", "ports", "interconnections")
+
+
+class _Tags(TypedDict):
+    federated_network: str
+    mode: AddressMode
+    federated_vni: int
+    global_block: str
+
+
+class _Network(TypedDict):
+    name: str
+    segmentation_id: int
+    tenant: str
+    tags: _Tags
+
+
+class _Subnet(TypedDict):
+    network_id: str
+    cidr: str
+
+
+class _Port(TypedDict):
+    network_id: str
+    ip: str
+
+
+class _Interconnection(TypedDict):
+    network_id: str
+    remote_site: str
+    remote_gateway: str
+    remote_prefix: str
+
+
+_NETWORK = TypeAdapter(_Network)
+_SUBNET = TypeAdapter(_Subnet)
+_PORT = TypeAdapter(_Port)
+_LINK = TypeAdapter(_Interconnection)
 
 
 def openstack_like_cloud() -> SiteApi:
@@ -42,7 +82,7 @@ class OpenStackLikeAdapter:
         self.cloud = cloud if cloud is not None else openstack_like_cloud()
 
     @staticmethod
-    def _network(segment: DesiredSegment) -> dict[str, Any]:
+    def _network(segment: DesiredSegment) -> _Network:
         return {
             "name": segment.resource_id,
             "segmentation_id": segment.vni,
@@ -72,7 +112,7 @@ class OpenStackLikeAdapter:
         self.cloud.ensure("subnets", {"network_id": net}, [{"network_id": net, "cidr": str(iface.network)}])
         ips = [str(iface.ip + i) for i in range(segment.endpoints)]
         self.cloud.ensure("ports", {"network_id": net}, [{"network_id": net, "ip": ip} for ip in ips])
-        peers = [
+        peers: list[dict[str, object]] = [
             {"network_id": net, "remote_site": p.site, "remote_gateway": p.gateway, "remote_prefix": p.prefix}
             for p in segment.peers
         ]
@@ -93,21 +133,28 @@ class OpenStackLikeAdapter:
         """Read the federated networks back from the site (half-made ones with no endpoints)."""
         found = []
         for net in self.cloud.find("networks"):
-            body = self.cloud.get("networks", net)
-            if not body["name"].startswith("fed-"):
+            name = self.cloud.get("networks", net).get("name")
+            if not (isinstance(name, str) and name.startswith("fed-")):
                 continue
+            body = read_resource(_NETWORK, self.cloud.get("networks", net), f"networks.{net}")
             tags = body["tags"]
-            subnets = [self.cloud.get("subnets", s) for s in self.cloud.find("subnets", network_id=net)]
+            subnets = [
+                read_resource(_SUBNET, self.cloud.get("subnets", s), f"subnets.{s}")
+                for s in self.cloud.find("subnets", network_id=net)
+            ]
             ports = sorted(
-                int(ipaddress.IPv4Address(self.cloud.get("ports", p)["ip"]))
-                for p in self.cloud.find("ports", network_id=net)
+                int(ipaddress.IPv4Address(port["ip"]))
+                for port in (
+                    read_resource(_PORT, self.cloud.get("ports", p), f"ports.{p}")
+                    for p in self.cloud.find("ports", network_id=net)
+                )
             )
             if len(subnets) != 1 or not ports:
                 found.append(_half_made(tags["federated_network"]))
                 continue
             prefix = ipaddress.IPv4Network(subnets[0]["cidr"]).prefixlen
             links = [
-                self.cloud.get("interconnections", i)
+                read_resource(_LINK, self.cloud.get("interconnections", i), f"interconnections.{i}")
                 for i in self.cloud.find("interconnections", network_id=net)
             ]
             peers = sorted(

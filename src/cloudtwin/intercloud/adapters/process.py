@@ -13,7 +13,7 @@ import json
 import select
 import subprocess
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import IO
 
 from cloudtwin.intercloud.adapters.base import Adapter, AdapterError
 from cloudtwin.intercloud.objects import DesiredSegment
@@ -21,6 +21,9 @@ from cloudtwin.intercloud.objects import DesiredSegment
 __all__ = ["DEFAULT_TIMEOUT_S", "ProcessAdapter", "handle_request", "serve_adapter"]
 
 DEFAULT_TIMEOUT_S = 30.0
+
+#: A request or an answer of the protocol: one JSON object (see above), from another program.
+Message = dict[str, object]
 
 
 class ProcessAdapter:
@@ -35,7 +38,7 @@ class ProcessAdapter:
         self.flavour = flavour
         self.timeout_s = timeout_s
         self.process: subprocess.Popen[str] | None = None
-        self.sent: list[dict[str, Any]] = []
+        self.sent: list[Message] = []
 
     def _start(self) -> subprocess.Popen[str]:
         if self.process is None or self.process.poll() is not None:
@@ -47,7 +50,7 @@ class ProcessAdapter:
                 raise AdapterError(f"cannot start adapter {self.argv[0]!r}: {err.strerror}") from err
         return self.process
 
-    def _call(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _call(self, request: Message) -> Message:
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
         self.sent.append(request)
@@ -67,13 +70,18 @@ class ProcessAdapter:
             answer = json.loads(line)
         except json.JSONDecodeError as err:
             raise AdapterError(f"adapter {self.argv[0]!r} answered with something that is not JSON") from err
+        if not isinstance(answer, dict):
+            raise AdapterError(f"adapter {self.argv[0]!r} answered with JSON that is not an object")
         if not answer.get("ok"):
             raise AdapterError(str(answer.get("error", "the adapter refused the request")).splitlines()[0])
         return dict(answer)
 
     def segments(self) -> list[DesiredSegment]:
         """The segments the program reports."""
-        return [DesiredSegment.model_validate(s) for s in self._call({"op": "segments"}).get("segments", [])]
+        found = self._call({"op": "segments"}).get("segments", [])
+        if not isinstance(found, list):
+            raise AdapterError(f"adapter {self.argv[0]!r} answered segments that are not a list")
+        return [DesiredSegment.model_validate(s) for s in found]
 
     def apply(self, segment: DesiredSegment) -> None:
         """Ask the program to hold `segment`."""
@@ -95,7 +103,7 @@ class ProcessAdapter:
             self.process = None
 
 
-def handle_request(adapter: Adapter, request: dict[str, Any]) -> dict[str, Any]:
+def handle_request(adapter: Adapter, request: Message) -> Message:
     """One request of the protocol against an in-process adapter."""
     op = request.get("op")
     try:
@@ -120,7 +128,7 @@ def serve_adapter(adapter: Adapter, stdin: IO[str], stdout: IO[str]) -> None:
         try:
             request = json.loads(line)
         except json.JSONDecodeError:
-            answer: dict[str, Any] = {"ok": False, "error": "request is not JSON"}
+            answer: Message = {"ok": False, "error": "request is not JSON"}
         else:
             answer = handle_request(adapter, request if isinstance(request, dict) else {})
         stdout.write(json.dumps(answer) + "\n")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query
 
@@ -12,6 +12,7 @@ from cloudtwin.diagnosis.usecase import diagnose as rank
 from cloudtwin.service.auth import require_read
 from cloudtwin.service.deps import read_store
 from cloudtwin.service.fabric import read_fabric
+from cloudtwin.service.models import Diagnosis, Suspect
 from cloudtwin.store.database import Store
 
 __all__ = ["router"]
@@ -24,8 +25,9 @@ def diagnosis(
     store: Annotated[Store, Depends(read_store)],
     top: Annotated[int, Query(ge=1, le=1000)] = DEFAULT_TOP,
     window_ms: Annotated[float | None, Query(gt=0.001, le=86_400_000)] = None,
-) -> dict[str, Any]:
+) -> Diagnosis:
     """The `top` suspects, best first (`cloudtwin diagnose --json`), and the fabric they sit on."""
     window = timedelta(milliseconds=window_ms) if window_ms else None
     result = rank(store, None, top, window)
-    return {**result.to_json(), "fabric": read_fabric(store).to_json()}
+    suspects = [Suspect.model_validate(s.to_json()) for s in result.suspects]
+    return Diagnosis(fault_found=result.fault_found, suspects=suspects, fabric=read_fabric(store))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -14,7 +14,8 @@ from cloudtwin.service.auth import require_read, require_token
 from cloudtwin.service.deps import job_queue, settings
 from cloudtwin.service.errors import ApiError
 from cloudtwin.service.examples import list_examples, read_example
-from cloudtwin.service.jobs import Job, JobQueue, Progress
+from cloudtwin.service.jobs import Job, JobQueue, Progress, Work
+from cloudtwin.service.models import Example, ExampleList, JobDetail, JobList, JobSummary, JsonObject
 from cloudtwin.service.settings import ServiceSettings
 from cloudtwin.store.database import Store
 from cloudtwin.store.documents import finite_json
@@ -65,13 +66,15 @@ class JobRequest(BaseModel):
 
 
 @router.get("/examples", tags=["jobs"], dependencies=[Depends(require_read)])
-def examples(config: Settings) -> dict[str, Any]:
+def examples(config: Settings) -> ExampleList:
     """The shipped example scenarios a job can start from."""
-    return {"examples": [e.to_json() for e in list_examples(config.examples_dir)]}
+    shipped = list_examples(config.examples_dir)
+    examples = [Example(name=e.name, file=e.path.name, workload=e.workload) for e in shipped]
+    return ExampleList(examples=examples)
 
 
 @router.post("/jobs", status_code=202, dependencies=[Depends(require_token)])
-def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -> dict[str, Any]:
+def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -> JobDetail:
     """Queue a job (needs the token); its progress and result are at /api/jobs/{job_id}."""
     scenario = _scenario(body, config)
     if body.kind == "nccl-tests":
@@ -81,27 +84,27 @@ def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -
         work = _compare_work(scenario, strategies)
     else:
         work = _evaluate_work(scenario, strategies, config, request)
-    return queue.submit(body.kind, scenario.name, strategies, work).to_json()
+    return queue.submit(body.kind, scenario.name, strategies, work).detail()
 
 
 @router.get("/jobs", dependencies=[Depends(require_read)])
-def list_jobs(queue: Queue) -> dict[str, Any]:
+def list_jobs(queue: Queue) -> JobList:
     """Jobs of this service run, newest first (without their results)."""
-    return {"jobs": [job.to_json(with_result=False) for job in queue.list()]}
+    return JobList(jobs=[job.summary() for job in queue.list()])
 
 
 @router.get("/jobs/{job_id}", dependencies=[Depends(require_read)])
-def show_job(job_id: JobId, queue: Queue) -> dict[str, Any]:
+def show_job(job_id: JobId, queue: Queue) -> JobDetail:
     """A job's state, progress (0..1) and, once done, its result (what the CLI's --json prints)."""
-    return _job(queue, job_id).to_json()
+    return _job(queue, job_id).detail()
 
 
 @router.post("/jobs/{job_id}/cancel", dependencies=[Depends(require_token)])
-def cancel(job_id: JobId, queue: Queue) -> dict[str, Any]:
+def cancel(job_id: JobId, queue: Queue) -> JobSummary:
     """Cancel a job (needs the token): queued, it never starts; running, it stops soon."""
     job = _job(queue, job_id)
     queue.cancel(job)
-    return job.to_json(with_result=False)
+    return job.summary()
 
 
 def _job(queue: JobQueue, job_id: int) -> Job:
@@ -120,21 +123,21 @@ def _scenario(body: JobRequest, config: ServiceSettings) -> Scenario:
     return load_scenario(text, source, overrides)
 
 
-def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> dict[str, Any]:
+def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> JobDetail:
     from cloudtwin.evaluation.collective import collective_workload
 
     collective_workload(scenario)  # refuses a scenario without a collective before queueing
     sizes = usecases.nccl_sizes(body.minbytes, body.maxbytes, body.stepfactor)
     strategies = usecases.parse_strategies(body.strategies, (scenario.routing.strategy,))
 
-    def work(progress: Progress) -> dict[str, Any]:
+    def work(progress: Progress) -> JsonObject:
         return finite_json(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())
 
-    return queue.submit("nccl-tests", scenario.name, strategies, work).to_json()
+    return queue.submit("nccl-tests", scenario.name, strategies, work).detail()
 
 
-def _compare_work(scenario: Scenario, strategies: list[str]) -> Any:
-    def work(progress: Progress) -> dict[str, Any]:
+def _compare_work(scenario: Scenario, strategies: list[str]) -> Work:
+    def work(progress: Progress) -> JsonObject:
         return finite_json(usecases.compare(scenario, strategies, progress).to_json())
 
     return work
@@ -142,10 +145,10 @@ def _compare_work(scenario: Scenario, strategies: list[str]) -> Any:
 
 def _evaluate_work(
     scenario: Scenario, strategies: list[str], config: ServiceSettings, request: Request
-) -> Any:
+) -> Work:
     snapshots = request.app.state.snapshots
 
-    def work(progress: Progress) -> dict[str, Any]:
+    def work(progress: Progress) -> JsonObject:
         def report(message: str) -> None:
             progress(message.split(":")[0], 0, 0)
 

@@ -7,7 +7,7 @@ import io
 from collections import defaultdict
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,8 +17,20 @@ from cloudtwin.ops.reader import log_stream
 from cloudtwin.service.auth import require_read, require_token
 from cloudtwin.service.deps import job_queue, read_store
 from cloudtwin.service.jobs import JobQueue, Progress
+from cloudtwin.service.models import (
+    Anomaly,
+    AnomalyList,
+    JobDetail,
+    JsonObject,
+    LineList,
+    LogLine,
+    LogTimeline,
+    Template,
+    TemplateList,
+)
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_usecases import (
+    AnomalyRow,
     LogInput,
     count_logs,
     detect_log_anomalies,
@@ -27,6 +39,9 @@ from cloudtwin.store.ops_usecases import (
     search_logs,
     templates,
 )
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = ["router"]
 
@@ -42,8 +57,13 @@ Until = Annotated[datetime | None, Query(description="Lines before (ISO 8601)")]
 WindowS = Annotated[float, Query(gt=0.001, le=7 * 86400, description="Window length in seconds")]
 
 
-def _json(row: Any) -> dict[str, Any]:
+def _json(row: DataclassInstance) -> JsonObject:
+    """A dataclass row as JSON, its times as ISO 8601 text (as stored: UTC, no zone)."""
     return {k: (v.isoformat() if isinstance(v, datetime) else v) for k, v in asdict(row).items()}
+
+
+def _anomaly(row: AnomalyRow) -> Anomaly:
+    return Anomaly.model_validate(_json(row))
 
 
 def _naive(value: datetime | None) -> datetime | None:
@@ -54,9 +74,9 @@ def _naive(value: datetime | None) -> datetime | None:
 
 
 @router.get("/templates", dependencies=read)
-def list_templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> dict[str, Any]:
+def list_templates(store: StoreDep, limit: Annotated[int, Query(ge=1, le=10_000)] = 100) -> TemplateList:
     """Mined templates with their line counts, most frequent first."""
-    return {"templates": [_json(t) for t in templates(store, limit)]}
+    return TemplateList(templates=[Template.model_validate(_json(t)) for t in templates(store, limit)])
 
 
 @router.get("/search", dependencies=read)
@@ -67,10 +87,10 @@ def search(
     since: Since = None,
     until: Until = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
-) -> dict[str, Any]:
+) -> LineList:
     """Lines containing a text or of a template, in a time range, in source and line order."""
     found = search_logs(store, text, template_id, _naive(since), _naive(until), limit)
-    return {"lines": [_json(line) for line in found]}
+    return LineList(lines=[LogLine.model_validate(_json(line)) for line in found])
 
 
 @router.get("/anomalies", dependencies=read)
@@ -82,30 +102,30 @@ def anomalies(
     history: Annotated[int, Query(ge=1, le=10_000)] = 24,
     since: Since = None,
     until: Until = None,
-) -> dict[str, Any]:
+) -> AnomalyList:
     """Bursts, new and silent templates (or components), scored by surprise (-log10 p)."""
     found = detect_log_anomalies(
         store, timedelta(seconds=window_s), by, _naive(since), _naive(until),
         DetectorConfig(history=history, threshold=threshold),
     )
-    return {"anomalies": [_json(a) for a in found]}
+    return AnomalyList(anomalies=[_anomaly(a) for a in found])
 
 
 @router.get("/timeline", dependencies=read)
 def timeline(
     store: StoreDep, window_s: WindowS = 3600.0, since: Since = None, until: Until = None
-) -> dict[str, Any]:
+) -> LogTimeline:
     """Lines per window (windows without lines left out), and the anomalies flagged in them."""
     window = timedelta(seconds=window_s)
     lines: dict[datetime, int] = defaultdict(int)
     for count in count_logs(store, window, "template", _naive(since), _naive(until)):
         lines[count.window_start] += count.lines
     found = detect_log_anomalies(store, window, "template", _naive(since), _naive(until)) if lines else []
-    return {
-        "windows": [w.isoformat() for w in sorted(lines)],
-        "lines": [lines[w] for w in sorted(lines)],
-        "anomalies": [_json(a) for a in found],
-    }
+    return LogTimeline(
+        windows=[w.isoformat() for w in sorted(lines)],
+        lines=[lines[w] for w in sorted(lines)],
+        anomalies=[_anomaly(a) for a in found],
+    )
 
 
 class IngestRequest(BaseModel):
@@ -121,14 +141,14 @@ class IngestRequest(BaseModel):
 @router.post("/ingest", status_code=202, dependencies=[Depends(require_token)])
 def ingest(
     body: IngestRequest, request: Request, queue: Annotated[JobQueue, Depends(job_queue)]
-) -> dict[str, Any]:
+) -> JobDetail:
     """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints
     for the same lines read from stdin under the same `--source`."""
     preset = log_preset(body.format)
     data = body.text.encode("utf-8")
     db, snapshots = request.app.state.settings.db, request.app.state.snapshots
 
-    def work(progress: Progress) -> dict[str, Any]:
+    def work(progress: Progress) -> JsonObject:
         done = 0
 
         def hook(count: int) -> None:
@@ -140,6 +160,6 @@ def ingest(
             item = LogInput(log, body.source, "append")
             summaries = ingest_logs(store, [item], preset, progress=lambda _: hook)
         snapshots.refresh()
-        return dict(summaries[0].__dict__)
+        return _json(summaries[0])
 
-    return queue.submit("logs-ingest", body.source, ["ingest"], work).to_json()
+    return queue.submit("logs-ingest", body.source, ["ingest"], work).detail()

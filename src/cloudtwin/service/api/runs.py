@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Response
 
 from cloudtwin.service.auth import require_read
 from cloudtwin.service.deps import read_store
 from cloudtwin.service.errors import ApiError
+from cloudtwin.service.models import Comparison, RunDocument, RunPage, RunPlots, RunRow
 from cloudtwin.service.views import compare_runs, run_document, run_plots
 from cloudtwin.store.database import Store
 from cloudtwin.store.run_pages import RunFilter, page_runs
@@ -35,22 +36,27 @@ def list_runs(
     order: Literal["asc", "desc"] = "desc",
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 50,
     offset: Annotated[int, Query(ge=0, le=2**62)] = 0,
-) -> dict[str, Any]:
+) -> RunPage:
     """Stored runs matching the filter, sorted, one page of them; `total` counts every match."""
     page = page_runs(store, RunFilter(scenario, strategy, seed), sort, order == "desc", limit, offset)
-    return {"total": page.total, "limit": limit, "offset": offset, "runs": page.runs}
+    runs = [RunRow(**row) for row in page.runs]
+    return RunPage(total=page.total, limit=limit, offset=offset, runs=runs)
 
 
 @router.get("/compare")
 def compare(
     store: StoreDep,
     runs: Annotated[str, Query(max_length=200, description="Run ids, comma-separated: 1,2,3")],
-) -> dict[str, Any]:
+) -> Comparison:
     """Several runs side by side: each strategy's throughput, recovery, dip and complexity."""
     return compare_runs(store, parse_run_ids(runs))
 
 
-@router.get("/{run_id}", response_class=Response, responses={200: {"content": {"application/json": {}}}})
+@router.get(
+    "/{run_id}",
+    response_class=Response,
+    responses={200: {"model": RunDocument, "content": {"application/json": {}}}},
+)
 def show_run(store: StoreDep, run_id: RunId) -> Response:
     """One run, exactly as `cloudtwin results show RUN --json` prints it."""
     document = run_document(store, run_id)
@@ -58,7 +64,7 @@ def show_run(store: StoreDep, run_id: RunId) -> Response:
 
 
 @router.get("/{run_id}/plots")
-def plots(store: StoreDep, run_id: RunId) -> dict[str, Any]:
+def plots(store: StoreDep, run_id: RunId) -> RunPlots:
     """The data of a run's plots: throughput over time and FCT quantiles per strategy."""
     return run_plots(store, run_id)
 

@@ -82,8 +82,8 @@ def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
     aggregate = {n: s["performance"]["aggregate_gbps"] for n, s in document["strategies"].items()}
     order = list(document["strategies"])  # the database groups in no particular order
     figures = {
-        "timeline": plots.timeline_figure({n: data["timelines"][n] for n in order if n in data["timelines"]}),
-        "fct": plots.fct_figure({n: data["fct"][n] for n in order if n in data["fct"]}),
+        "timeline": plots.timeline_figure({n: data.timelines[n] for n in order if n in data.timelines}),
+        "fct": plots.fct_figure({n: data.fct[n] for n in order if n in data.fct}),
         "aggregate": plots.bar_figure("Aggregate throughput", aggregate, "Gbps"),
     }
     return _page(
@@ -97,10 +97,10 @@ def compare_page(
     request: Request, store: StoreDep, runs: Annotated[str, Query(max_length=200)]
 ) -> HTMLResponse:
     """Several runs side by side."""
-    compared = compare_runs(store, parse_run_ids(runs))["runs"]
-    groups = {f"run {r['run_id']}": {n: s["aggregate_gbps"] for n, s in r["strategies"].items()}
+    compared = compare_runs(store, parse_run_ids(runs)).runs
+    groups = {f"run {r.run_id}": {n: s.aggregate_gbps for n, s in r.strategies.items()}
               for r in compared}
-    recovery = {f"run {r['run_id']}": {n: s["time_to_recover_s"] for n, s in r["strategies"].items()}
+    recovery = {f"run {r.run_id}": {n: s.time_to_recover_s for n, s in r.strategies.items()}
                 for r in compared}
     figures = {
         "aggregate": plots.grouped_bar_figure("Aggregate throughput", groups, "Gbps"),
@@ -121,7 +121,7 @@ def logs_page(
 
     try:
         window_s = window_s or _default_window_s(store)
-        found = search(store, text, None, None, None, PAGE_LINES)["lines"] if text else []
+        found = search(store, text, None, None, None, PAGE_LINES).lines if text else []
         line_timeline = timeline(store, window_s, None, None)
         problem = None
     except CloudtwinError as err:
@@ -129,7 +129,7 @@ def logs_page(
     figure = plots.log_timeline_figure(line_timeline) if line_timeline else None
     return _page(request, "logs.html", lines=found, text=text or "", window_s=window_s,
                  figure=figure, problem=problem,
-                 anomalies=line_timeline["anomalies"] if line_timeline else [])
+                 anomalies=line_timeline.anomalies if line_timeline else [])
 
 
 #: The timeline of the logs page shows about this many windows unless asked otherwise.
@@ -159,5 +159,5 @@ def diagnosis_page(request: Request, store: StoreDep) -> HTMLResponse:
         problem = None
     except CloudtwinError as err:
         found, problem = None, str(err)
-    figure = plots.fabric_figure(found["fabric"], found["suspects"]) if found else None
+    figure = plots.fabric_figure(found.fabric, found.suspects) if found else None
     return _page(request, "diagnosis.html", found=found, figure=figure, problem=problem)
