@@ -9,7 +9,7 @@ reads are open to this machine, and from elsewhere need the service's or a site'
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from fastapi import APIRouter, Depends, Request
 
@@ -45,8 +45,8 @@ class _FileOnFirstChange(JsonFileStore):
     """The state file, written from the first change on: a service nobody federates through
     leaves no file beside its store (an empty state is generation 0)."""
 
-    def save(self, state: dict[str, Any]) -> None:
-        if state.get("generation", 0) > 0 or self.path.exists():
+    def save(self, state: Mapping[str, object]) -> None:
+        if state.get("generation", 0) != 0 or self.path.exists():
             super().save(state)
 
 
