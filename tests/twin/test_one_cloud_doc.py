@@ -1,0 +1,54 @@
+"""docs/one-cloud.md: its commands run in order in one folder, as a reader would; its tables
+are what `evaluate` prints now; `diagnose` ranks the failed-boot NIC and the failed gateway
+in its top 3, from the store `evaluate` wrote."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.cli.cli_helpers import REPO, run_documented
+from tests.test_docs import console_commands
+
+DOC = REPO / "docs" / "one-cloud.md"
+
+
+def test_the_walk_through_runs_and_its_tables_are_current(tmp_path: Path) -> None:
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    commands = console_commands(DOC)
+    assert [c.split()[1] for c in commands] == ["evaluate", "diagnose", "migrate"]
+    done = [run_documented(command, tmp_path) for command in commands]
+    for command, result in zip(commands, done, strict=True):
+        assert result.returncode == 0, f"{command}\n{result.stderr}"
+    report = (tmp_path / "one-cloud" / "report.md").read_text()
+    ecmp = report.split("## ecmp")[1].split("## pinning")[0]
+    pinning = report.split("## pinning")[1]
+    assert ecmp.strip() == pinning.strip()  # the doc says the two are the same
+    rows = [line for line in DOC.read_text().splitlines() if line.startswith("| ") and "---" not in line]
+    assert len(rows) >= 8
+    for row in rows:
+        assert row in ecmp.splitlines(), row
+    ranked = done[1].stdout
+    top = [line for line in ranked.splitlines() if line.startswith("│")]
+    assert len(top) == 3
+    assert "west.host7/nic0" in top[0] and "east.gw0" in top[1]
+    migrations = json.loads(done[2].stdout)["migrations"]
+    assert [m["vm"] for m in migrations] == ["shop", "cache"]
+    assert all(m["converged"] and m["phase"] == "committed" for m in migrations)
+
+
+def test_each_site_logs_only_its_own_names(tmp_path: Path) -> None:
+    from cloudtwin.scenario.cloud import load_cloud
+    from cloudtwin.twin.cloud import run_cloud
+
+    cloud = load_cloud((REPO / "examples" / "one-cloud.yaml").read_text())
+    run = run_cloud(cloud)
+    assert run.migrations is not None
+    logs = run.migrations.logs
+    east, west = json.dumps(logs["east"]), json.dumps(logs["west"])
+    # the destination picks the host; the source never learns it
+    for m in run.migrations.migrations:
+        admitted = [r for r in logs["west"] if r["event"] == "admitted" and r.get("vm") == m["vm"]]
+        assert admitted and admitted[0]["host"].startswith("west-h")
+        assert admitted[0]["host"] not in east
+    assert "east-h" not in west
