@@ -200,3 +200,28 @@ def test_l3_routed_moves_when_renumbering_is_allowed() -> None:
     (m,) = run_cloud(_cloud(text)).migrations.migrations
     assert m["converged"]
     assert m["connectivity_downtime_s"] - m["downtime_s"] == pytest.approx(1.0, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("mobility.vms.0.cloud=north", "mobility.vms.0.cloud"),
+        ("federation.networks.0.sites=[east]", "mobility.migrations.0.to"),
+        ("federation.networks.0.mode=l3-routed", "mobility.migrations.0.to"),
+        ("federation.gateway_faults.0.site=south", "federation.gateway_faults.0.site"),
+    ],
+)
+def test_bad_cloud_keys_are_one_line_exit_2_in_every_command(override: str, field: str) -> None:
+    from tests.cli.cli_helpers import cloudtwin
+
+    example = "examples/one-cloud.yaml"
+    commands = [
+        ["evaluate", example, "--no-store", "--json"],
+        ["migrate", "run", example, "--json"],
+        ["diagnose", example, "--db", "/nonexistent/x.duckdb"],
+    ]
+    for command in commands:
+        done = cloudtwin(*command, "--set", override)
+        assert done.returncode == 2, (command, done.stderr)
+        (line,) = done.stderr.splitlines()
+        assert f"{field}:" in line and "Traceback" not in done.stderr
