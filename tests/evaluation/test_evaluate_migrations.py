@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 from tests.cli.cli_helpers import cloudtwin
 
-from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.evaluate import evaluate
 from cloudtwin.evaluation.report import render_html, render_markdown, results_document
 from cloudtwin.scenario import load_scenario
@@ -67,13 +66,18 @@ def test_a_scenario_without_migrations_has_no_migrations_section() -> None:
     assert "Live migrations" not in render_markdown(document)
 
 
-def test_collective_jobs_beside_migrations_are_refused() -> None:
+def test_collective_jobs_run_beside_migrations_on_the_same_run() -> None:
+    # refused until the migrations became a driver of the jobs' own run
     text = EXAMPLE.read_text().replace(
         "workload: {kind: perftest, pattern: all-to-all, size: 2GiB}",
         "workload: {kind: collective, op: allreduce, size: 64MiB}",
     )
-    with pytest.raises(WorkloadError, match="migrations are evaluated beside perftest jobs only"):
-        evaluate(load_scenario(text), ["ecmp"])
+    scenario = load_scenario(text)
+    (outcome,) = evaluate(scenario, ["ecmp"]).outcomes
+    assert outcome.migrations is not None and set(outcome.migrations) == {"web1", "cache1"}
+    alone = {m["vm"]: m for m in run_migrations(scenario.model_copy(update={"faults": ()})).migrations}
+    for vm, row in outcome.migrations.items():
+        assert row["total_time_s"] == alone[vm]["total_time_s"]
 
 
 def test_cli_evaluate_json_has_the_migrations() -> None:

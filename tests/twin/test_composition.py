@@ -199,3 +199,16 @@ def test_evaluate_runs_a_collective_beside_migrations_per_strategy() -> None:
         alone = run_migrations(scenario, outcome.name).migrations[0]
         assert vm["converged"] and vm["total_time_s"] == alone["total_time_s"]
         assert outcome.performance["busbw"] is not None
+
+
+def test_diagnose_simulates_the_faulted_run_that_evaluate_reports() -> None:
+    # the migrations run beside the jobs in both, so the jobs' finish times are the same
+    from cloudtwin.evaluation.evaluate import evaluate
+    from cloudtwin.twin import simulate_faulted
+
+    scenario = scenario_from(text=(REPO / "examples" / "migration.yaml").read_text())
+    (outcome,) = evaluate(scenario, [scenario.routing.strategy]).outcomes
+    faulted = simulate_faulted(scenario)
+    np.testing.assert_array_equal(faulted.result.finish_s, outcome.faulted.finish_s)
+    alone = simulate_faulted(scenario, drivers=[])  # without the migrations the jobs differ
+    assert not np.array_equal(alone.result.finish_s, outcome.faulted.finish_s)

@@ -40,7 +40,16 @@ from cloudtwin.scenario.faults import Fault
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
-from cloudtwin.twin import JobsRun, Workbench, build_workbench, run_jobs, simulate_faulted, tenant_name
+from cloudtwin.twin import (
+    JobsRun,
+    MigrationDriver,
+    Workbench,
+    build_workbench,
+    run_jobs,
+    simulate_faulted,
+    tenant_name,
+)
+from cloudtwin.twin.run import migration_driver
 
 __all__ = ["DEFAULT_FAULT_FRACTION", "Evaluation", "StrategyOutcome", "evaluate"]
 
@@ -241,10 +250,15 @@ def evaluate(
     bench = build_workbench(scenario, topology)
     chosen: list[tuple[str, Strategy]] = [(spec, load_strategy(spec)) for spec in strategies]
     baselines: list[JobsRun] = []
+    clean: list[MigrationDriver | None] = []
+    calm = scenario.model_copy(update={"faults": ()})
     for _, strategy in chosen:
         if report is not None:
             report(f"{strategy.name}: fault-free run")
-        baselines.append(run_jobs(scenario, topology, bench, strategy, timeline=True))
+        driver = migration_driver(calm, topology, bench, strategy)
+        clean.append(driver)
+        drivers = [driver] if driver is not None else []
+        baselines.append(run_jobs(scenario, topology, bench, strategy, timeline=True, drivers=drivers))
     faults = list(scenario.faults)
     default = not faults
     if default:
@@ -252,25 +266,22 @@ def evaluate(
         faults = [Fault(kind="random", count=1, at=f"{at}s")]
     states = expand_faults(faults, topology, scenario.seed)
     evaluation = Evaluation(scenario, topology, bench, _describe_states(topology, states), default)
-    for (spec, strategy), baseline in zip(chosen, baselines, strict=True):
+    hurt = scenario.model_copy(update={"faults": tuple(faults)})
+    for (spec, strategy), baseline, calm_driver in zip(chosen, baselines, clean, strict=True):
         if report is not None:
             report(f"{strategy.name}: faults and repairs")
-        outcome = _outcome(scenario, states, spec, strategy, baseline)
-        if scenario.mobility.migrations:
-            if report is not None:
-                report(f"{strategy.name}: migrations without and with faults")
-            outcome = replace(outcome, migrations=_migrations(scenario, spec, faults))
+        hit_driver = migration_driver(hurt, topology, bench, strategy)
+        outcome = _outcome(scenario, states, spec, strategy, baseline, hit_driver)
+        if calm_driver is not None and hit_driver is not None:
+            outcome = replace(outcome, migrations=_migrations(calm_driver, hit_driver))
         evaluation.outcomes.append(outcome)
     return evaluation
 
 
-def _migrations(scenario: Scenario, spec: str, faults: Sequence[Fault]) -> dict[str, Any]:
-    """The scenario's migrations under one strategy, without and with the evaluation's faults."""
-    from cloudtwin.twin import run_migrations
-
-    routing = scenario.routing.model_copy(update={"strategy": spec})
-    clean = run_migrations(scenario.model_copy(update={"routing": routing, "faults": ()}))
-    hit = run_migrations(scenario.model_copy(update={"routing": routing, "faults": tuple(faults)}))
+def _migrations(calm: MigrationDriver, hurt: MigrationDriver) -> dict[str, Any]:
+    """The migrations of the fault-free and the faulted run of one strategy (they ran beside
+    its jobs in those same runs)."""
+    clean, hit = calm.outcome(0, calm.sim.finish_s, 0, 0.0), hurt.outcome(0, hurt.sim.finish_s, 0, 0.0)
     document: dict[str, Any] = {}
     for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
         both = base["converged"] and faulted["converged"]
@@ -298,10 +309,12 @@ def _outcome(
     spec: str,
     strategy: Strategy,
     baseline_run: JobsRun,
+    driver: MigrationDriver | None = None,
 ) -> StrategyOutcome:
     topology, bench, paths = baseline_run.topology, baseline_run.bench, baseline_run.routed
     faulted_run = simulate_faulted(
-        scenario, strategy, topology=topology, bench=bench, routed=paths, states=states, timeline=True
+        scenario, strategy, topology=topology, bench=bench, routed=paths, states=states, timeline=True,
+        drivers=[driver] if driver is not None else [],
     )
     plan, faulted, baseline = faulted_run.plan, faulted_run.result, baseline_run.result
     resiliency, start, finish, stalled, affected = _resiliency(

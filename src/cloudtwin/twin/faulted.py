@@ -23,7 +23,7 @@ from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
 from cloudtwin.twin.jobs import Workbench, build_workbench
 from cloudtwin.twin.routing import route_flows
-from cloudtwin.twin.run import nic_plan, resolve_strategy, simulate_jobs
+from cloudtwin.twin.run import Driver, migration_driver, nic_plan, resolve_strategy, simulate_jobs
 
 __all__ = ["FaultedRun", "plan_faulted", "simulate_faulted"]
 
@@ -92,12 +92,15 @@ def simulate_faulted(
     routed: Paths | None = None,
     states: Sequence[FabricState] | None = None,
     timeline: bool = False,
+    drivers: Sequence[Driver] | None = None,
 ) -> FaultedRun:
     """Run the scenario's jobs under `strategy` (default: its own) with `states` (default:
     its `faults:` expanded) and the strategy's repairs.
 
     `topology`, `bench` and `routed` may be passed when already built (they must be the
-    scenario's); ScenarioError when a fault cuts flows off for good.
+    scenario's); `drivers` run beside the jobs on the same run (default: the scenario's
+    live migrations, as `evaluate` runs them); the result is the jobs'. ScenarioError when
+    a fault cuts flows off for good.
     """
     chosen = resolve_strategy(scenario, strategy)
     topology = topology if topology is not None else build_topology(scenario)
@@ -107,9 +110,14 @@ def simulate_faulted(
     if states is None:
         states = expand_faults(scenario.faults, topology, scenario.seed)
     plan = plan_faulted(scenario, topology, bench, chosen, routed, states)
+    if drivers is None:  # the scenario's live migrations run beside its jobs, as in evaluate
+        driver = migration_driver(scenario, topology, bench, chosen)
+        drivers = [driver] if driver is not None else []
     try:
         nic = nic_plan(scenario, topology)
-        result = simulate_jobs(bench, topology, routed, plan.changes, timeline=timeline, nic=nic)
+        result = simulate_jobs(
+            bench, topology, routed, plan.changes, timeline=timeline, nic=nic, drivers=drivers
+        )
     except EngineError as err:
         raise ScenarioError(
             f"faults: with {chosen.name}, some flows can never finish ({err}); "

@@ -147,22 +147,28 @@ class MigrationDriver:
         self.couple = couple
         self.progress = progress
         self.clouds = _clouds(mobility, seed)
-        self.base_links = base_links
-        self.sink = base_links + own_links_bps.size
-        self.paused_link = self.sink + 1
         self.links_bps = np.concatenate((own_links_bps, [SINK_BPS, 0.0]))
+        self._bind(base_links)
         self.nic_bps = nic_bps
         self.live: list[_Live] = []
         self.owner: dict[int, _Live] = {}
-        self.down = np.zeros(base_links + self.links_bps.size, dtype=bool)
         self.done = 0
         self.vms = {vm.name: vm for vm in mobility.vms}
         self.clients: dict[str, tuple[np.ndarray, np.ndarray, Paths]] = {}
 
+    def _bind(self, first_link: int) -> None:
+        """Number the driver's own links from `first_link` (where the run put them)."""
+        own = self.links_bps.size - 2
+        self.base_links = first_link
+        self.sink = first_link + own
+        self.paused_link = self.sink + 1
+        self.down = np.zeros(first_link + self.links_bps.size, dtype=bool)
+        if hasattr(self, "wan"):
+            self.wan = _wan_links(self.mobility, first_link)
+
     def attach(self, run: Run, first_link: int) -> None:
         """Start on `run`: the VMs' clients, the fault timers, every migration's admission."""
-        if first_link != self.base_links:
-            raise MobilityError("mobility: the migration links must follow the run's own")
+        self._bind(first_link)
         self.sim = run
         self._add_clients()
         for index, job in enumerate(self.mobility.migrations):
@@ -295,6 +301,7 @@ class MigrationDriver:
                 np.array([migration.began_s]),
                 np.array([cap]),
                 latency_s=np.array([latency]),
+                timeline_flows=np.zeros(1, dtype=bool),  # a job's timeline counts its own flows
                 on_finish=self._finished,
             )[0]
         )
@@ -343,7 +350,11 @@ class MigrationDriver:
             paths = self.couple(_csr([p for p in links if p is not None]))
             count = len(vm.clients)
             ids = self.sim.add_flows(
-                paths, np.full(count, float(vm.client_bytes)), np.zeros(count), np.full(count, self.nic_bps)
+                paths,
+                np.full(count, float(vm.client_bytes)),
+                np.zeros(count),
+                np.full(count, self.nic_bps),
+                timeline_flows=np.zeros(count, dtype=bool),
             )
             self.clients[vm.name] = (ids, np.array(vm.clients), paths)
 

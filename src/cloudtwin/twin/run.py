@@ -39,6 +39,7 @@ __all__ = [
     "resolve_strategy",
     "run_flows",
     "run_jobs",
+    "migration_driver",
     "run_migrations",
     "run_scenario_jobs",
     "simulate_jobs",
@@ -244,7 +245,14 @@ def simulate_jobs(
     for driver in drivers:
         driver.attach(run, first)
         first += driver.links_bps.size
-    return run.run()
+    result = run.run()
+    return _jobs_only(result, jobs.flow_count) if drivers else result
+
+
+def _jobs_only(result: SimResult, flows: int) -> SimResult:
+    """The result of the jobs' flows (the first `flows`), without the drivers' (theirs are
+    the drivers' to report; the timeline already counts the jobs' alone)."""
+    return replace(result, start_s=result.start_s[:flows], finish_s=result.finish_s[:flows])
 
 
 def run_flows(
@@ -309,11 +317,15 @@ def run_jobs(
     strategy: Strategy,
     progress: Progress | None = None,
     timeline: bool = False,
+    drivers: Sequence[Driver] = (),
 ) -> JobsRun:
-    """Route the workbench's connections with `strategy` and run them without faults."""
+    """Route the workbench's connections with `strategy` and run them without faults
+    (`drivers` beside them on the same run; the result is the jobs')."""
     routed = route_flows(scenario, topology, bench.connections, strategy)
     nic = nic_plan(scenario, topology)
-    result = simulate_jobs(bench, topology, routed, timeline=timeline, progress=progress, nic=nic)
+    result = simulate_jobs(
+        bench, topology, routed, timeline=timeline, progress=progress, nic=nic, drivers=drivers
+    )
     return JobsRun(scenario, strategy.name, topology, bench, routed, bench.engine_paths(routed), result)
 
 
@@ -407,3 +419,19 @@ def _tenants_alone(jobs: EngineJobs) -> float:
     run = Run(jobs.capacity_bps)
     jobs.add_to(run)
     return run.run().completion_s
+
+
+def migration_driver(
+    scenario: Scenario, topology: Topology, bench: Workbench, strategy: Strategy
+) -> MigrationDriver | None:
+    """The scenario's migrations as a driver of a run of its jobs (None when it has none);
+    the driver takes the scenario's faults as they are (copy the scenario to change them)."""
+    if not scenario.mobility.migrations:
+        return None
+    nic = nic_plan(scenario, topology)
+    uncoupled = bench.capacity_bps
+
+    def couple(paths: Paths) -> Paths:
+        return paths if nic is None else couple_nics(topology, uncoupled, paths, nic).paths
+
+    return MigrationDriver(scenario, topology, strategy, couple, 0)
