@@ -225,3 +225,35 @@ def test_bad_cloud_keys_are_one_line_exit_2_in_every_command(override: str, fiel
         assert done.returncode == 2, (command, done.stderr)
         (line,) = done.stderr.splitlines()
         assert f"{field}:" in line and "Traceback" not in done.stderr
+
+
+HPL_SITE = """
+      hosts: {gpus: 8}
+      cluster: {node: a100-80g-8, virtualization: vm}
+      workload: {kind: hpl, n: 200000, nb: 384, p: 4, q: 8, channels: 2}
+"""
+
+
+def test_hpl_and_a_collective_run_beside_the_migration_in_one_cloud() -> None:
+    from cloudtwin.evaluation.cloud import evaluate_cloud
+    from cloudtwin.evaluation.hpl import predict_hpl
+
+    text = TWO_SITES.replace(
+        '      gateway: {capacity: @GATEWAY@, border_leaf: 1}', '      gateway: {capacity: @GATEWAY@, border_leaf: 1}' + HPL_SITE
+    ).replace(
+        '      tenants: [{name: web, vni: 20, hosts: "0-3", address: 10.0.0.20/24}]',
+        '      tenants: [{name: web, vni: 20, hosts: "0-3", address: 10.0.0.20/24}]\n'
+        '      hosts: {gpus: 2}\n'
+        '      workload: {kind: collective, op: allreduce, size: 256MiB, algorithm: ring}',
+    )
+    cloud = _cloud(text, HOSTLINK="100Gbps")
+    (outcome,) = evaluate_cloud(cloud, ["ecmp"]).outcomes
+    east, west = outcome.sites
+    alone = predict_hpl(east_scenario := cloud.federation.sites[0].site_scenario(
+        cloud.seed, cloud.routing, cloud.reaction, cloud.limits))
+    assert east_scenario.workload.kind == "hpl"
+    # the rings share host 0's NIC with the migration: no faster than alone, not stopped
+    assert 0 < east.hpl_tflops_per_gpu <= alone.tflops_per_gpu * (1 + 1e-9)
+    assert west.flows > 0 and west.completion_s > 0
+    (m,) = outcome.migrations
+    assert m.converged

@@ -49,6 +49,8 @@ class SiteOutcome:
     faulted_training_step_s: float | None
     host_cores_saved: float
     quarantined_hosts: int
+    hpl_tflops_per_gpu: float | None = None
+    faulted_hpl_tflops_per_gpu: float | None = None
 
     def to_json(self) -> dict[str, object]:
         return dict(self.__dict__)
@@ -156,6 +158,29 @@ def _training_step(run: CloudRun, part: SitePart) -> float | None:
     return step.iteration_s(_finish(run, part.flows))
 
 
+def _hpl(run: CloudRun, part: SitePart) -> float | None:
+    """HPL's TFLOPS per GPU with the ring bandwidths its probes got in this run (the model of
+    `cloudtwin hpl`, whose probes run alone)."""
+    from cloudtwin.cluster.spec import cluster_spec
+    from cloudtwin.workloads import hpl as model
+
+    w = part.scenario.workload
+    if getattr(w, "kind", None) != "hpl" or "workload" not in part.scenario.model_fields_set:
+        return None
+    spec = cluster_spec(part.scenario, part.topology.nic_rate_bps)
+    jobs = part.jobs
+    start, finish = run.start_s[part.flows], run.finish_s[part.flows]
+    rates = []
+    for along in ("row", "column"):
+        index = [i for i, name in enumerate(jobs.job_names) if name.endswith(f"-{along}")]
+        rows = np.flatnonzero(np.isin(jobs.flow_job, index))
+        span = float(finish[rows].max() - start[rows].min()) if rows.size else 0.0
+        rates.append(model.PROBE_BYTES / span if span > 0 else spec.profile.nvlink_bytes_per_s)
+    latency = model.MPI_LATENCY_S + spec.overheads.nic_latency_s
+    times = model.hpl_times(w, spec, rates[0], rates[1], latency, latency)  # type: ignore[arg-type]
+    return float(model.hpl_flops(w.n) / times.total_s / (w.p * w.q) / 1e12)  # type: ignore[union-attr]
+
+
 def _sites(clean: CloudRun, hit: CloudRun) -> tuple[SiteOutcome, ...]:
     outcomes = []
     for a, b in zip(clean.sites, hit.sites, strict=True):
@@ -170,6 +195,8 @@ def _sites(clean: CloudRun, hit: CloudRun) -> tuple[SiteOutcome, ...]:
                 faulted_training_step_s=_training_step(hit, b),
                 host_cores_saved=float(offload.get("host_cores_saved", 0.0)),
                 quarantined_hosts=int(offload.get("quarantined_hosts", 0)),
+                hpl_tflops_per_gpu=_hpl(clean, a),
+                faulted_hpl_tflops_per_gpu=_hpl(hit, b),
             )
         )
     return tuple(outcomes)
@@ -276,6 +303,12 @@ def cloud_markdown(evaluation: CloudEvaluation) -> str:
                 f"{_s(s.training_step_s)} | {_s(s.faulted_training_step_s)} | {s.host_cores_saved:.1f} | "
                 f"{s.quarantined_hosts} |"
             )
+        hpl = [s for s in outcome.sites if s.hpl_tflops_per_gpu is not None]
+        if hpl:
+            lines += ["", "### HPL", "", "| site | TFLOPS per GPU | with faults |", "|---|---|---|"]
+            for s in hpl:
+                got, hurt = _s(s.hpl_tflops_per_gpu), _s(s.faulted_hpl_tflops_per_gpu)
+                lines.append(f"| {s.site} | {got} | {hurt} |")
         if outcome.traffic is not None:
             t = outcome.traffic
             lines += [

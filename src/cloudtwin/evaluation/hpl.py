@@ -25,7 +25,7 @@ from cloudtwin.workloads import hpl as model
 
 __all__ = ["HplResult", "predict_hpl", "single_vm_grid"]
 
-_PROBE_BYTES = 1e9
+_PROBE_BYTES = model.PROBE_BYTES
 
 
 @dataclass(frozen=True)

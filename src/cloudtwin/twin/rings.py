@@ -13,6 +13,7 @@ import numpy as np
 
 from cloudtwin.cluster.spec import ClusterSpec
 from cloudtwin.errors import WorkloadError
+from cloudtwin.flows import Flows
 from cloudtwin.scenario.cluster import HplWorkload
 from cloudtwin.scenario.model import CollectiveWorkload
 from cloudtwin.topology.nvlink import Nvlink
@@ -28,6 +29,7 @@ __all__ = [
     "HplRings",
     "TrainingStep",
     "data_parallel_rings",
+    "hpl_job",
     "hpl_rings",
     "nic_limited_capacity",
     "training_job",
@@ -203,3 +205,34 @@ def training_job(request: JobRequest) -> JobPart:
     part = data_parallel_rings(rings_request)
     infos = [JobInfo(info.name, "training", info.tenants, step.start_s) for info in part.infos]
     return replace(part, infos=infos)
+
+
+@register_job("hpl")
+def hpl_job(request: JobRequest) -> JobPart:
+    """HPL beside other jobs: its row rings and its column rings, each hop carrying the probe
+    (`workloads.hpl.PROBE_BYTES`), as two jobs (`NAME-row`, `NAME-column`); what they get of
+    the fabric gives the rings' bandwidths (`cloudtwin hpl` probes them alone)."""
+    from cloudtwin.cluster.spec import cluster_spec
+
+    spec = cluster_spec(request.scenario, request.topology.nic_rate_bps)
+    parts = []
+    for k, along in enumerate(("row", "column")):
+        rings = HplRings(spec, request.workload, along, hpl_model.PROBE_BYTES)
+        ring_request = JobRequest(
+            request.scenario, request.topology, rings, request.name, request.tenants, request.seed
+        )
+        part = hpl_rings(ring_request)
+        parts.append(replace(part, connections=replace(part.connections, job=part.connections.job + k)))
+    row, column = parts
+    n = len(row.connections) + len(column.connections)
+    return JobPart(
+        connections=Flows.concat([row.connections, column.connections]),
+        infos=[JobInfo(f"{request.name}-{a}", "hpl", request.tenants, 0.0) for a in ("row", "column")],
+        route=np.arange(n),
+        size_bytes=np.concatenate((row.size_bytes, column.size_bytes)),
+        start_s=np.concatenate((row.start_s, column.start_s)),
+        rate_cap_bps=np.concatenate((row.rate_cap_bps, column.rate_cap_bps)),
+        flow_job=np.concatenate((row.flow_job, column.flow_job + 1)),
+        with_latency=True,
+        capacity_bps=row.capacity_bps,
+    )

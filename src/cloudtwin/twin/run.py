@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import numpy as np
@@ -163,6 +163,8 @@ class EngineJobs:
     dependencies: Dependencies | None
     changes: list[Change]
     network: np.ndarray
+    flow_job: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.int64))
+    job_names: tuple[str, ...] = ()
 
     @property
     def flow_count(self) -> int:
@@ -214,6 +216,8 @@ def engine_jobs(
         bench.dependencies,
         engine_changes,
         bench.network,
+        bench.flow_job,
+        tuple(info.name for info in bench.jobs),
     )
 
 

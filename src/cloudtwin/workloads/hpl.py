@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the cluster package sits above workloads; only its type is 
 
 __all__ = [
     "MPI_LATENCY_S",
+    "PROBE_BYTES",
     "HplTimes",
     "grid_ring_flows",
     "hpl_flops",
@@ -42,6 +43,9 @@ __all__ = [
 MPI_LATENCY_S = 3e-6
 """Small-message latency between processes on different nodes over RoCE (MPI ping-pong
 on 100G RoCE NICs is measured at 1.5-3 us; we take the upper end for a switch hop)."""
+
+PROBE_BYTES = 1e9
+"""What each ring hop carries when the fabric is probed for the rings' bandwidth."""
 
 _DOUBLE = 8.0
 WORKSPACE_BYTES = 3e9
