@@ -51,6 +51,9 @@ Outcome = Literal["running", "completed", "aborted"]
 WIRE_FACTOR = (PAGE_BYTES + PAGE_HEADER_BYTES) / PAGE_BYTES
 
 
+SAME_DIRTY_FRACTION = 1e-9
+"""Two rounds' dirty sets this close (relative) are the same set: the dirty set does not shrink."""
+
 @dataclass(frozen=True)
 class Transfer:
     """One transfer of a migration: its phase, round, bytes on the wire and rate cap (bit/s)."""
@@ -274,7 +277,10 @@ class Migration:
         if self.options.syncs == "qemu" and self.final_bps is not None and self.final_bps > 0:
             observed_bps = self.final_bps
         self._throttle_check(fresh + disk_dirty, transfer.wire_bytes, duration)
-        self.stalled = self.stalled + 1 if dirty >= self.previous_dirty else 0
+        # not shrinking: a dirty set within rounding of the last one is the same set (the
+        # same rounds on the engine and in the plan differ in their last bits)
+        shrank = dirty < self.previous_dirty * (1 - SAME_DIRTY_FRACTION)
+        self.stalled = 0 if shrank else self.stalled + 1
         self.previous_dirty = dirty
         self.pending_dirty = dirty
         self.unsent = 0.0

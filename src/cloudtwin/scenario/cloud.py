@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.cluster import Cluster
 from cloudtwin.scenario.faults import Fault, Reaction
-from cloudtwin.scenario.federation import FederationScenario, Site
+from cloudtwin.scenario.federation import FederationScenario, Site, default_site_kinds
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.loader import apply_overrides, check_hosts, parse_yaml, validation_error
 from cloudtwin.scenario.mobility import Admission, MigrationJob, VmSpec
@@ -229,12 +229,7 @@ def load_cloud(text: str, source: str = "<scenario>", overrides: Iterable[str] =
     data = apply_overrides(data, overrides)
     check_hosts(data, source)
     federation = data.get("federation")
-    sites = federation.get("sites") if isinstance(federation, dict) else None
-    for site in sites if isinstance(sites, list) else []:
-        if isinstance(site, dict) and isinstance(site.get("fabric"), dict):
-            site["fabric"].setdefault("kind", "leaf-spine")
-        if isinstance(site, dict) and isinstance(site.get("workload"), dict):
-            site["workload"].setdefault("kind", "perftest")
+    default_site_kinds(federation.get("sites") if isinstance(federation, dict) else None)
     try:
         return CloudScenario.model_validate(data)
     except ValidationError as err:

@@ -218,6 +218,14 @@ class FederationScenario(_Model):
         raise ScenarioError(f"no site named {name!r}")
 
 
+def default_site_kinds(sites: object) -> None:
+    """Give each site's fabric (and workload, where a site has one) its default kind."""
+    for site in sites if isinstance(sites, list) else []:
+        for section, kind in (("fabric", "leaf-spine"), ("workload", "perftest")):
+            if isinstance(site, dict) and isinstance(site.get(section), dict):
+                site[section].setdefault("kind", kind)
+
+
 def load_federation(
     text: str, source: str = "<scenario>", overrides: Iterable[str] = ()
 ) -> FederationScenario:
@@ -231,10 +239,7 @@ def load_federation(
     if "sites" not in data:
         raise ScenarioError(f"{source}: sites: a multi-site scenario needs a sites: list")
     check_hosts(data, source)
-    sites = data.get("sites")
-    for site in sites if isinstance(sites, list) else []:
-        if isinstance(site, dict) and isinstance(site.get("fabric"), dict):
-            site["fabric"].setdefault("kind", "leaf-spine")
+    default_site_kinds(data.get("sites"))
     try:
         return FederationScenario.model_validate(data)
     except ValidationError as err:
