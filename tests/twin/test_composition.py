@@ -197,5 +197,5 @@ def test_evaluate_runs_a_collective_beside_migrations_per_strategy() -> None:
         assert outcome.migrations is not None
         (vm,) = outcome.migrations.values()
         alone = run_migrations(scenario, outcome.name).migrations[0]
-        assert vm["converged"] and vm["total_time_s"] == alone["total_time_s"]
-        assert outcome.performance["busbw"] is not None
+        assert vm.converged and vm.total_time_s == alone["total_time_s"]
+        assert outcome.performance.busbw is not None
