@@ -32,14 +32,14 @@ def test_each_strategy_runs_the_migrations_as_migrate_run_does(evaluation) -> No
         assert outcome.migrations is not None
         assert list(outcome.migrations) == [vm.name for vm in scenario.mobility.vms]
         for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
-            row = outcome.migrations[base["vm"]]
-            assert row.total_time_s == base["total_time_s"]
-            assert row.downtime_s == base["downtime_s"]
-            assert row.bytes == base["bytes"] and row.rounds == base["rounds"]
-            assert row.faulted_total_time_s == faulted["total_time_s"]
-            assert row.faulted_downtime_s == faulted["downtime_s"]
-            assert row.path_events == faulted["path_events"]
-            assert row.slowdown == faulted["total_time_s"] / base["total_time_s"]
+            row = outcome.migrations[base.vm]
+            assert row.total_time_s == base.total_time_s
+            assert row.downtime_s == base.downtime_s
+            assert row.bytes == base.bytes and row.rounds == base.rounds
+            assert row.faulted_total_time_s == faulted.total_time_s
+            assert row.faulted_downtime_s == faulted.downtime_s
+            assert row.path_events == list(faulted.path_events)
+            assert row.slowdown == faulted.total_time_s / base.total_time_s
 
 
 def test_the_cut_cable_slows_a_migration_whose_path_it_carries(evaluation) -> None:

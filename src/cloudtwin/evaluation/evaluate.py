@@ -273,21 +273,21 @@ def _migrations(scenario: Scenario, spec: str, faults: Sequence[Fault]) -> dict[
     hit = run_migrations(scenario.model_copy(update={"routing": routing, "faults": tuple(faults)}))
     summaries: dict[str, MigrationSummary] = {}
     for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
-        both = base["converged"] and faulted["converged"]
-        summaries[base["vm"]] = MigrationSummary(
-            converged=base["converged"],
-            total_time_s=base["total_time_s"],
-            downtime_s=base["downtime_s"],
-            connectivity_downtime_s=base["connectivity_downtime_s"],
-            bytes=base["bytes"],
-            rounds=base["rounds"],
-            faulted_converged=faulted["converged"],
-            faulted_total_time_s=faulted["total_time_s"],
-            faulted_downtime_s=faulted["downtime_s"],
-            faulted_bytes=faulted["bytes"],
-            faulted_rounds=faulted["rounds"],
-            slowdown=faulted["total_time_s"] / base["total_time_s"] if both else None,
-            path_events=faulted["path_events"],
+        both = base.converged and faulted.converged
+        summaries[base.vm] = MigrationSummary(
+            converged=base.converged,
+            total_time_s=base.total_time_s,
+            downtime_s=base.downtime_s,
+            connectivity_downtime_s=base.connectivity_downtime_s,
+            bytes=base.bytes,
+            rounds=base.rounds,
+            faulted_converged=faulted.converged,
+            faulted_total_time_s=faulted.total_time_s,
+            faulted_downtime_s=faulted.downtime_s,
+            faulted_bytes=faulted.bytes,
+            faulted_rounds=faulted.rounds,
+            slowdown=faulted.total_time_s / base.total_time_s if both else None,
+            path_events=list(faulted.path_events),
         )
     return summaries
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from cloudtwin.evaluation.metrics import RunSummary
+from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.store.documents import Document
 from cloudtwin.twin.jobs import JobInfo
 
@@ -33,10 +34,6 @@ __all__ = [
     "Timeline",
     "TimelineBins",
 ]
-
-PathEvent = dict[str, str | int | float]
-"""A stall, re-route or resume of a migration's stream: `{"time_s", "event"[, "flows" | "links"]}`."""
-
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
