@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.evaluation.results import Conclusions, FaultEvent, Results, StrategyResult, TimelineBins
-from cloudtwin.store.documents import Document
+
+if TYPE_CHECKING:
+    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
 
 __all__ = [
     "FASTEST_TOLERANCE",

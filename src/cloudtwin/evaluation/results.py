@@ -9,14 +9,16 @@ and the service's pages render), ignoring keys the report does not read (`run_id
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.mobility.precopy import PathEvent
-from cloudtwin.store.documents import Document
 from cloudtwin.twin.jobs import JobInfo
+
+if TYPE_CHECKING:
+    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
 
 __all__ = [
     "Busbw",

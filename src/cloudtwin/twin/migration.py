@@ -35,12 +35,12 @@ from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, MigrationResult, PathEvent, Round, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.store.documents import Document
 from cloudtwin.topology.paths import surviving_topology
 from cloudtwin.topology.topology import Topology
 
 if TYPE_CHECKING:
     from cloudtwin.routing.strategy import Strategy
+    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
     from cloudtwin.twin.run import Run
 
 __all__ = ["MigrationDriver", "MigrationRun", "VmMigration"]
