@@ -89,6 +89,13 @@ class StrategyOutcome:
             ratio_to_first=ratio_to_first,
         )
 
+    def to_json(self) -> dict[str, object]:
+        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`
+        (`results.json`'s entry without the ratio to the first strategy)."""
+        document = self.result(None).to_json()
+        del document["performance"]["ratio_to_first"]
+        return document
+
 
 @dataclass(frozen=True, eq=False)
 class Evaluation:
