@@ -21,6 +21,8 @@ import time
 
 import numpy as np
 
+from cloudtwin.twin.migration import VmMigration
+
 
 def scenario_text(count: int, seed: int = 1, window_s: float = 60.0) -> str:
     rng = np.random.default_rng(seed)
@@ -49,10 +51,10 @@ mobility:
 """
 
 
-def in_flight(migrations: list[dict]) -> int:
+def in_flight(migrations: list[VmMigration]) -> int:
     """The most migrations running at one instant."""
     edges = sorted(
-        [(m["start_s"], 1) for m in migrations] + [(m["start_s"] + m["total_time_s"], -1) for m in migrations]
+        [(m.start_s, 1) for m in migrations] + [(m.start_s + m.total_time_s, -1) for m in migrations]
     )
     return int(np.max(np.cumsum([e[1] for e in edges])))
 
@@ -81,7 +83,7 @@ def main() -> None:
     begin = time.perf_counter()
     run = run_migrations(scenario)
     wall = time.perf_counter() - begin
-    converged = sum(m["converged"] for m in run.migrations)
+    converged = sum(m.converged for m in run.migrations)
     print(
         json.dumps(
             {
@@ -92,10 +94,10 @@ def main() -> None:
                 "in_flight_max": in_flight(run.migrations),
                 "engine_events": run.events,
                 "converged": converged,
-                "rounds_total": sum(m["rounds"] for m in run.migrations),
-                "longest_migration_s": max(m["total_time_s"] for m in run.migrations),
+                "rounds_total": sum(m.rounds for m in run.migrations),
+                "longest_migration_s": max(m.total_time_s for m in run.migrations),
                 "mean_downtime_ms": 1e3
-                * float(np.mean([m["downtime_s"] for m in run.migrations if m["converged"]])),
+                * float(np.mean([m.downtime_s for m in run.migrations if m.converged])),
             },
             indent=1,
         )

@@ -43,24 +43,24 @@ def test_counts_and_score_for_ecmp_and_pinning(small) -> None:
     ecmp_paths = route_flows(scenario, topology, flows, load_strategy("ecmp"))
     ecmp = complexity(topology, flows, ecmp_paths, load_strategy("ecmp").profile, states, [])
     # leaf0 -> leaf1 and leaf1 -> leaf0 lose spine0; spine0 reaches leaf0 the long way now
-    assert ecmp["route_updates_per_fault"] == 3
-    assert ecmp["forwarding_entries"] == 3 + 1
-    assert ecmp["flow_rules_per_switch_max"] == 0 and ecmp["rule_changes_per_job"] == 0
-    assert ecmp["score"] == pytest.approx(round(math.log10(1 + 4) + math.log10(1 + 3), 3))
+    assert ecmp.route_updates_per_fault == 3
+    assert ecmp.forwarding_entries == 3 + 1
+    assert ecmp.flow_rules_per_switch_max == 0 and ecmp.rule_changes_per_job == 0
+    assert ecmp.score == pytest.approx(round(math.log10(1 + 4) + math.log10(1 + 3), 3))
 
     pin_paths = route_flows(scenario, topology, flows, load_strategy("pinning"))
     repairs = [Repair("controller", 0.001, 0.061, 0.063, 2, 2)]
     pinning = complexity(topology, flows, pin_paths, load_strategy("pinning").profile, states, repairs)
     # one rule per flow, at its source leaf (the only switch with a choice): 2 per leaf
-    assert pinning["flow_rules_per_switch_max"] == 2 and pinning["flow_rules_total"] == 4
-    assert pinning["forwarding_entries"] == 3 + 1 + 2
-    assert pinning["rule_changes_per_job"] == 4
-    assert pinning["rule_changes_per_fault"] == 3 + 2
+    assert pinning.flow_rules_per_switch_max == 2 and pinning.flow_rules_total == 4
+    assert pinning.forwarding_entries == 3 + 1 + 2
+    assert pinning.rule_changes_per_job == 4
+    assert pinning.rule_changes_per_fault == 3 + 2
     expected = math.log10(1 + 6) + math.log10(1 + 5) + math.log10(1 + 4) + 2 + 0.5 + 1
-    assert pinning["score"] == pytest.approx(round(expected, 3))
-    assert pinning["score"] > ecmp["score"]
-    assert pinning["entries_per_flow"] == 1 and pinning["entries_per_tenant"] == 4  # one tenant
-    assert ecmp["entries_per_flow"] == 0 and ecmp["entries_per_tenant"] == 0
+    assert pinning.score == pytest.approx(round(expected, 3))
+    assert pinning.score > ecmp.score
+    assert pinning.entries_per_flow == 1 and pinning.entries_per_tenant == 4  # one tenant
+    assert ecmp.entries_per_flow == 0 and ecmp.entries_per_tenant == 0
 
 
 def test_user_strategies_are_assumed_to_need_a_controller(monkeypatch) -> None:
@@ -83,7 +83,7 @@ def test_source_port_pinning_moves_the_state_to_the_hosts(small) -> None:
     assert profile_of(load_strategy("pinning"), "source-port") is PINNING_SOURCE_PORT
     paths = route_flows(scenario, topology, flows, load_strategy("pinning"))
     counts = complexity(topology, flows, paths, PINNING_SOURCE_PORT, [], [])
-    assert counts["controller"] and counts["host_cooperation"]
-    assert counts["flow_rules_per_switch_max"] == 0 and counts["forwarding_entries"] == 3 + 1
-    assert counts["rule_changes_per_job"] == 4 and counts["host_entries_per_job"] == 4  # a port per flow
-    assert counts["state_grows_with"] == "flows"
+    assert counts.controller and counts.host_cooperation
+    assert counts.flow_rules_per_switch_max == 0 and counts.forwarding_entries == 3 + 1
+    assert counts.rule_changes_per_job == 4 and counts.host_entries_per_job == 4  # a port per flow
+    assert counts.state_grows_with == "flows"

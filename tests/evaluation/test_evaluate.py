@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -10,8 +11,15 @@ import pytest
 from cloudtwin.engine import SimResult
 from cloudtwin.errors import ScenarioError, WorkloadError
 from cloudtwin.evaluation.evaluate import DEFAULT_FAULT_FRACTION, evaluate
-from cloudtwin.evaluation.report import conclusions, recommendation, render_markdown, results_document
+from cloudtwin.evaluation.report import (
+    conclusions,
+    recommendation,
+    render_markdown,
+    results,
+    results_document,
+)
 from cloudtwin.evaluation.resiliency import bytes_behind, step_value
+from cloudtwin.evaluation.results import Complexity, Performance, Resiliency, Results, StrategyResult
 from cloudtwin.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -44,9 +52,9 @@ def test_jobs_run_per_tenant_with_their_own_start(small_evaluation) -> None:
     assert set(flows.tenant[flows.job == 1].tolist()) == {1}
     np.testing.assert_allclose(flows.start_s[flows.job == 1], 0.005)
     for outcome in small_evaluation.outcomes:
-        assert set(outcome.performance["per_job"]) == {"first", "second"}
-        assert set(outcome.performance["per_tenant"]) == {"a", "b"}
-        assert set(outcome.resiliency["job_slowdown"]) == {"first", "second"}
+        assert set(outcome.performance.per_job) == {"first", "second"}
+        assert set(outcome.performance.per_tenant) == {"a", "b"}
+        assert set(outcome.resiliency.job_slowdown) == {"first", "second"}
         second = outcome.connection_start_s[flows.job == 1]
         assert np.all(second >= 0.005)
 
@@ -69,7 +77,13 @@ def test_document_has_the_documented_keys(small_evaluation) -> None:
         assert len(res["timeline"]["t_s"]) == len(res["timeline"]["faulted_gbps"]) > 2
     assert document["strategies"]["pinning"]["complexity"]["controller"] is True
     assert document["strategies"]["ecmp"]["complexity"]["controller"] is False
-    assert "## Three-fold trade-off" in render_markdown(document)
+    assert "## Three-fold trade-off" in render_markdown(results(small_evaluation))
+
+
+def test_the_document_reads_back_as_the_same_results(small_evaluation) -> None:
+    document = results_document(small_evaluation)
+    stored = json.loads(json.dumps({"run_id": 1, **document}))  # as the store keeps it
+    assert json.dumps(Results.from_json(stored).to_json()) == json.dumps(document)
 
 
 def test_same_seed_same_document() -> None:
@@ -82,9 +96,9 @@ def test_a_scenario_without_faults_gets_one_random_cable_failure(make_scenario) 
     scenario = make_scenario("fabric.leaves=4", "fabric.spines=2", "fabric.hosts_per_leaf=2")
     evaluation = evaluate(scenario, ["ecmp", "pinning"])
     assert evaluation.default_faults
-    assert len(evaluation.faults) == 1 and len(evaluation.faults[0]["links"]) == 2
+    assert len(evaluation.faults) == 1 and len(evaluation.faults[0].links) == 2
     shortest = min(o.baseline.completion_s for o in evaluation.outcomes)
-    assert evaluation.faults[0]["at_s"] == pytest.approx(DEFAULT_FAULT_FRACTION * shortest)
+    assert evaluation.faults[0].at_s == pytest.approx(DEFAULT_FAULT_FRACTION * shortest)
 
 
 def test_a_user_strategy_is_evaluated_like_the_builtins(monkeypatch) -> None:
@@ -138,32 +152,33 @@ def test_step_values_and_bytes_behind() -> None:
 
 
 def test_conclusions_and_recommendation_follow_the_numbers() -> None:
-    def strategy(gbps: float, score: float, recovered: bool = True, slowdown: float = 1.1) -> dict:
-        return {
-            "performance": {"aggregate_gbps": gbps, "busbw": None},
-            "resiliency": {
-                "recovered": recovered,
-                "time_to_recover_s": 0.1 if recovered else None,
-                "job_slowdown": {"job": slowdown},
-            },
-            "complexity": {"score": score},
-        }
+    def strategy(gbps: float, score: float, recovered: bool = True, slowdown: float = 1.1) -> StrategyResult:
+        # only the figures the verdicts read (model_construct: the rest left out)
+        return StrategyResult.model_construct(
+            performance=Performance.model_construct(aggregate_gbps=gbps, busbw=None),
+            resiliency=Resiliency.model_construct(
+                recovered=recovered,
+                time_to_recover_s=0.1 if recovered else None,
+                job_slowdown={"job": slowdown},
+            ),
+            complexity=Complexity.model_construct(score=score),
+        )
 
     table = {"ecmp": strategy(50, 2), "spray": strategy(100, 4), "pinning": strategy(100, 8)}
     c = conclusions(table)
-    assert c["all_resilient"] and c["pinning_fastest"] and c["pinning_most_complex"]
+    assert c.all_resilient and c.pinning_fastest and c.pinning_most_complex
     assert recommendation(table).startswith("spray:")  # as fast, as robust, simpler
     table["spray"] = strategy(100, 4, slowdown=3.0)
     assert recommendation(table).startswith("pinning:")  # spray is hit harder by the faults
     assert "spray (3.00x)" in recommendation(table)
     table["spray"] = strategy(100, 4, recovered=False)
     c = conclusions(table)
-    assert not c["all_resilient"] and "spray" in c["all_resilient_statement"]
+    assert not c.all_resilient and "spray" in c.all_resilient_statement
     assert recommendation(table).startswith("pinning:")
     table["pinning"] = strategy(80, 1)
     c = conclusions(table)
-    assert c["pinning_fastest"] is False and c["pinning_most_complex"] is False
-    assert c["pinning_statement"].startswith("does not hold")
+    assert c.pinning_fastest is False and c.pinning_most_complex is False
+    assert c.pinning_statement.startswith("does not hold")
     assert recommendation(table).startswith("pinning:")  # the best of those that recovered
 
 
@@ -193,9 +208,10 @@ def test_collective_and_perftest_jobs_share_the_fabric() -> None:
     assert np.all(bench.start_s[perftest] == pytest.approx(0.002)) and bench.latency_mask[perftest].all()
     assert not bench.latency_mask[~perftest].any()
     for outcome in evaluation.outcomes:
-        busbw = outcome.performance["busbw"]
-        assert set(busbw["per_job"]) == {"ring"} and busbw["busbw_GBps"] > 0
-        assert set(outcome.performance["per_job"]) == {"ring", "rdma-test"}
-        assert set(outcome.performance["per_tenant"]) == {"ai", "web"}
-        assert set(outcome.resiliency["job_slowdown"]) == {"ring", "rdma-test"}
-        assert outcome.resiliency["busbw_faulted"]["busbw_GBps"] <= busbw["busbw_GBps"] * (1 + 1e-9)
+        busbw = outcome.performance.busbw
+        assert busbw is not None and set(busbw.per_job) == {"ring"} and busbw.busbw_GBps > 0
+        assert set(outcome.performance.per_job) == {"ring", "rdma-test"}
+        assert set(outcome.performance.per_tenant) == {"ai", "web"}
+        assert set(outcome.resiliency.job_slowdown) == {"ring", "rdma-test"}
+        faulted = outcome.resiliency.busbw_faulted
+        assert faulted is not None and faulted.busbw_GBps <= busbw.busbw_GBps * (1 + 1e-9)

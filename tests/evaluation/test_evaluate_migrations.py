@@ -9,7 +9,7 @@ import pytest
 from tests.cli.cli_helpers import cloudtwin
 
 from cloudtwin.evaluation.evaluate import evaluate
-from cloudtwin.evaluation.report import render_html, render_markdown, results_document
+from cloudtwin.evaluation.report import render_html, render_markdown, results, results_document
 from cloudtwin.scenario import load_scenario
 from cloudtwin.twin import run_migrations
 
@@ -31,39 +31,39 @@ def test_each_strategy_runs_the_migrations_as_migrate_run_does(evaluation) -> No
         assert outcome.migrations is not None
         assert list(outcome.migrations) == [vm.name for vm in scenario.mobility.vms]
         for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
-            row = outcome.migrations[base["vm"]]
-            assert row["total_time_s"] == base["total_time_s"]
-            assert row["downtime_s"] == base["downtime_s"]
-            assert row["bytes"] == base["bytes"] and row["rounds"] == base["rounds"]
-            assert row["faulted_total_time_s"] == faulted["total_time_s"]
-            assert row["faulted_downtime_s"] == faulted["downtime_s"]
-            assert row["path_events"] == faulted["path_events"]
-            assert row["slowdown"] == faulted["total_time_s"] / base["total_time_s"]
+            row = outcome.migrations[base.vm]
+            assert row.total_time_s == base.total_time_s
+            assert row.downtime_s == base.downtime_s
+            assert row.bytes == base.bytes and row.rounds == base.rounds
+            assert row.faulted_total_time_s == faulted.total_time_s
+            assert row.faulted_downtime_s == faulted.downtime_s
+            assert row.path_events == list(faulted.path_events)
+            assert row.slowdown == faulted.total_time_s / base.total_time_s
 
 
 def test_the_cut_cable_slows_a_migration_whose_path_it_carries(evaluation) -> None:
     # the scenario cuts leaf0-spine0 from 1 s to 3 s while both VMs (on leaf 0) stream
     ecmp = evaluation.outcomes[0].migrations
     assert ecmp is not None
-    assert all(m["converged"] and m["faulted_converged"] for m in ecmp.values())
-    assert max(m["slowdown"] for m in ecmp.values()) > 1.0
+    assert all(m.converged and m.faulted_converged for m in ecmp.values())
+    assert max(m.slowdown for m in ecmp.values()) > 1.0
 
 
 def test_reports_carry_the_migrations_table(evaluation) -> None:
     document = results_document(evaluation)
     assert set(document["strategies"]["pinning"]["migrations"]) == {"web1", "cache1"}
-    markdown = render_markdown(document)
+    markdown = render_markdown(results(evaluation))
     assert "## Live migrations (without / with the faults)" in markdown
     web1 = document["strategies"]["ecmp"]["migrations"]["web1"]
     assert f"| ecmp | web1 | {web1['total_time_s']:.3f} | {web1['faulted_total_time_s']:.3f} |" in markdown
-    assert "<h2>Live migrations (without / with the faults)</h2>" in render_html(document)
+    assert "<h2>Live migrations (without / with the faults)</h2>" in render_html(results(evaluation))
 
 
 def test_a_scenario_without_migrations_has_no_migrations_section() -> None:
     text = EXAMPLE.read_text().split("mobility:")[0]
-    document = results_document(evaluate(load_scenario(text), ["ecmp"]))
-    assert "migrations" not in document["strategies"]["ecmp"]
-    assert "Live migrations" not in render_markdown(document)
+    typed = results(evaluate(load_scenario(text), ["ecmp"]))
+    assert "migrations" not in typed.to_json()["strategies"]["ecmp"]
+    assert "Live migrations" not in render_markdown(typed)
 
 
 def test_collective_jobs_run_beside_migrations_on_the_same_run() -> None:
@@ -75,9 +75,9 @@ def test_collective_jobs_run_beside_migrations_on_the_same_run() -> None:
     scenario = load_scenario(text)
     (outcome,) = evaluate(scenario, ["ecmp"]).outcomes
     assert outcome.migrations is not None and set(outcome.migrations) == {"web1", "cache1"}
-    alone = {m["vm"]: m for m in run_migrations(scenario.model_copy(update={"faults": ()})).migrations}
+    alone = {m.vm: m for m in run_migrations(scenario.model_copy(update={"faults": ()})).migrations}
     for vm, row in outcome.migrations.items():
-        assert row["total_time_s"] == alone[vm]["total_time_s"]
+        assert row.total_time_s == alone[vm].total_time_s
 
 
 def test_cli_evaluate_json_has_the_migrations() -> None:

@@ -11,6 +11,7 @@ from tests.cli.cli_helpers import REPO, cloudtwin, run_documented
 from tests.test_docs import console_commands
 
 from cloudtwin.evaluation.report import tradeoff_rows
+from cloudtwin.evaluation.results import Results
 
 DOC = REPO / "docs" / "evaluation.md"
 
@@ -41,7 +42,7 @@ def _doc_table(header_start: str) -> list[str]:
 
 
 def _fresh_table(results: Path) -> list[str]:
-    header, rows = tradeoff_rows(json.loads(results.read_text()))
+    header, rows = tradeoff_rows(Results.from_json(json.loads(results.read_text())))
     return ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)] + [
         "| " + " | ".join(row) + " |" for row in rows
     ]

@@ -210,7 +210,7 @@ def test_qemu_syncs_by_hand() -> None:
     plan = plan_migration(vm, options)
     assert plan.converged and plan.rounds == 2
     expected_bytes = [380 * mb * F, 30 * mb * F, p2 * F]
-    assert [e["bytes"] for e in plan.timeline] == pytest.approx(expected_bytes, rel=1e-12)
+    assert [e.bytes for e in plan.timeline] == pytest.approx(expected_bytes, rel=1e-12)
     assert plan.downtime_s == pytest.approx(p2 * F / 1e9 + 0.01, rel=1e-12)
     assert plan.total_time_s == pytest.approx(4.1 * F + p2 * F / 1e9 + 0.01, rel=1e-12)
     assert plan.bytes == pytest.approx((410 * mb + p2) * F, rel=1e-12)
@@ -269,7 +269,7 @@ def _policy(policy: str, **extra: object):
 def test_auto_converge_throttles_by_qemu_steps_until_it_converges() -> None:
     plan = _policy("auto-converge")
     assert plan.converged
-    throttles = sorted({round(e["throttle"], 6) for e in plan.timeline} - {0.0})
+    throttles = sorted({round(e.throttle, 6) for e in plan.timeline} - {0.0})
     assert throttles[0] == pytest.approx(0.2)
     assert all(b - a == pytest.approx(0.1) for a, b in zip(throttles, throttles[1:], strict=False))
     # converged once the throttled rate dropped below what the link sends
@@ -280,13 +280,13 @@ def test_postcopy_pauses_only_for_the_switchover() -> None:
     plan = _policy("postcopy")
     assert plan.converged
     assert plan.downtime_s == pytest.approx(0.01)
-    assert plan.timeline[-1]["phase"] == "postcopy"
-    assert plan.postcopy_faults > 0 and 0 < plan.postcopy_stall_s <= plan.timeline[-1]["end_s"]
+    assert plan.timeline[-1].phase == "postcopy"
+    assert plan.postcopy_faults > 0 and 0 < plan.postcopy_stall_s <= plan.timeline[-1].end_s
 
 
 def test_raise_downtime_raises_step_by_step_then_gives_up() -> None:
     plan = _policy("raise-downtime")
-    limits = [e["downtime_limit_s"] for e in plan.timeline]
+    limits = [e.downtime_limit_s for e in plan.timeline]
     assert limits == sorted(limits) and limits[-1] == pytest.approx(2.0)
     assert not plan.converged  # 1 GiB never fits 2 s at 1 Gbps
 
@@ -304,10 +304,10 @@ def test_bandwidth_cap_applies_to_live_rounds_only() -> None:
     bulk = plan.timeline[0]
     # whole 100 ms periods at the cap until less than 1 Gbps x 0.3 s is left unsent
     sent = (math.floor((GIB - 37.5e6) / 12.5e6) + 1) * 12.5e6
-    assert bulk["bytes"] == pytest.approx(sent * F)
-    assert bulk["end_s"] == pytest.approx(sent * F * 8 / 1e9)
+    assert bulk.bytes == pytest.approx(sent * F)
+    assert bulk.end_s == pytest.approx(sent * F * 8 / 1e9)
     stop = plan.timeline[-1]
-    assert stop["end_s"] - stop["start_s"] == pytest.approx(stop["bytes"] * 8 / 10e9)
+    assert stop.end_s - stop.start_s == pytest.approx(stop.bytes * 8 / 10e9)
 
 
 def test_xbzrle_sends_fewer_bytes_for_resent_pages() -> None:
@@ -315,8 +315,8 @@ def test_xbzrle_sends_fewer_bytes_for_resent_pages() -> None:
     # whole rounds: everything after the first pass is re-sent, at a quarter of a page
     plain = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, syncs="rounds"))
     packed = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, xbzrle=True, syncs="rounds"))
-    assert packed.timeline[0]["bytes"] == plain.timeline[0]["bytes"]
-    assert packed.timeline[1]["bytes"] == pytest.approx(plain.timeline[1]["bytes"] * 0.25)
+    assert packed.timeline[0].bytes == plain.timeline[0].bytes
+    assert packed.timeline[1].bytes == pytest.approx(plain.timeline[1].bytes * 0.25)
 
 
 def test_xbzrle_never_shrinks_pages_sent_for_the_first_time() -> None:
@@ -325,7 +325,7 @@ def test_xbzrle_never_shrinks_pages_sent_for_the_first_time() -> None:
     vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
     plain = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, protected=False))
     packed = plan_migration(vm, MigrationOptions(bandwidth_bps=1e9, protected=False, xbzrle=True))
-    assert plain.timeline[-1]["bytes"] > 0  # the tail went in the pause
+    assert plain.timeline[-1].bytes > 0  # the tail went in the pause
     assert packed.bytes == plain.bytes == pytest.approx(GIB * F)
 
 
@@ -333,8 +333,8 @@ def test_protected_stream_caps_bandwidth_per_channel() -> None:
     vm = VmMemory(memory_bytes=GIB, working_set_bytes=0, dirty_rate_bps=0.0)
     one = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9))
     four = plan_migration(vm, MigrationOptions(bandwidth_bps=100e9, multifd_channels=4))
-    assert one.timeline[0]["end_s"] == pytest.approx(one.timeline[0]["bytes"] * 8 / 8e9)
-    assert four.timeline[0]["end_s"] == pytest.approx(four.timeline[0]["bytes"] * 8 / 32e9)
+    assert one.timeline[0].end_s == pytest.approx(one.timeline[0].bytes * 8 / 8e9)
+    assert four.timeline[0].end_s == pytest.approx(four.timeline[0].bytes * 8 / 32e9)
     assert one.crypto_cpu_s == pytest.approx(one.bytes * 8 / 8e9)
 
 
@@ -344,7 +344,7 @@ def test_block_storage_copies_the_disk_first_and_remote_then_local_after() -> No
     later = plan_migration(
         vm, MigrationOptions(bandwidth_bps=8e9, storage="remote-then-local"), disk_bytes=10 * GIB
     )
-    assert block.timeline[0]["phase"] == "disk" and later.timeline[-1]["phase"] == "disk-background"
+    assert block.timeline[0].phase == "disk" and later.timeline[-1].phase == "disk-background"
     assert block.downtime_s == pytest.approx(later.downtime_s, rel=1e-12)
     assert block.bytes == pytest.approx(later.bytes)
 
@@ -445,15 +445,15 @@ def test_any_plan_finishes_with_a_consistent_timeline(
     assert plan.outcome in ("completed", "aborted")
     assert plan.converged == (plan.outcome == "completed")
     timeline = plan.timeline
-    assert timeline and timeline[0]["start_s"] == 0.0
+    assert timeline and timeline[0].start_s == 0.0
     for before, after in zip(timeline, timeline[1:], strict=False):
-        gap = after["start_s"] - before["end_s"]
-        assert gap == pytest.approx(0.0, abs=1e-9) or (before["phase"] == "stop-and-copy" and gap >= 0)
-    assert all(e["end_s"] >= e["start_s"] and e["bytes"] >= 0 for e in timeline)
-    assert plan.bytes == pytest.approx(sum(e["bytes"] for e in timeline), rel=1e-9)
+        gap = after.start_s - before.end_s
+        assert gap == pytest.approx(0.0, abs=1e-9) or (before.phase == "stop-and-copy" and gap >= 0)
+    assert all(e.end_s >= e.start_s and e.bytes >= 0 for e in timeline)
+    assert plan.bytes == pytest.approx(sum(e.bytes for e in timeline), rel=1e-9)
     if plan.converged:
-        assert plan.total_time_s >= timeline[-1]["end_s"] - 1e-9
-        assert [e["phase"] for e in timeline].count("stop-and-copy") == 1
+        assert plan.total_time_s >= timeline[-1].end_s - 1e-9
+        assert [e.phase for e in timeline].count("stop-and-copy") == 1
         # every page holding data crosses at least once (live, paused or pushed after), and
         # the disk too unless it is shared
         disk = 0 if storage == "shared" else disk_mib * MIB

@@ -79,7 +79,7 @@ def test_a_migration_across_the_federation_alone_equals_its_plan(
     )
     run = run_cloud(cloud)
     assert run.migrations is not None
-    (got,) = run.migrations.migrations
+    (got,) = [m.to_json() for m in run.migrations.migrations]
     driver_path = run.capacity_bps  # the path's bottleneck: the host NIC, a gateway or the WAN, in payload
     joined = run.joined
     east, west = joined.sites
@@ -110,10 +110,10 @@ def test_a_migration_across_the_federation_alone_equals_its_plan(
 def test_the_identity_follows_the_address_mode() -> None:
     stretched = run_cloud(_cloud()).migrations.migrations[0]
     # l2-stretch: the source site's gateway learns the new location one WAN crossing later
-    assert stretched["connectivity_downtime_s"] - stretched["downtime_s"] == pytest.approx(0.004, rel=1e-9)
+    assert stretched.connectivity_downtime_s - stretched.downtime_s == pytest.approx(0.004, rel=1e-9)
     natted = run_cloud(_cloud(MODE="global-nat")).migrations.migrations[0]
     # global-nat: the NAT entries move with a route propagation (1 s by default)
-    assert natted["connectivity_downtime_s"] - natted["downtime_s"] == pytest.approx(1.0, rel=1e-12)
+    assert natted.connectivity_downtime_s - natted.downtime_s == pytest.approx(1.0, rel=1e-12)
 
 
 def test_a_gateway_failover_stalls_the_stream_for_the_failover_time() -> None:
@@ -126,9 +126,9 @@ def test_a_gateway_failover_stalls_the_stream_for_the_failover_time() -> None:
     (failed,) = hit.failovers
     assert failed.total_s == pytest.approx(3.0 + 0.05 + 0.0 + 1.0)
     a, b = clean.migrations.migrations[0], hit.migrations.migrations[0]
-    assert a["rounds"] == b["rounds"] == 1
-    assert b["total_time_s"] == pytest.approx(a["total_time_s"] + failed.total_s, rel=1e-9)
-    events = [(e["time_s"], e["event"]) for e in b["path_events"]]
+    assert a.rounds == b.rounds == 1
+    assert b.total_time_s == pytest.approx(a.total_time_s + failed.total_s, rel=1e-9)
+    events = [(e["time_s"], e["event"]) for e in b.path_events]
     assert events == [(0.2, "stalled: gateway of east failed"), (pytest.approx(4.25), "re-routed")]
 
 
@@ -153,7 +153,7 @@ def test_a_site_part_alone_equals_the_same_part_in_the_cloud_bit_for_bit() -> No
     run = run_cloud(cloud)
     (east, _) = run.sites
     alone = run_scenario_jobs(east.scenario).result.finish_s
-    assert alone.size and run.migrations.migrations[0]["converged"]
+    assert alone.size and run.migrations.migrations[0].converged
     np.testing.assert_array_equal(run.finish_s[east.flows], alone)
 
 
@@ -166,7 +166,7 @@ def test_the_hosts_nic_tiers_slow_a_migration_between_sites() -> None:
     )
     fast = run_cloud(_cloud(GATEWAY="100Gbps", WAN="100Gbps")).migrations.migrations[0]
     slowed = run_cloud(_cloud(slow, GATEWAY="100Gbps", WAN="100Gbps")).migrations.migrations[0]
-    assert slowed["total_time_s"] > 1.5 * fast["total_time_s"]
+    assert slowed.total_time_s > 1.5 * fast.total_time_s
 
 
 @pytest.mark.parametrize(
@@ -198,8 +198,8 @@ def test_l3_routed_moves_when_renumbering_is_allowed() -> None:
         .replace("address: 10.0.0.20/24", "address: 10.0.1.20/24")
     )
     (m,) = run_cloud(_cloud(text)).migrations.migrations
-    assert m["converged"]
-    assert m["connectivity_downtime_s"] - m["downtime_s"] == pytest.approx(1.0, rel=1e-12)
+    assert m.converged
+    assert m.connectivity_downtime_s - m.downtime_s == pytest.approx(1.0, rel=1e-12)
 
 
 @pytest.mark.parametrize(

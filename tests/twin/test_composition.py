@@ -62,8 +62,8 @@ def test_a_part_alone_equals_the_part_in_the_composition_bit_for_bit(size, memor
     # ... and the migration alone (no tenant job): the same rounds, bit for bit
     only = run_migrations(_apart(size, memory, dirty, start, tenants=False))
     assert only.tenant_flows == 0
-    rounds = [(r["start_s"], r["end_s"], r["bytes"]) for r in composed.migrations[0]["timeline"]]
-    assert rounds == [(r["start_s"], r["end_s"], r["bytes"]) for r in only.migrations[0]["timeline"]]
+    rounds = [(r.start_s, r.end_s, r.bytes) for r in composed.migrations[0].timeline]
+    assert rounds == [(r.start_s, r.end_s, r.bytes) for r in only.migrations[0].timeline]
 
 
 class LoadWatch:
@@ -123,8 +123,8 @@ def test_under_sharing_no_link_is_above_capacity_and_every_byte_arrives(seed, st
     assert watch.worst <= 1 + 1e-9
     assert np.all(np.isfinite(run.tenant_finish_s))
     for m in run.migrations:
-        assert m["converged"]
-        assert m["bytes"] == pytest.approx(sum(r["bytes"] for r in m["timeline"]), rel=1e-12)
+        assert m.converged
+        assert m.bytes == pytest.approx(sum(r.bytes for r in m.timeline), rel=1e-12)
 
 
 def test_migrate_run_and_run_give_the_tenants_the_same_finish_times_without_the_migration() -> None:
@@ -156,7 +156,7 @@ def test_the_nic_tiers_slow_the_tenants_beside_a_migration_as_they_slow_run() ->
     assert slow_run.tenant_completion_alone_s > 1.5 * fast_run.tenant_completion_alone_s
     assert slow_run.tenant_completion_s > 1.5 * fast_run.tenant_completion_s
     # the migration streams cross the same host tiers
-    assert slow_run.migrations[0]["total_time_s"] > fast_run.migrations[0]["total_time_s"]
+    assert slow_run.migrations[0].total_time_s > fast_run.migrations[0].total_time_s
 
 
 COLLECTIVE = """
@@ -181,7 +181,7 @@ def test_a_collective_runs_beside_a_migration() -> None:
     scenario = scenario_from(text=COLLECTIVE)
     run = run_migrations(scenario)
     (m,) = run.migrations
-    assert m["converged"]
+    assert m.converged
     assert run.tenant_flows == run_scenario_jobs(scenario).result.finish_s.size
     assert np.all(np.isfinite(run.tenant_finish_s))
     assert run.tenant_completion_alone_s == run_scenario_jobs(scenario).result.completion_s
@@ -197,8 +197,8 @@ def test_evaluate_runs_a_collective_beside_migrations_per_strategy() -> None:
         assert outcome.migrations is not None
         (vm,) = outcome.migrations.values()
         alone = run_migrations(scenario, outcome.name).migrations[0]
-        assert vm["converged"] and vm["total_time_s"] == alone["total_time_s"]
-        assert outcome.performance["busbw"] is not None
+        assert vm.converged and vm.total_time_s == alone.total_time_s
+        assert outcome.performance.busbw is not None
 
 
 def test_diagnose_simulates_the_faulted_run_that_evaluate_reports() -> None:

@@ -26,10 +26,10 @@ def test_diagnose_runs_the_faulted_run_that_evaluate_reports(install: str) -> No
         assert run.strategy == outcome.name
         assert np.array_equal(run.result.start_s, outcome.faulted.start_s), outcome.name
         assert np.array_equal(run.result.finish_s, outcome.faulted.finish_s), outcome.name
-        assert run.result.completion_s == outcome.resiliency["completion_s"]
+        assert run.result.completion_s == outcome.resiliency.completion_s
         moved = [(r.phase, r.moved_s, r.flows, r.rules_changed) for r in run.plan.repairs]
         reported = [
-            (r["phase"], r["moved_s"], r["flows"], r["rules_changed"]) for r in outcome.resiliency["repairs"]
+            (r.phase, r.moved_s, r.flows, r.rules_changed) for r in outcome.resiliency.repairs
         ]
         assert moved == reported, outcome.name
 

@@ -39,9 +39,9 @@ def _scenario(text: str = TWO_CLOUDS, *overrides: str):
 def test_alone_the_migration_runs_at_the_nic_rate() -> None:
     run = run_migrations(_scenario())
     (m,) = run.migrations
-    bulk = m["timeline"][0]
-    assert m["converged"] and m["rounds"] == 1
-    assert bulk["end_s"] - bulk["start_s"] == pytest.approx(bulk["bytes"] * 8 / 10e9 + 0.001, rel=1e-9)
+    bulk = m.timeline[0]
+    assert m.converged and m.rounds == 1
+    assert bulk.end_s - bulk.start_s == pytest.approx(bulk.bytes * 8 / 10e9 + 0.001, rel=1e-9)
 
 
 def test_tenant_all_to_all_takes_its_share_of_the_source_nic() -> None:
@@ -52,10 +52,10 @@ def test_tenant_all_to_all_takes_its_share_of_the_source_nic() -> None:
     )
     run = run_migrations(_scenario(text))
     (m,) = run.migrations
-    bulk = m["timeline"][0]
+    bulk = m.timeline[0]
     # host 0's NIC carries two tenant flows (to hosts 1 and 2) and the migration: a third each
-    assert bulk["end_s"] - bulk["start_s"] == pytest.approx(bulk["bytes"] * 8 / (10e9 / 3) + 0.001, rel=1e-9)
-    assert m["slowdown"] == pytest.approx(3.0, rel=0.01)
+    assert bulk.end_s - bulk.start_s == pytest.approx(bulk.bytes * 8 / (10e9 / 3) + 0.001, rel=1e-9)
+    assert m.slowdown == pytest.approx(3.0, rel=0.01)
     assert run.tenant_completion_s > run.tenant_completion_alone_s
 
 
@@ -84,22 +84,22 @@ def test_a_cut_leaf_stalls_the_migration_for_the_outage() -> None:
     )
     run = run_migrations(_scenario(cut))
     base, hit = alone.migrations[0], run.migrations[0]
-    assert hit["converged"]
+    assert hit.converged
     # exactly the outage longer: the threshold follows the stream's rate at the end of the
     # stalled round (QEMU's last 100 ms), not its average with the stall
-    assert hit["total_time_s"] == pytest.approx(base["total_time_s"] + 2.0, rel=1e-9)
-    assert [e["phase"] for e in hit["timeline"]] == ["bulk", "stop-and-copy"]
+    assert hit.total_time_s == pytest.approx(base.total_time_s + 2.0, rel=1e-9)
+    assert [e.phase for e in hit.timeline] == ["bulk", "stop-and-copy"]
     # the timeline shows it: the bulk round (0 s to its end) stalls at 1 s and resumes at 3 s
-    bulk = hit["timeline"][0]
-    assert bulk["phase"] == "bulk"
-    assert [(e["time_s"], e["event"].split(":")[0]) for e in bulk["path_events"]] == [
+    bulk = hit.timeline[0]
+    assert bulk.phase == "bulk"
+    assert [(e["time_s"], e["event"].split(":")[0]) for e in bulk.path_events] == [
         (1.0, "stalled"),
         (3.0, "resumed"),
     ]
-    assert bulk["end_s"] - bulk["start_s"] == pytest.approx(
-        base["timeline"][0]["end_s"] - base["timeline"][0]["start_s"] + 2.0, rel=1e-9
+    assert bulk.end_s - bulk.start_s == pytest.approx(
+        base.timeline[0].end_s - base.timeline[0].start_s + 2.0, rel=1e-9
     )
-    assert all(e["path_events"] == [] for e in hit["timeline"][1:])
+    assert all(e.path_events == () for e in hit.timeline[1:])
 
 
 def test_a_failed_spine_link_reroutes_the_stream() -> None:
@@ -107,18 +107,18 @@ def test_a_failed_spine_link_reroutes_the_stream() -> None:
     for spine in (0, 1):
         text = FAULTED.replace("FAULTS", f"{{kind: link, target: leaf0-spine{spine}, at: 1s}}")
         outcomes.append(run_migrations(_scenario(text)).migrations[0])
-    rerouted = [m for m in outcomes if any(e["event"] == "re-routed" for e in m["path_events"])]
+    rerouted = [m for m in outcomes if any(e["event"] == "re-routed" for e in m.path_events)]
     assert len(rerouted) == 1  # the spine its path used; the other cut does not touch it
     untouched = next(m for m in outcomes if m is not rerouted[0])
-    assert rerouted[0]["converged"]
-    assert rerouted[0]["total_time_s"] > untouched["total_time_s"]
+    assert rerouted[0].converged
+    assert rerouted[0].total_time_s > untouched.total_time_s
     # visible in the timeline: the round in flight at 1 s carries the re-route, after the
     # fabric's reaction delay; the untouched migration's rounds carry nothing
-    (event,) = [e for r in rerouted[0]["timeline"] for e in r["path_events"]]
+    (event,) = [e for r in rerouted[0].timeline for e in r.path_events]
     assert event["event"] == "re-routed" and 1.0 < event["time_s"] < 2.0
-    round_of = next(r for r in rerouted[0]["timeline"] if event in r["path_events"])
-    assert round_of["start_s"] <= event["time_s"] < round_of["end_s"]
-    assert all(r["path_events"] == [] for r in untouched["timeline"])
+    round_of = next(r for r in rerouted[0].timeline if event in r.path_events)
+    assert round_of.start_s <= event["time_s"] < round_of.end_s
+    assert all(r.path_events == () for r in untouched.timeline)
 
 
 def test_refused_admission_never_starts_a_transfer() -> None:
@@ -129,8 +129,8 @@ def test_refused_admission_never_starts_a_transfer() -> None:
     text = text.replace("memory: 4GiB}", "memory: 4GiB, labels: [pci]}")
     run = run_migrations(_scenario(text))
     (m,) = run.migrations
-    assert not m["converged"] and m["bytes"] == 0 and m["timeline"] == []
-    assert m["running_copies"] == 1 and m["ticket"] is None
+    assert not m.converged and m.bytes == 0 and m.timeline == []
+    assert m.running_copies == 1 and m.ticket is None
     assert [r["event"] for r in run.logs["b"]] == ["admission-refused"]
 
 
@@ -173,9 +173,9 @@ def test_insularity_of_logs_and_one_running_copy(
     )
     run = run_migrations(_scenario(text))
     for m in run.migrations:
-        assert m["running_copies"] == 1
-        assert m["phase"] in ("committed", "aborted")
-        assert (m["phase"] == "committed") == m["converged"]
+        assert m.running_copies == 1
+        assert m.phase in ("committed", "aborted")
+        assert (m.phase == "committed") == m.converged
     west_private = [f"west-h{h}" for h in range(8, 16)] + [f"10.1.0.{h}" for h in range(8, 16)]
     east_private = [f"east-h{h}" for h in range(8)] + [f"10.0.0.{h}" for h in range(8)]
     # anywhere in a record, values and free text alike (what the store keeps is `event k=v ...`)
@@ -261,14 +261,14 @@ def test_clients_keep_talking_to_the_vm_across_the_switchover() -> None:
     with_clients = TWO_CLOUDS.replace("memory: 4GiB}", 'memory: 4GiB, clients: "1", client_bytes: 20GiB}')
     run = run_migrations(_scenario(with_clients))
     (m,) = run.migrations
-    assert m["converged"]
-    assert any(e["event"] == "clients re-pointed" for e in m["path_events"])
+    assert m.converged
+    assert any(e["event"] == "clients re-pointed" for e in m.path_events)
     # the client's 20 GiB go to host 0 at 10 Gbps (the migration leaves by host 0's uplink,
     # the client arrives by its downlink); from the pause until the overlay re-points the
     # VM nothing moves; then it goes on at 10 Gbps across the WAN to the new host
     alone = 20 * GIB * 8 / 10e9
-    (finish,) = m["client_finish_s"]
-    assert finish == pytest.approx(alone + m["connectivity_downtime_s"], rel=1e-9)
+    (finish,) = m.client_finish_s
+    assert finish == pytest.approx(alone + m.connectivity_downtime_s, rel=1e-9)
 
 
 def test_more_migrations_than_the_limit_are_refused_before_anything_runs() -> None:

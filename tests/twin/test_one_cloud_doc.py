@@ -48,7 +48,7 @@ def test_each_site_logs_only_its_own_names(tmp_path: Path) -> None:
     east, west = json.dumps(logs["east"]), json.dumps(logs["west"])
     # the destination picks the host; the source never learns it
     for m in run.migrations.migrations:
-        admitted = [r for r in logs["west"] if r["event"] == "admitted" and r.get("vm") == m["vm"]]
+        admitted = [r for r in logs["west"] if r["event"] == "admitted" and r.get("vm") == m.vm]
         assert admitted and admitted[0]["host"].startswith("west-h")
         assert admitted[0]["host"] not in east
     assert "east-h" not in west

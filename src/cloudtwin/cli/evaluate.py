@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
@@ -24,10 +24,13 @@ from cloudtwin.cli.output import (
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 
+if TYPE_CHECKING:
+    from cloudtwin.evaluation.results import Results
+
 __all__ = ["evaluate", "print_document"]
 
 
-def print_document(document: dict[str, Any], title: str) -> None:
+def print_document(document: Results, title: str) -> None:
     """The trade-off table, the two conclusions and the recommendation, for a terminal."""
     from cloudtwin.evaluation.report import tradeoff_rows
 
@@ -40,10 +43,10 @@ def print_document(document: dict[str, Any], title: str) -> None:
     for i, name in enumerate(header[1:], start=1):
         table.add_row(name, *(row[i] for row in rows))
     stdout.print(table)
-    c = document["conclusions"]
-    stdout.print(f"All techniques are resilient: {c['all_resilient_statement']}.", highlight=False)
-    stdout.print(f"Pinning is fastest but most complex: {c['pinning_statement']}.", highlight=False)
-    stdout.print(f"Recommendation: {document['recommendation']}.", highlight=False)
+    c = document.conclusions
+    stdout.print(f"All techniques are resilient: {c.all_resilient_statement}.", highlight=False)
+    stdout.print(f"Pinning is fastest but most complex: {c.pinning_statement}.", highlight=False)
+    stdout.print(f"Recommendation: {document.recommendation}.", highlight=False)
 
 
 def _is_federation(path: Path) -> bool:
@@ -118,7 +121,7 @@ def evaluate(
     if as_json:
         emit_json(result.to_json())
         return
-    print_document(result.document, f"{loaded.name}: three-fold evaluation")
+    print_document(result.results, f"{loaded.name}: three-fold evaluation")
     run_id = result.run_id
     stored = f"; stored as run {run_id} in {db}" if run_id is not None else ""
     stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)

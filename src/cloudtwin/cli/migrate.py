@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import typer
 from pydantic import ValidationError
@@ -21,6 +22,13 @@ from cloudtwin.cli.output import (
 )
 from cloudtwin.errors import MobilityError
 from cloudtwin.store.database import DEFAULT_DB
+
+if TYPE_CHECKING:
+    from cloudtwin.mobility.precopy import MigrationResult
+    from cloudtwin.scenario.mobility import PlanRequest
+
+Named = Sequence[tuple[str, "MigrationResult"]]
+"""Migrations to show: each VM's name and its result."""
 
 __all__ = ["app"]
 
@@ -119,17 +127,18 @@ def plan(
                 "(change them with --set); give either a scenario or the VM's flags"
             )
         plans = plan_scenario(read_scenario(scenario, overrides))
-        documents = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]
+        named = [(p.vm, p.result) for p in plans]
         if as_json:
-            emit_json({"migrations": documents})
+            rows = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]
+            emit_json({"migrations": rows})
         else:
-            stdout.print(_table("migration plans (each alone on its path)", documents))
+            stdout.print(_table("migration plans (each alone on its path)", named))
         if plot:
-            _plot(plot, documents)
+            _plot(plot, named)
         return
     if memory is None:
         raise MobilityError("memory: give the VM's memory (or a scenario)")
-    fields: dict[str, Any] = {
+    fields: dict[str, object] = {
         "memory": memory,
         "dirty_rate": dirty_rate,
         "working_set": working_set,
@@ -148,13 +157,13 @@ def plan(
         "disk_dirty_rate": disk_dirty_rate,
         "syncs": syncs,
     }
-    result = plan_request(_request(fields)).to_dict()
+    result = plan_request(_request(fields))
     if as_json:
-        emit_json(result)
+        emit_json(result.to_dict())
     else:
-        stdout.print(_table("migration plan", [{"vm": "vm", **result}]))
+        stdout.print(_table("migration plan", [("vm", result)]))
     if plot:
-        _plot(plot, [{"vm": "vm", **result}])
+        _plot(plot, [("vm", result)])
 
 
 #: `plan` options that describe one VM and its path: meaningless beside a scenario.
@@ -171,7 +180,7 @@ def _given(ctx: typer.Context, name: str) -> bool:
     return source is not None and source.name == "COMMANDLINE"
 
 
-def _request(fields: dict[str, Any]) -> Any:
+def _request(fields: dict[str, object]) -> PlanRequest:
     from cloudtwin.scenario.mobility import PlanRequest
 
     try:
@@ -183,28 +192,28 @@ def _request(fields: dict[str, Any]) -> Any:
         raise MobilityError(f"{key}: {message}" if key else message) from err
 
 
-def _table(title: str, documents: list[dict[str, Any]]) -> Table:
+def _table(title: str, migrations: Named) -> Table:
     table = Table(title=title, title_justify="left")
     for column in ("vm", "converged", "rounds", "total (s)", "downtime (ms)", "GB sent", "notes"):
         table.add_column(column)
-    for doc in documents:
-        notes = "; ".join(doc["actions"] + ([doc["reason"]] if doc["reason"] else []))
+    for vm, result in migrations:
+        notes = "; ".join(result.actions + ([result.reason] if result.reason else []))
         table.add_row(
-            str(doc["vm"]),
-            "yes" if doc["converged"] else "no",
-            str(doc["rounds"]),
-            f"{doc['total_time_s']:.3f}",
-            f"{doc['downtime_s'] * 1e3:.1f}",
-            f"{doc['bytes'] / 1e9:.3f}",
+            vm,
+            "yes" if result.converged else "no",
+            str(result.rounds),
+            f"{result.total_time_s:.3f}",
+            f"{result.downtime_s * 1e3:.1f}",
+            f"{result.bytes / 1e9:.3f}",
             notes or "-",
         )
     return table
 
 
-def _plot(path: Path, documents: list[dict[str, Any]]) -> None:
+def _plot(path: Path, migrations: Named) -> None:
     from cloudtwin.mobility.plot import rounds_figure
 
-    figure = rounds_figure(documents)
+    figure = rounds_figure(migrations)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120, bbox_inches="tight")
 
@@ -254,15 +263,14 @@ def run(
     if as_json:
         emit_json(document)
     else:
-        stdout.print(_table(f"migrations of {name}", document["migrations"]))
-        tenants = document["tenants"]
-        if tenants["flows"]:
+        stdout.print(_table(f"migrations of {name}", [(m.vm, m.result) for m in outcome.migrations]))
+        if outcome.tenant_flows:
             stdout.print(
-                f"tenant traffic: {tenants['flows']} flows done at {tenants['completion_s']:.3f} s "
-                f"({tenants['completion_without_migrations_s']:.3f} s without the migrations)"
+                f"tenant traffic: {outcome.tenant_flows} flows done at {outcome.tenant_completion_s:.3f} s "
+                f"({outcome.tenant_completion_alone_s:.3f} s without the migrations)"
             )
     if plot:
-        _plot(plot, document["migrations"])
+        _plot(plot, [(m.vm, m.result) for m in outcome.migrations])
 
 
 _DB_READ = typer.Option(DEFAULT_DB, "--db", help="The store written by cloudtwin migrate run --db.")

@@ -64,9 +64,10 @@ def show(
     from cloudtwin.store.database import Store
 
     with Store(db, read_only=True) as store:
-        document = show_result(store, run).to_json()
+        stored = show_result(store, run)
+    document = stored.to_json()
     if as_json:
         emit_json(document)
         return
-    print_document(document, f"run {run}: {document['scenario']} ({document['created_at']} UTC)")
+    print_document(stored.results, f"run {run}: {document['scenario']} ({document['created_at']} UTC)")
     stdout.print(f"{document['flow_rows']} per-flow rows stored.", highlight=False)

@@ -8,15 +8,29 @@ from cloudtwin.evaluation.collective import (
 )
 from cloudtwin.evaluation.evaluate import Evaluation, StrategyOutcome, evaluate
 from cloudtwin.evaluation.metrics import RunSummary, summarize
+from cloudtwin.evaluation.results import (
+    Complexity,
+    MigrationSummary,
+    Performance,
+    Resiliency,
+    Results,
+    StrategyResult,
+)
 from cloudtwin.evaluation.run import Run, build_flows, route_flows, run_scenario, tenant_groups
 
 __all__ = [
     "CollectiveMeasurement",
     "CollectiveRun",
+    "Complexity",
     "Evaluation",
+    "MigrationSummary",
+    "Performance",
+    "Resiliency",
+    "Results",
     "Run",
     "RunSummary",
     "StrategyOutcome",
+    "StrategyResult",
     "build_flows",
     "evaluate",
     "route_flows",

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.evaluation.offload import nic_offload
+from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.twin.cloud import CloudRun, SitePart, run_cloud
 from cloudtwin.twin.jobs import JobRequest
@@ -89,7 +90,7 @@ class MigrationOutcome:
     faulted_downtime_s: float
     faulted_bytes: float
     failover_stall_s: float
-    path_events: tuple[dict[str, object], ...]
+    path_events: tuple[PathEvent, ...]
 
     @property
     def slowdown(self) -> float | None:
@@ -215,15 +216,15 @@ def _traffic(clean: CloudRun, hit: CloudRun) -> TrafficOutcome | None:
     )
 
 
-def _stall_s(events: Sequence[dict[str, object]]) -> float:
+def _stall_s(events: Sequence[PathEvent]) -> float:
     """Seconds between each gateway stall of a stream and its move to the standby."""
     total, since = 0.0, None
     for event in events:
         text = str(event["event"])
         if text.startswith("stalled: gateway"):
-            since = float(event["time_s"])  # type: ignore[arg-type]
+            since = float(event["time_s"])
         elif since is not None and text in ("re-routed", "resumed"):
-            total += float(event["time_s"]) - since  # type: ignore[arg-type]
+            total += float(event["time_s"]) - since
             since = None
     return total
 
@@ -235,21 +236,21 @@ def _migrations(clean: CloudRun, hit: CloudRun) -> tuple[MigrationOutcome, ...]:
     for a, b in zip(clean.migrations.migrations, hit.migrations.migrations, strict=True):
         outcomes.append(
             MigrationOutcome(
-                vm=a["vm"],
-                source=a["from"],
-                destination=a["to"],
-                converged=a["converged"],
-                total_time_s=a["total_time_s"],
-                downtime_s=a["downtime_s"],
-                connectivity_downtime_s=a["connectivity_downtime_s"],
-                bytes=a["bytes"],
-                rounds=a["rounds"],
-                faulted_converged=b["converged"],
-                faulted_total_time_s=b["total_time_s"],
-                faulted_downtime_s=b["downtime_s"],
-                faulted_bytes=b["bytes"],
-                failover_stall_s=_stall_s(b["path_events"]),
-                path_events=tuple(b["path_events"]),
+                vm=a.vm,
+                source=a.source,
+                destination=a.destination,
+                converged=a.converged,
+                total_time_s=a.total_time_s,
+                downtime_s=a.downtime_s,
+                connectivity_downtime_s=a.connectivity_downtime_s,
+                bytes=a.bytes,
+                rounds=a.rounds,
+                faulted_converged=b.converged,
+                faulted_total_time_s=b.total_time_s,
+                faulted_downtime_s=b.downtime_s,
+                faulted_bytes=b.bytes,
+                failover_stall_s=_stall_s(b.path_events),
+                path_events=b.path_events,
             )
         )
     return tuple(outcomes)

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
+from cloudtwin.evaluation.results import Busbw, JobBusbw
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.twin.jobs import Workbench
 
 __all__ = ["collective_busbw"]
 
 
-def collective_busbw(scenario: Scenario, bench: Workbench, result: SimResult) -> dict[str, Any] | None:
+def collective_busbw(scenario: Scenario, bench: Workbench, result: SimResult) -> Busbw | None:
     """busbw (GB/s) per collective job and overall, or None when no job is a collective.
 
     Each job's time runs from its start to its last flow's finish; algbw = size / time
@@ -24,7 +23,7 @@ def collective_busbw(scenario: Scenario, bench: Workbench, result: SimResult) ->
         return None
     from cloudtwin.workloads.collective import bus_factor
 
-    per_job: dict[str, dict[str, Any]] = {}
+    per_job: dict[str, JobBusbw] = {}
     for run in bench.collectives:
         finish = result.finish_s[run.flows]
         job = np.asarray(run.plan.unrolled.job)
@@ -32,22 +31,22 @@ def collective_busbw(scenario: Scenario, bench: Workbench, result: SimResult) ->
             time_s = float(finish[job == local].max()) - run.start_s
             algbw = run.workload.size / time_s / 1e9
             ranks = run.plan.jobs[local].size
-            per_job[bench.jobs[global_job].name] = {
-                "op": run.workload.op,
-                "size_bytes": int(run.workload.size),
-                "ranks": int(ranks),
-                "time_s": time_s,
-                "algbw_GBps": algbw,
-                "busbw_GBps": algbw * bus_factor(run.workload.op, ranks),
-            }
+            per_job[bench.jobs[global_job].name] = JobBusbw(
+                op=run.workload.op,
+                size_bytes=int(run.workload.size),
+                ranks=int(ranks),
+                time_s=time_s,
+                algbw_GBps=algbw,
+                busbw_GBps=algbw * bus_factor(run.workload.op, ranks),
+            )
     values = list(per_job.values())
-    sizes = {v["size_bytes"] for v in values}
-    if len(sizes) == 1 and len({v["op"] for v in values}) == 1:
+    sizes = {v.size_bytes for v in values}
+    if len(sizes) == 1 and len({v.op for v in values}) == 1:
         # as `cloudtwin nccl-tests` reports several tenants' jobs: size over the mean time
-        algbw = sizes.pop() / float(np.mean([v["time_s"] for v in values])) / 1e9
-        factor = float(np.mean([v["busbw_GBps"] / v["algbw_GBps"] for v in values]))
+        algbw = sizes.pop() / float(np.mean([v.time_s for v in values])) / 1e9
+        factor = float(np.mean([v.busbw_GBps / v.algbw_GBps for v in values]))
         busbw = algbw * factor
     else:
-        algbw = float(np.mean([v["algbw_GBps"] for v in values]))
-        busbw = float(np.mean([v["busbw_GBps"] for v in values]))
-    return {"busbw_GBps": busbw, "algbw_GBps": algbw, "per_job": per_job}
+        algbw = float(np.mean([v.algbw_GBps for v in values]))
+        busbw = float(np.mean([v.busbw_GBps for v in values]))
+    return Busbw(busbw_GBps=busbw, algbw_GBps=algbw, per_job=per_job)

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from cloudtwin.evaluation.results import Complexity
 from cloudtwin.faults.events import FabricState
 from cloudtwin.faults.plan import Repair
 from cloudtwin.faults.reaction import rule_links
@@ -41,7 +42,7 @@ from cloudtwin.routing.facts import PLAIN_ECMP, Profile
 from cloudtwin.topology.paths import next_hop_candidates, surviving_topology
 from cloudtwin.topology.topology import NodeKind, Topology
 
-__all__ = ["complexity", "route_updates", "routing_state"]
+__all__ = ["Complexity", "complexity", "route_updates", "routing_state"]
 
 def routing_state(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(switches, routes per switch, ECMP groups per switch) of the intact fabric."""
@@ -98,7 +99,7 @@ def complexity(
     profile: Profile,
     states: Sequence[FabricState],
     repairs: Sequence[Repair],
-) -> dict[str, object]:
+) -> Complexity:
     """Raw counts and the score of one strategy on one scenario (see the module docstring)."""
     switches, routes, groups = routing_state(topology)
     per_switch_rules = _rules_per_switch(topology, flows, paths)[switches]
@@ -126,28 +127,28 @@ def complexity(
         + 0.5 * len(extra_features)
         + 1 * grows
     )
-    return {
-        "score": round(score, 3),
-        "forwarding_entries": int(entries.max(initial=0)),
-        "forwarding_entries_total": int(entries.sum()),
-        "routes_per_switch_max": int(routes.max(initial=0)),
-        "ecmp_groups_per_switch_max": int(groups.max(initial=0)),
-        "flow_rules_per_switch_max": int(rules.max(initial=0)),
-        "flow_rules_total": int(rules.sum()),
-        "flow_state_per_switch_max": int(state.max(initial=0)),
-        "rule_changes_per_job": per_job_mean,
-        "rule_changes_per_fault": per_fault,
-        "route_updates_per_fault": routed / len(downs) if downs else 0.0,
-        "flow_rule_changes_per_fault": flow_changes / len(downs) if downs else 0.0,
-        "host_entries_per_job": per_job_mean if profile.host_steering else 0.0,
-        "controller": profile.controller,
-        "host_cooperation": profile.host_cooperation,
-        "switch_features": list(profile.switch_features),
-        "state_grows_with": "flows" if grows else "fabric size (prefixes)",
-        "entries_per_flow": float(rules.sum() + state.sum()) / max(len(flows), 1),
-        "entries_per_tenant": float(rules.sum() + state.sum()) / max(np.unique(flows.tenant).size, 1),
-        "needs": profile.needs,
-    }
+    return Complexity(
+        score=round(score, 3),
+        forwarding_entries=int(entries.max(initial=0)),
+        forwarding_entries_total=int(entries.sum()),
+        routes_per_switch_max=int(routes.max(initial=0)),
+        ecmp_groups_per_switch_max=int(groups.max(initial=0)),
+        flow_rules_per_switch_max=int(rules.max(initial=0)),
+        flow_rules_total=int(rules.sum()),
+        flow_state_per_switch_max=int(state.max(initial=0)),
+        rule_changes_per_job=per_job_mean,
+        rule_changes_per_fault=per_fault,
+        route_updates_per_fault=routed / len(downs) if downs else 0.0,
+        flow_rule_changes_per_fault=flow_changes / len(downs) if downs else 0.0,
+        host_entries_per_job=per_job_mean if profile.host_steering else 0.0,
+        controller=profile.controller,
+        host_cooperation=profile.host_cooperation,
+        switch_features=list(profile.switch_features),
+        state_grows_with="flows" if grows else "fabric size (prefixes)",
+        entries_per_flow=float(rules.sum() + state.sum()) / max(len(flows), 1),
+        entries_per_tenant=float(rules.sum() + state.sum()) / max(np.unique(flows.tenant).size, 1),
+        needs=profile.needs,
+    )
 
 
 def _job_changes(topology: Topology, flows: Flows, paths: Paths, profile: Profile, job: int) -> int:

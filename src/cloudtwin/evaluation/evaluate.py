@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 import numpy as np
 
@@ -24,13 +23,22 @@ from cloudtwin.engine.simulator import SimResult
 from cloudtwin.errors import WorkloadError
 from cloudtwin.evaluation.collective_bench import collective_busbw
 from cloudtwin.evaluation.complexity import complexity
-from cloudtwin.evaluation.metrics import summarize_rows
+from cloudtwin.evaluation.metrics import RunSummary, summarize_rows
 from cloudtwin.evaluation.resiliency import (
     binned_timeline,
     bytes_behind,
     fault_outcomes,
     sample_timeline,
     stall_seconds,
+)
+from cloudtwin.evaluation.results import (
+    Complexity,
+    FaultEvent,
+    MigrationSummary,
+    Performance,
+    RepairSummary,
+    Resiliency,
+    StrategyResult,
 )
 from cloudtwin.faults.events import FabricState, expand_faults
 from cloudtwin.faults.plan import RepairPlan
@@ -65,9 +73,9 @@ class StrategyOutcome:
     name: str
     spec: str
     reaction: str
-    performance: dict[str, Any]
-    resiliency: dict[str, Any]
-    complexity: dict[str, Any]
+    performance: Performance
+    resiliency: Resiliency
+    complexity: Complexity
     baseline: SimResult
     faulted: SimResult
     connection_start_s: np.ndarray
@@ -75,19 +83,26 @@ class StrategyOutcome:
     baseline_finish_s: np.ndarray
     stall_s: np.ndarray
     affected: np.ndarray
-    migrations: dict[str, Any] | None = None
+    migrations: dict[str, MigrationSummary] | None = None
+    """Per migrated VM, when the scenario has `mobility.migrations`."""
 
-    def to_json(self) -> dict[str, Any]:
-        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`."""
-        document = {
-            "spec": self.spec,
-            "reaction": self.reaction,
-            "performance": self.performance,
-            "resiliency": self.resiliency,
-            "complexity": self.complexity,
-        }
-        if self.migrations is not None:
-            document["migrations"] = self.migrations
+    def result(self, ratio_to_first: float | None) -> StrategyResult:
+        """Its entry in `results.json`, with its aggregate as a ratio to the first strategy's."""
+        return StrategyResult(
+            spec=self.spec,
+            reaction=self.reaction,
+            performance=self.performance,
+            resiliency=self.resiliency,
+            complexity=self.complexity,
+            migrations=self.migrations,
+            ratio_to_first=ratio_to_first,
+        )
+
+    def to_json(self) -> dict[str, object]:
+        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`
+        (`results.json`'s entry without the ratio to the first strategy)."""
+        document = self.result(None).to_json()
+        del document["performance"]["ratio_to_first"]
         return document
 
 
@@ -98,7 +113,7 @@ class Evaluation:
     scenario: Scenario
     topology: Topology
     bench: Workbench
-    faults: list[dict[str, Any]]
+    faults: list[FaultEvent]
     default_faults: bool
     outcomes: list[StrategyOutcome] = field(default_factory=list)
 
@@ -116,9 +131,9 @@ def _connection_times(bench: Workbench, result: SimResult) -> tuple[np.ndarray, 
 
 def _summary(
     scenario: Scenario, name: str, bench: Workbench, result: SimResult, rows: np.ndarray
-) -> dict[str, Any]:
+) -> RunSummary:
     """The run summary of these flows' network QPs (NVLink segments left out, as `run` does)."""
-    return summarize_rows(scenario.name, name, bench, result, rows).to_json()
+    return summarize_rows(scenario.name, name, bench, result, rows)
 
 
 def _groups(scenario: Scenario, bench: Workbench) -> dict[str, dict[str, np.ndarray]]:
@@ -134,18 +149,15 @@ def _groups(scenario: Scenario, bench: Workbench) -> dict[str, dict[str, np.ndar
     return {"jobs": {k: v for k, v in jobs.items() if v.size}, "tenants": tenants}
 
 
-def _performance(
-    scenario: Scenario, name: str, bench: Workbench, result: SimResult
-) -> dict[str, Any]:
+def _performance(scenario: Scenario, name: str, bench: Workbench, result: SimResult) -> Performance:
     rows = np.arange(result.finish_s.size)
-    document = _summary(scenario, name, bench, result, rows)
     groups = _groups(scenario, bench)
-    document["per_job"] = {k: _summary(scenario, name, bench, result, v) for k, v in groups["jobs"].items()}
-    document["per_tenant"] = {
-        k: _summary(scenario, name, bench, result, v) for k, v in groups["tenants"].items()
-    }
-    document["busbw"] = collective_busbw(scenario, bench, result)
-    return document
+    return Performance.of(
+        _summary(scenario, name, bench, result, rows),
+        per_job={k: _summary(scenario, name, bench, result, v) for k, v in groups["jobs"].items()},
+        per_tenant={k: _summary(scenario, name, bench, result, v) for k, v in groups["tenants"].items()},
+        busbw=collective_busbw(scenario, bench, result),
+    )
 
 
 def _span(result: SimResult, rows: np.ndarray) -> float:
@@ -172,7 +184,7 @@ def _resiliency(
     plan: RepairPlan,
     baseline: SimResult,
     faulted: SimResult,
-) -> tuple[dict[str, Any], np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+) -> tuple[Resiliency, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     start, finish = _connection_times(bench, faulted)
     downs = [s.time_s for s in states if s.went_down]
     outcomes = fault_outcomes(baseline, faulted, plan, downs, start, finish)
@@ -183,50 +195,45 @@ def _resiliency(
     marks = [s.time_s for s in states] + [r.moved_s for r in plan.repairs]
     times = [o.time_to_recover_s for o in outcomes]
     worst_ttr = None if None in times else max((t for t in times if t is not None), default=0.0)
-    document: dict[str, Any] = {
-        "recovered": all(o.recovered for o in outcomes),
-        "time_to_recover_s": worst_ttr,
-        "dip": max((o.dip for o in outcomes), default=0.0),
-        "bytes_delayed": bytes_behind(baseline, faulted),
-        "flows_affected": int(np.count_nonzero(affected)),
-        "flows_stalled": int(np.count_nonzero(stalled > 0)),
-        "max_stall_s": float(stalled.max(initial=0.0)),
-        "completion_s": faulted.completion_s,
-        "baseline_completion_s": baseline.completion_s,
-        "job_slowdown": slow["jobs"],
-        "tenant_slowdown": slow["tenants"],
-        "faults": [o.to_json() for o in outcomes],
-        "repairs": [
-            {
-                "phase": r.phase,
-                "fault_s": r.fault_s,
-                "moved_s": r.moved_s,
-                "flows": r.flows,
-                "rules_changed": r.rules_changed,
-            }
+    resiliency = Resiliency(
+        recovered=all(o.recovered for o in outcomes),
+        time_to_recover_s=worst_ttr,
+        dip=max((o.dip for o in outcomes), default=0.0),
+        bytes_delayed=bytes_behind(baseline, faulted),
+        flows_affected=int(np.count_nonzero(affected)),
+        flows_stalled=int(np.count_nonzero(stalled > 0)),
+        max_stall_s=float(stalled.max(initial=0.0)),
+        completion_s=faulted.completion_s,
+        baseline_completion_s=baseline.completion_s,
+        job_slowdown=slow["jobs"],
+        tenant_slowdown=slow["tenants"],
+        faults=outcomes,
+        repairs=[
+            RepairSummary(
+                phase=r.phase,
+                fault_s=r.fault_s,
+                moved_s=r.moved_s,
+                flows=r.flows,
+                rules_changed=r.rules_changed,
+            )
             for r in plan.repairs
         ],
-        "timeline": sample_timeline(baseline, faulted, marks),
-        "timeline_binned": binned_timeline(baseline, faulted),
-    }
-    busbw = collective_busbw(scenario, bench, faulted)
-    if busbw is not None:
-        document["busbw_faulted"] = busbw
-    return document, start, finish, stalled, affected
+        timeline=sample_timeline(baseline, faulted, marks),
+        timeline_binned=binned_timeline(baseline, faulted),
+        busbw_faulted=collective_busbw(scenario, bench, faulted),
+    )
+    return resiliency, start, finish, stalled, affected
 
 
-def _describe_states(topology: Topology, states: Sequence[FabricState]) -> list[dict[str, Any]]:
-    described = []
-    for state in states:
-        names = sorted({topology.link_name(int(link)) for link in state.changed})
-        described.append(
-            {
-                "at_s": state.time_s,
-                "links": names,
-                "capacity_gbps": sorted({float(c) / 1e9 for c in state.capacity_bps[state.changed]}),
-            }
+def _describe_states(topology: Topology, states: Sequence[FabricState]) -> list[FaultEvent]:
+    return [
+        FaultEvent(
+            at_s=state.time_s,
+            links=sorted({topology.link_name(int(link)) for link in state.changed}),
+            capacity_gbps=sorted({float(c) / 1e9 for c in state.capacity_bps[state.changed]}),
         )
-    return described
+        for state in states
+    ]
 
 
 _EVALUATED_KINDS = ("perftest", "collective")
@@ -278,29 +285,29 @@ def evaluate(
     return evaluation
 
 
-def _migrations(calm: MigrationDriver, hurt: MigrationDriver) -> dict[str, Any]:
+def _migrations(calm: MigrationDriver, hurt: MigrationDriver) -> dict[str, MigrationSummary]:
     """The migrations of the fault-free and the faulted run of one strategy (they ran beside
     its jobs in those same runs)."""
     clean, hit = calm.outcome(0, calm.sim.finish_s, 0, 0.0), hurt.outcome(0, hurt.sim.finish_s, 0, 0.0)
-    document: dict[str, Any] = {}
+    summaries: dict[str, MigrationSummary] = {}
     for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
-        both = base["converged"] and faulted["converged"]
-        document[base["vm"]] = {
-            "converged": base["converged"],
-            "total_time_s": base["total_time_s"],
-            "downtime_s": base["downtime_s"],
-            "connectivity_downtime_s": base["connectivity_downtime_s"],
-            "bytes": base["bytes"],
-            "rounds": base["rounds"],
-            "faulted_converged": faulted["converged"],
-            "faulted_total_time_s": faulted["total_time_s"],
-            "faulted_downtime_s": faulted["downtime_s"],
-            "faulted_bytes": faulted["bytes"],
-            "faulted_rounds": faulted["rounds"],
-            "slowdown": faulted["total_time_s"] / base["total_time_s"] if both else None,
-            "path_events": faulted["path_events"],
-        }
-    return document
+        both = base.converged and faulted.converged
+        summaries[base.vm] = MigrationSummary(
+            converged=base.converged,
+            total_time_s=base.total_time_s,
+            downtime_s=base.downtime_s,
+            connectivity_downtime_s=base.connectivity_downtime_s,
+            bytes=base.bytes,
+            rounds=base.rounds,
+            faulted_converged=faulted.converged,
+            faulted_total_time_s=faulted.total_time_s,
+            faulted_downtime_s=faulted.downtime_s,
+            faulted_bytes=faulted.bytes,
+            faulted_rounds=faulted.rounds,
+            slowdown=faulted.total_time_s / base.total_time_s if both else None,
+            path_events=list(faulted.path_events),
+        )
+    return summaries
 
 
 def _outcome(

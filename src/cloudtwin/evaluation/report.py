@@ -14,10 +14,15 @@ The conclusions and the recommendation are computed from the numbers:
 from __future__ import annotations
 
 import html
-from dataclasses import asdict
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Literal
 
 from cloudtwin.evaluation.evaluate import Evaluation
+from cloudtwin.evaluation.metrics import RunSummary
+from cloudtwin.evaluation.results import Conclusions, FaultEvent, Results, StrategyResult, TimelineBins
+
+if TYPE_CHECKING:
+    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
 
 __all__ = [
     "FASTEST_TOLERANCE",
@@ -27,6 +32,7 @@ __all__ = [
     "recommendation",
     "render_html",
     "render_markdown",
+    "results",
     "results_document",
     "tradeoff_rows",
 ]
@@ -35,19 +41,24 @@ FASTEST_TOLERANCE = 0.005
 NEAR_BEST = 0.02
 NEAR_SLOWDOWN = 0.05
 
+Group = Literal["job", "tenant"]
 
-def _throughput(strategy: dict[str, Any]) -> tuple[str, float]:
-    busbw = strategy["performance"].get("busbw")
+
+Strategies = Mapping[str, StrategyResult]
+
+
+def _throughput(strategy: StrategyResult) -> tuple[str, float]:
+    busbw = strategy.performance.busbw
     if busbw:
-        return "busbw GB/s", float(busbw["busbw_GBps"])
-    return "aggregate Gbps", float(strategy["performance"]["aggregate_gbps"])
+        return "busbw GB/s", float(busbw.busbw_GBps)
+    return "aggregate Gbps", float(strategy.performance.aggregate_gbps)
 
 
-def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def conclusions(strategies: Strategies) -> Conclusions:
     """Whether the paper's two conclusions hold here, with the numbers that decide it."""
     names = list(strategies)
-    failed = [n for n in names if not strategies[n]["resiliency"]["recovered"]]
-    times = {n: strategies[n]["resiliency"]["time_to_recover_s"] for n in names}
+    failed = [n for n in names if not strategies[n].resiliency.recovered]
+    times = {n: strategies[n].resiliency.time_to_recover_s for n in names}
     if failed:
         resilient = f"does not hold: {', '.join(failed)} did not recover to 95% of the pre-fault level"
     else:
@@ -56,15 +67,8 @@ def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
             f"holds: every strategy recovered to 95% of its pre-fault throughput "
             f"(slowest: {slowest}, {1e3 * (times[slowest] or 0.0):.1f} ms)"
         )
-    result: dict[str, Any] = {
-        "all_resilient": not failed,
-        "all_resilient_statement": resilient,
-        "pinning_fastest": None,
-        "pinning_most_complex": None,
-        "pinning_statement": "pinning was not evaluated",
-    }
     if "pinning" not in strategies:
-        return result
+        return Conclusions(all_resilient=not failed, all_resilient_statement=resilient)
     label, best = max((_throughput(strategies[n]) for n in names), key=lambda x: x[1])
     _, pinned = _throughput(strategies["pinning"])
     fastest = pinned >= best * (1 - FASTEST_TOLERANCE)
@@ -73,7 +77,7 @@ def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
         for n in names
         if n != "pinning" and _throughput(strategies[n])[1] >= pinned * (1 - FASTEST_TOLERANCE)
     ]
-    scores = {n: float(strategies[n]["complexity"]["score"]) for n in names}
+    scores = {n: float(strategies[n].complexity.score) for n in names}
     most = scores["pinning"] >= max(scores.values())
     verdict = "holds" if fastest and most else ("partly holds" if fastest or most else "does not hold")
     tie_text = f", tied with {', '.join(ties)}" if fastest and ties else ""
@@ -82,7 +86,9 @@ def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
         if most
         else f"complexity score below {max(scores, key=lambda n: scores[n])}"
     )
-    result.update(
+    return Conclusions(
+        all_resilient=not failed,
+        all_resilient_statement=resilient,
         pinning_fastest=fastest,
         pinning_most_complex=most,
         pinning_statement=(
@@ -90,14 +96,13 @@ def conclusions(strategies: dict[str, dict[str, Any]]) -> dict[str, Any]:
             f"{tie_text}; {complex_text} ({scores['pinning']:.2f})"
         ),
     )
-    return result
 
 
-def _worst_slowdown(strategy: dict[str, Any]) -> float:
-    return float(max(strategy["resiliency"].get("job_slowdown", {}).values(), default=1.0))
+def _worst_slowdown(strategy: StrategyResult) -> float:
+    return float(max(strategy.resiliency.job_slowdown.values(), default=1.0))
 
 
-def recommendation(strategies: dict[str, dict[str, Any]]) -> str:
+def recommendation(strategies: Strategies) -> str:
     """Best throughput first, then the mildest fault impact, then the simplest.
 
     Among the strategies that recovered (all, if none did): those within NEAR_BEST of the
@@ -105,19 +110,19 @@ def recommendation(strategies: dict[str, dict[str, Any]]) -> str:
     within NEAR_SLOWDOWN of the mildest; of those, the lowest complexity score.
     """
     names = list(strategies)
-    pool = [n for n in names if strategies[n]["resiliency"]["recovered"]] or names
+    pool = [n for n in names if strategies[n].resiliency.recovered] or names
     label, best = max((_throughput(strategies[n]) for n in pool), key=lambda x: x[1])
     fast = [n for n in pool if _throughput(strategies[n])[1] >= best * (1 - NEAR_BEST)]
     mildest = min(_worst_slowdown(strategies[n]) for n in fast)
     robust = [n for n in fast if _worst_slowdown(strategies[n]) <= mildest * (1 + NEAR_SLOWDOWN)]
-    pick = min(robust, key=lambda n: (float(strategies[n]["complexity"]["score"]), names.index(n)))
+    pick = min(robust, key=lambda n: (float(strategies[n].complexity.score), names.index(n)))
     chosen = strategies[pick]
-    ttr = chosen["resiliency"]["time_to_recover_s"]
+    ttr = chosen.resiliency.time_to_recover_s
     recovery = "did not recover" if ttr is None else f"recovers in {1e3 * ttr:.1f} ms"
     text = (
         f"{pick}: {label} {_throughput(chosen)[1]:.1f} (best {best:.1f}), {recovery}, "
         f"worst job slowdown under faults {_worst_slowdown(chosen):.2f}x, "
-        f"complexity score {chosen['complexity']['score']:.2f}"
+        f"complexity score {chosen.complexity.score:.2f}"
     )
     harder = [n for n in robust if n != pick]
     weaker = [n for n in fast if n not in robust]
@@ -129,54 +134,57 @@ def recommendation(strategies: dict[str, dict[str, Any]]) -> str:
     return text
 
 
-def results_document(evaluation: Evaluation) -> dict[str, Any]:
-    """The `results.json` document."""
+def results(evaluation: Evaluation) -> Results:
+    """The evaluation's results: what `results.json` holds (`Results.to_json()`)."""
     first = evaluation.outcomes[0]
-    base = first.performance["aggregate_gbps"]
-    strategies: dict[str, dict[str, Any]] = {}
-    for outcome in evaluation.outcomes:
-        document = outcome.to_json()
-        aggregate = document["performance"]["aggregate_gbps"]
-        document["performance"]["ratio_to_first"] = aggregate / base if base > 0 else None
-        strategies[outcome.name] = document
-    return {
-        "scenario": evaluation.scenario.name,
-        "seed": evaluation.scenario.seed,
-        "fabric": evaluation.topology.describe(),
-        "jobs": [asdict(job) for job in evaluation.bench.jobs],
-        "faults": evaluation.faults,
-        "default_faults": evaluation.default_faults,
-        "reaction_timings_s": evaluation.scenario.reaction.model_dump(),
-        "first_strategy": first.name,
-        "strategies": strategies,
-        "conclusions": conclusions(strategies),
-        "recommendation": recommendation(strategies),
+    base = first.performance.aggregate_gbps
+    strategies = {
+        o.name: o.result(o.performance.aggregate_gbps / base if base > 0 else None)
+        for o in evaluation.outcomes
     }
+    return Results(
+        scenario=evaluation.scenario.name,
+        seed=evaluation.scenario.seed,
+        fabric=evaluation.topology.describe(),
+        jobs=list(evaluation.bench.jobs),
+        faults=evaluation.faults,
+        default_faults=evaluation.default_faults,
+        reaction_timings_s=evaluation.scenario.reaction.model_dump(),
+        first_strategy=first.name,
+        strategies=strategies,
+        conclusions=conclusions(strategies),
+        recommendation=recommendation(strategies),
+    )
+
+
+def results_document(evaluation: Evaluation) -> Document:
+    """The `results.json` document."""
+    return results(evaluation).to_json()
 
 
 DEFAULT_FAULT_NOTE = " (none in the scenario: one random cable, drawn from the seed)"
 
 
-def _pairs(mapping: dict[str, Any]) -> str:
+def _pairs(mapping: Mapping[str, object]) -> str:
     return ", ".join(f"{k} {v}" for k, v in mapping.items())
 
 
-def _gbps(fault: dict[str, Any]) -> str:
-    return ", ".join(f"{x:g}" for x in fault["capacity_gbps"])
+def _gbps(fault: FaultEvent) -> str:
+    return ", ".join(f"{x:g}" for x in fault.capacity_gbps)
 
 
 def _ms(value: float | None) -> str:
     return "-" if value is None else f"{1e3 * value:.1f}"
 
 
-def tradeoff_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def tradeoff_rows(document: Results) -> tuple[list[str], list[list[str]]]:
     """The three-fold trade-off table: header and one row per strategy."""
-    strategies = document["strategies"]
+    strategies = document.strategies
     label = _throughput(next(iter(strategies.values())))[0]
     header = [
         "strategy",
         label,
-        f"vs {document['first_strategy']}",
+        f"vs {document.first_strategy}",
         "recovered",
         "recover ms",
         "max stall ms",
@@ -190,29 +198,29 @@ def tradeoff_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]
         "controller",
         "host coop",
     ]
-    first = _throughput(strategies[document["first_strategy"]])[1]
+    first = _throughput(strategies[document.first_strategy])[1]
     rows = []
     for name, s in strategies.items():
         value = _throughput(s)[1]
-        res, cx = s["resiliency"], s["complexity"]
-        slow = max(res["job_slowdown"].values(), default=1.0)
+        res, cx = s.resiliency, s.complexity
+        slow = max(res.job_slowdown.values(), default=1.0)
         rows.append(
             [
                 name,
                 f"{value:.1f}",
                 f"{value / first:.2f}x" if first > 0 else "-",
-                "yes" if res["recovered"] else "no",
-                _ms(res["time_to_recover_s"]),
-                _ms(res["max_stall_s"]),
-                f"{res['dip']:.3f}",
-                f"{res['bytes_delayed'] / 1e6:.1f}",
-                str(res["flows_affected"]),
+                "yes" if res.recovered else "no",
+                _ms(res.time_to_recover_s),
+                _ms(res.max_stall_s),
+                f"{res.dip:.3f}",
+                f"{res.bytes_delayed / 1e6:.1f}",
+                str(res.flows_affected),
                 f"{slow:.3f}",
-                f"{cx['score']:.2f}",
-                str(cx["forwarding_entries"]),
-                f"{cx['rule_changes_per_fault']:.1f}",
-                "yes" if cx["controller"] else "no",
-                "yes" if cx["host_cooperation"] else "no",
+                f"{cx.score:.2f}",
+                str(cx.forwarding_entries),
+                f"{cx.rule_changes_per_fault:.1f}",
+                "yes" if cx.controller else "no",
+                "yes" if cx.host_cooperation else "no",
             ]
         )
     return header, rows
@@ -224,7 +232,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
-def _complexity_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def _complexity_rows(document: Results) -> tuple[list[str], list[list[str]]]:
     keys = [
         "score",
         "forwarding_entries",
@@ -242,36 +250,42 @@ def _complexity_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str
     ]
     header = ["strategy", *keys]
     rows = []
-    for name, s in document["strategies"].items():
-        cx = s["complexity"]
+    for name, s in document.strategies.items():
+        cx = s.complexity.to_json()  # the raw counts by their JSON names, as the header shows them
         rows.append([name] + [_fmt(cx[k]) for k in keys])
     return header, rows
 
 
-def _fmt(value: Any) -> str:
+def _fmt(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}" if not value.is_integer() else f"{value:.0f}"
     return str(value)
 
 
-def _group_rows(document: dict[str, Any], kind: str) -> tuple[list[str], list[list[str]]]:
-    names = list(document["strategies"])
-    first = document["strategies"][names[0]]
-    groups = list(first["performance"][f"per_{kind}"])
+def _groups(strategy: StrategyResult, kind: Group) -> tuple[dict[str, RunSummary], dict[str, float]]:
+    """Per job or per tenant: the fault-free summaries and the slowdowns under the faults."""
+    if kind == "job":
+        return strategy.performance.per_job, strategy.resiliency.job_slowdown
+    return strategy.performance.per_tenant, strategy.resiliency.tenant_slowdown
+
+
+def _group_rows(document: Results, kind: Group) -> tuple[list[str], list[list[str]]]:
+    names = list(document.strategies)
+    groups = list(_groups(document.strategies[names[0]], kind)[0])
     header = [kind, *(f"{n} Gbps / slowdown" for n in names)]
     rows = []
     for group in groups:
         cells = [group]
         for name in names:
-            s = document["strategies"][name]
-            gbps = s["performance"][f"per_{kind}"][group]["aggregate_gbps"]
-            slow = s["resiliency"][f"{kind}_slowdown"].get(group, 1.0)
+            summaries, slowdowns = _groups(document.strategies[name], kind)
+            gbps = summaries[group].aggregate_gbps
+            slow = slowdowns.get(group, 1.0)
             cells.append(f"{gbps:.1f} / {slow:.3f}")
         rows.append(cells)
     return header, rows
 
 
-def migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+def migration_rows(document: Results) -> tuple[list[str], list[list[str]]]:
     """Per strategy and migrated VM: total time, downtime and rounds without and with faults."""
     header = [
         "strategy",
@@ -285,8 +299,8 @@ def migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]
         "GB sent",
     ]
     rows = []
-    for name, strategy in document["strategies"].items():
-        for vm, m in strategy.get("migrations", {}).items():
+    for name, strategy in document.strategies.items():
+        for vm, m in (strategy.migrations or {}).items():
 
             def total(converged: bool, seconds: float) -> str:
                 return f"{seconds:.3f}" if converged else "not converged"
@@ -295,41 +309,39 @@ def migration_rows(document: dict[str, Any]) -> tuple[list[str], list[list[str]]
                 [
                     name,
                     vm,
-                    total(m["converged"], m["total_time_s"]),
-                    total(m["faulted_converged"], m["faulted_total_time_s"]),
-                    "-" if m["slowdown"] is None else f"{m['slowdown']:.3f}",
-                    f"{m['downtime_s'] * 1e3:.1f}",
-                    f"{m['faulted_downtime_s'] * 1e3:.1f}",
-                    f"{m['rounds']} / {m['faulted_rounds']}",
-                    f"{m['bytes'] / 1e9:.3f} / {m['faulted_bytes'] / 1e9:.3f}",
+                    total(m.converged, m.total_time_s),
+                    total(m.faulted_converged, m.faulted_total_time_s),
+                    "-" if m.slowdown is None else f"{m.slowdown:.3f}",
+                    f"{m.downtime_s * 1e3:.1f}",
+                    f"{m.faulted_downtime_s * 1e3:.1f}",
+                    f"{m.rounds} / {m.faulted_rounds}",
+                    f"{m.bytes / 1e9:.3f} / {m.faulted_bytes / 1e9:.3f}",
                 ]
             )
     return header, rows
 
 
-def has_migrations(document: dict[str, Any]) -> bool:
-    return any("migrations" in s for s in document["strategies"].values())
+def has_migrations(document: Results) -> bool:
+    """Whether any strategy's result has the scenario's migrations."""
+    return any(s.migrations is not None for s in document.strategies.values())
 
 
-def render_markdown(document: dict[str, Any]) -> str:
+def render_markdown(document: Results) -> str:
     """`report.md`: the same content as the HTML report, without the plots."""
-    c = document["conclusions"]
+    c = document.conclusions
     faults = "\n".join(
-        f"- {1e3 * f['at_s']:.3f} ms: {', '.join(f['links'])} -> {_gbps(f)} Gbps"
-        for f in document["faults"]
+        f"- {1e3 * f.at_s:.3f} ms: {', '.join(f.links)} -> {_gbps(f)} Gbps" for f in document.faults
     )
     parts = [
-        f"# Evaluation of {document['scenario']} (seed {document['seed']})",
+        f"# Evaluation of {document.scenario} (seed {document.seed})",
         "",
-        "Fabric: " + ", ".join(f"{k} {v}" for k, v in document["fabric"].items()),
+        "Fabric: " + ", ".join(f"{k} {v}" for k, v in document.fabric.items()),
         "",
         "Jobs: "
-        + "; ".join(
-            f"{j['name']} ({j['kind']}, tenants {', '.join(j['tenants'])})" for j in document["jobs"]
-        ),
+        + "; ".join(f"{j.name} ({j.kind}, tenants {', '.join(j.tenants)})" for j in document.jobs),
         "",
         "## Faults"
-        + (" (none in the scenario: one random cable, from the seed)" if document["default_faults"] else ""),
+        + (" (none in the scenario: one random cable, from the seed)" if document.default_faults else ""),
         "",
         faults,
         "",
@@ -339,12 +351,12 @@ def render_markdown(document: dict[str, Any]) -> str:
         "",
         "## Conclusions",
         "",
-        f"- All techniques are resilient: {c['all_resilient_statement']}.",
-        f"- Pinning is fastest but most complex: {c['pinning_statement']}.",
+        f"- All techniques are resilient: {c.all_resilient_statement}.",
+        f"- Pinning is fastest but most complex: {c.pinning_statement}.",
         "",
         "## Recommendation",
         "",
-        document["recommendation"] + ".",
+        document.recommendation + ".",
         "",
         "## Per job",
         "",
@@ -358,7 +370,7 @@ def render_markdown(document: dict[str, Any]) -> str:
         "",
         _md_table(*_complexity_rows(document)),
         "",
-        "Reaction timings (s): " + ", ".join(f"{k} {v}" for k, v in document["reaction_timings_s"].items()),
+        "Reaction timings (s): " + ", ".join(f"{k} {v}" for k, v in document.reaction_timings_s.items()),
         "",
     ]
     if has_migrations(document):
@@ -374,13 +386,13 @@ def render_markdown(document: dict[str, Any]) -> str:
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def _timeline_svg(name: str, timeline: dict[str, list[float]], marks: list[float], color: str) -> str:
+def _timeline_svg(name: str, timeline: TimelineBins, marks: list[float], color: str) -> str:
     width, height, pad = 460, 200, 44
-    t = timeline["t_s"]
+    t = timeline.t_s
     if not t:
         return ""
     span = max(t[-1] - t[0], 1e-12)
-    top = max(max(timeline["baseline_gbps"]), max(timeline["faulted_gbps"]), 1e-9)
+    top = max(max(timeline.baseline_gbps), max(timeline.faulted_gbps), 1e-9)
 
     def xy(x: float, y: float) -> str:
         return (
@@ -414,11 +426,11 @@ def _timeline_svg(name: str, timeline: dict[str, list[float]], marks: list[float
             )
     lines.append(
         f'<polyline fill="none" stroke="#aaa" stroke-width="1.5" stroke-dasharray="5,3" '
-        f'points="{steps(timeline["baseline_gbps"])}"/>'
+        f'points="{steps(timeline.baseline_gbps)}"/>'
     )
     lines.append(
         f'<polyline fill="none" stroke="{color}" stroke-width="1.5" '
-        f'points="{steps(timeline["faulted_gbps"])}"/>'
+        f'points="{steps(timeline.faulted_gbps)}"/>'
     )
     lines.append("</svg>")
     return "\n".join(lines)
@@ -451,25 +463,21 @@ def _html_table(header: list[str], rows: list[list[str]]) -> str:
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def render_html(document: dict[str, Any]) -> str:
+def render_html(document: Results) -> str:
     """`report.html`: one file, no external resources (inline SVG and CSS)."""
-    strategies = document["strategies"]
-    c = document["conclusions"]
-    marks = [f["at_s"] for f in document["faults"]]
+    strategies = document.strategies
+    c = document.conclusions
+    marks = [f.at_s for f in document.faults]
     timelines = "\n".join(
-        _timeline_svg(name, s["resiliency"]["timeline_binned"], marks, _COLORS[i % len(_COLORS)])
+        _timeline_svg(name, s.resiliency.timeline_binned, marks, _COLORS[i % len(_COLORS)])
         for i, (name, s) in enumerate(strategies.items())
     )
-    bins = len(next(iter(strategies.values()))["resiliency"]["timeline_binned"]["t_s"])
-    has_collective = any(s["performance"].get("busbw") for s in strategies.values())
+    bins = len(next(iter(strategies.values())).resiliency.timeline_binned.t_s)
+    has_collective = any(s.performance.busbw for s in strategies.values())
     nvlink = "; network traffic only, not NVLink inside hosts" if has_collective else ""
     label = _throughput(next(iter(strategies.values())))[0]
     perf = _bar_svg(f"Performance ({label})", {n: _throughput(s)[1] for n, s in strategies.items()}, "")
-    busbw = {
-        n: s["performance"]["busbw"]["busbw_GBps"]
-        for n, s in strategies.items()
-        if s["performance"].get("busbw")
-    }
+    busbw = {n: s.performance.busbw.busbw_GBps for n, s in strategies.items() if s.performance.busbw}
     busbw_svg = (
         _bar_svg("NCCL busbw per strategy (GB/s)", busbw, "GB/s")
         if busbw
@@ -477,15 +485,14 @@ def render_html(document: dict[str, Any]) -> str:
     )
     score = _bar_svg(
         "Complexity score (lower is simpler)",
-        {n: s["complexity"]["score"] for n, s in strategies.items()},
+        {n: s.complexity.score for n, s in strategies.items()},
         "",
     )
     faults = "".join(
-        f"<li>{1e3 * f['at_s']:.3f} ms: {html.escape(', '.join(f['links']))} &rarr; "
-        f"{', '.join(f'{x:g}' for x in f['capacity_gbps'])} Gbps</li>"
-        for f in document["faults"]
+        f"<li>{1e3 * f.at_s:.3f} ms: {html.escape(', '.join(f.links))} &rarr; {_gbps(f)} Gbps</li>"
+        for f in document.faults
     )
-    title = f"cloudtwin evaluation: {html.escape(document['scenario'])}"
+    title = f"cloudtwin evaluation: {html.escape(document.scenario)}"
     migrations = (
         "<h2>Live migrations (without / with the faults)</h2>\n"
         + _html_table(*migration_rows(document))
@@ -504,16 +511,16 @@ th:first-child, td:first-child {{ text-align: left; }}
 </style></head>
 <body>
 <h1>{title}</h1>
-<p>Seed {document["seed"]}. Fabric: {html.escape(_pairs(document["fabric"]))}.</p>
-<h2>Faults{DEFAULT_FAULT_NOTE if document["default_faults"] else ""}</h2>
+<p>Seed {document.seed}. Fabric: {html.escape(_pairs(document.fabric))}.</p>
+<h2>Faults{DEFAULT_FAULT_NOTE if document.default_faults else ""}</h2>
 <ul>{faults}</ul>
 <h2>Three-fold trade-off</h2>
 {_html_table(*tradeoff_rows(document))}
 <h2>Conclusions</h2>
-<ul><li>All techniques are resilient: {html.escape(c["all_resilient_statement"])}.</li>
-<li>Pinning is fastest but most complex: {html.escape(c["pinning_statement"])}.</li></ul>
+<ul><li>All techniques are resilient: {html.escape(c.all_resilient_statement)}.</li>
+<li>Pinning is fastest but most complex: {html.escape(c.pinning_statement)}.</li></ul>
 <h2>Recommendation</h2>
-<p id="recommendation">{html.escape(document["recommendation"])}.</p>
+<p id="recommendation">{html.escape(document.recommendation)}.</p>
 <h2>Throughput over time</h2>
 <p>Aggregate rate averaged over {bins} equal bins of the run (solid: with faults; dashed:
 without; dotted lines: fault events){nvlink}.</p>
@@ -526,7 +533,7 @@ without; dotted lines: fault events){nvlink}.</p>
 {_html_table(*_group_rows(document, "tenant"))}
 <h2>Complexity: raw counts</h2>
 {_html_table(*_complexity_rows(document))}
-<p>Reaction timings (s): {html.escape(_pairs(document["reaction_timings_s"]))}</p>
+<p>Reaction timings (s): {html.escape(_pairs(document.reaction_timings_s))}</p>
 {migrations}<script>document.documentElement.dataset.rendered = "{len(strategies)} strategies";</script>
 </body></html>
 """

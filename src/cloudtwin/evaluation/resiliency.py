@@ -20,12 +20,11 @@ last bits, and in between one run would seem idle while the other sends.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
+from cloudtwin.evaluation.results import FaultOutcome, Timeline, TimelineBins
 from cloudtwin.faults.plan import RepairPlan
 from cloudtwin.twin.timeline import bytes_behind, delivered_bits
 
@@ -63,27 +62,6 @@ def _before(times: np.ndarray, values: np.ndarray, at: float) -> float:
     """The rate just before `at` (an event within `SAME_INSTANT_S` before it is the same instant)."""
     index = int(np.searchsorted(times, at - SAME_INSTANT_S, side="left")) - 1
     return float(values[index]) if index >= 0 else 0.0
-
-
-@dataclass(frozen=True)
-class FaultOutcome:
-    """What one fault did to the aggregate throughput."""
-
-    at_s: float
-    pre_fault_gbps: float
-    dip: float
-    recovered: bool
-    time_to_recover_s: float | None
-
-    def to_json(self) -> dict[str, object]:
-        """JSON form."""
-        return {
-            "at_s": self.at_s,
-            "pre_fault_gbps": self.pre_fault_gbps,
-            "dip": self.dip,
-            "recovered": self.recovered,
-            "time_to_recover_s": self.time_to_recover_s,
-        }
 
 
 def _instants(points: np.ndarray) -> np.ndarray:
@@ -167,7 +145,7 @@ def stall_seconds(
 
 def sample_timeline(
     baseline: SimResult, faulted: SimResult, marks: Sequence[float] = ()
-) -> dict[str, list[float]]:
+) -> Timeline:
     """Both runs' aggregate rates (Gbps) at their breakpoints up to the last flow's finish
     (sampled evenly, plus the fault and repair times, when there are more than TIMELINE_POINTS)."""
     bt, bv = baseline.timeline_s, baseline.timeline_bps
@@ -179,14 +157,14 @@ def sample_timeline(
     if points.size > TIMELINE_POINTS:
         marks_in = np.asarray([m for m in marks if points[0] <= m <= end], dtype=float)
         points = np.union1d(np.linspace(points[0], end, TIMELINE_POINTS), marks_in)
-    return {
-        "t_s": [round(float(t), 9) for t in points],
-        "baseline_gbps": [round(float(v) / 1e9, 3) for v in step_value(bt, bv, points)],
-        "faulted_gbps": [round(float(v) / 1e9, 3) for v in step_value(ft, fv, points)],
-    }
+    return Timeline(
+        t_s=[round(float(t), 9) for t in points],
+        baseline_gbps=[round(float(v) / 1e9, 3) for v in step_value(bt, bv, points)],
+        faulted_gbps=[round(float(v) / 1e9, 3) for v in step_value(ft, fv, points)],
+    )
 
 
-def binned_timeline(baseline: SimResult, faulted: SimResult, bins: int = PLOT_BINS) -> dict[str, Any]:
+def binned_timeline(baseline: SimResult, faulted: SimResult, bins: int = PLOT_BINS) -> TimelineBins:
     """Both runs' average rates (Gbps) over `bins` equal bins up to the last finish: what a
     plot shows (a collective's instantaneous rate swings between its pipeline steps)."""
     bt, bv = baseline.timeline_s, baseline.timeline_bps
@@ -200,9 +178,9 @@ def binned_timeline(baseline: SimResult, faulted: SimResult, bins: int = PLOT_BI
         sent = delivered_bits(times, values, edges)
         return [round(float(v) / 1e9, 3) for v in np.diff(sent) / width]
 
-    return {
-        "bin_s": width,
-        "t_s": [round(float(t), 9) for t in edges[:-1]],
-        "baseline_gbps": average(bt, bv),
-        "faulted_gbps": average(ft, fv),
-    }
+    return TimelineBins(
+        bin_s=width,
+        t_s=[round(float(t), 9) for t in edges[:-1]],
+        baseline_gbps=average(bt, bv),
+        faulted_gbps=average(ft, fv),
+    )

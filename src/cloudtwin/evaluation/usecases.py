@@ -19,10 +19,12 @@ from cloudtwin.evaluation.collective import CollectiveMeasurement
 from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.hpl import HplResult
 from cloudtwin.evaluation.metrics import RunSummary
+from cloudtwin.evaluation.results import Results
 from cloudtwin.evaluation.run import Run
 from cloudtwin.evaluation.training import TrainingResult
 from cloudtwin.scenario.model import CollectiveOp, Scenario
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import Document
 
 __all__ = [
     "BASELINE_STRATEGIES",
@@ -244,18 +246,23 @@ def nccl_tests(
 
 @dataclass(frozen=True, eq=False)
 class EvaluationReport:
-    """The three-fold evaluation: its results document, the report files, the stored run id.
+    """The three-fold evaluation: its results, the report files, the stored run id.
 
     `files` maps a file name (`results.json`, `report.md`, `report.html`) to its text;
     the caller decides where they go.
     """
 
     evaluation: Evaluation
-    document: dict[str, Any]
+    results: Results
     files: dict[str, str]
     run_id: int | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def document(self) -> Document:
+        """The results as JSON: `results.json`, what the store keeps."""
+        return self.results.to_json()
+
+    def to_json(self) -> Document:
         """`{"run_id", **results.json}` (`cloudtwin evaluate --json`)."""
         return {"run_id": self.run_id, **self.document}
 
@@ -270,20 +277,20 @@ def evaluate(
     import json
 
     from cloudtwin.evaluation.evaluate import evaluate as three_fold
-    from cloudtwin.evaluation.report import render_html, render_markdown, results_document
+    from cloudtwin.evaluation.report import render_html, render_markdown, results
 
     names = parse_strategies(strategies, unique=True)
     evaluation = three_fold(scenario, names, report)
     seen = [o.name for o in evaluation.outcomes]
     if len(set(seen)) != len(seen):
         raise RoutingError(f"strategies: a strategy is named twice ({', '.join(seen)})")
-    document = results_document(evaluation)
+    typed = results(evaluation)
     files = {
-        "results.json": json.dumps(document, indent=2) + "\n",
-        "report.md": render_markdown(document),
-        "report.html": render_html(document),
+        "results.json": json.dumps(typed.to_json(), indent=2) + "\n",
+        "report.md": render_markdown(typed),
+        "report.html": render_html(typed),
     }
-    result = EvaluationReport(evaluation, document, files)
+    result = EvaluationReport(evaluation, typed, files)
     return result if store is None else record_evaluation(store, result)
 
 
@@ -368,14 +375,19 @@ class StoredRun:
     """One evaluation run kept in the store: its results document and bookkeeping."""
 
     run_id: int
-    document: dict[str, Any]
+    document: Document  # as stored: the results with the store's bookkeeping (run_id, created_at, ...)
 
-    def to_json(self) -> dict[str, Any]:
+    @property
+    def results(self) -> Results:
+        """The stored results, typed (what the tables show)."""
+        return Results.from_json(self.document)
+
+    def to_json(self) -> Document:
         """The stored document (`cloudtwin results show --json`)."""
         return self.document
 
 
-def list_results(store: Store) -> list[dict[str, Any]]:
+def list_results(store: Store) -> list[Document]:  # the store's run rows, as stored
     """Stored evaluation runs, newest first (`cloudtwin results list --json`)."""
     from cloudtwin.store.runs import list_runs
 

@@ -2,14 +2,16 @@
 
 from cloudtwin.mobility.memory import PAGE_BYTES, VmMemory
 from cloudtwin.mobility.options import MigrationOptions, Policy, StorageMode
-from cloudtwin.mobility.precopy import Migration, MigrationResult, Transfer, plan_migration
+from cloudtwin.mobility.precopy import Migration, MigrationResult, PathEvent, Round, Transfer, plan_migration
 
 __all__ = [
     "PAGE_BYTES",
     "Migration",
     "MigrationOptions",
     "MigrationResult",
+    "PathEvent",
     "Policy",
+    "Round",
     "StorageMode",
     "Transfer",
     "VmMemory",

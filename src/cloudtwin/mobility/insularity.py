@@ -133,6 +133,7 @@ class Cloud:
     underlay: dict[str, str]
     policy: AdmissionPolicy = field(default_factory=AdmissionPolicy)
     seed: int = 0
+    # each record: time_s, cloud, event, then that event's own fields (free-form, as logged)
     log: list[dict[str, Any]] = field(default_factory=list)
     running: dict[str, str] = field(default_factory=dict)  # VM -> host, where it runs here
     reserved: dict[str, tuple[str, str, int]] = field(default_factory=dict)  # ticket -> (vm, host, memory)

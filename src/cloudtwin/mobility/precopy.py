@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from cloudtwin.mobility.memory import PAGE_BYTES, VmMemory
 from cloudtwin.mobility.options import (
@@ -44,7 +44,7 @@ from cloudtwin.mobility.options import (
     MigrationOptions,
 )
 
-__all__ = ["Migration", "MigrationResult", "Phase", "Transfer", "plan_migration"]
+__all__ = ["Migration", "MigrationResult", "PathEvent", "Phase", "Round", "Transfer", "plan_migration"]
 
 Phase = Literal["disk", "bulk", "live", "stop-and-copy", "postcopy", "disk-background"]
 Outcome = Literal["running", "completed", "aborted"]
@@ -69,6 +69,43 @@ class Transfer:
         return self.phase == "stop-and-copy"
 
 
+PathEvent = dict[str, str | int | float]
+"""A stall, re-route or resume of a migration's stream on the engine's path:
+`{"time_s", "event"[, "flows" | "links"]}` (the extra count depends on the event)."""
+
+
+@dataclass(frozen=True)
+class Round:
+    """One transfer as it ran: phase, round, start and end (s from the migration's start),
+    bytes on the wire, the throttle and downtime limit then; on the engine, the path events
+    that happened while it was sent (None in a plan, which has no path)."""
+
+    phase: Phase
+    round: int
+    start_s: float
+    end_s: float
+    bytes: float
+    throttle: float
+    downtime_limit_s: float
+    path_events: tuple[PathEvent, ...] | None = None
+
+    def to_json(self) -> dict[str, object]:
+        """`{"phase", "round", "start_s", "end_s", "bytes", "throttle", "downtime_limit_s"}`, and
+        `"path_events"` when the round ran on the engine."""
+        document: dict[str, object] = {
+            "phase": self.phase,
+            "round": self.round,
+            "start_s": self.start_s,
+            "end_s": self.end_s,
+            "bytes": self.bytes,
+            "throttle": self.throttle,
+            "downtime_limit_s": self.downtime_limit_s,
+        }
+        if self.path_events is not None:
+            document["path_events"] = list(self.path_events)
+        return document
+
+
 @dataclass
 class MigrationResult:
     """What a migration did; `to_dict` is the `--json` form."""
@@ -82,7 +119,7 @@ class MigrationResult:
     overlay_update_s: float
     bytes: float
     rounds: int
-    timeline: list[dict[str, Any]]
+    timeline: list[Round]
     actions: list[str] = field(default_factory=list)
     max_throttle: float = 0.0
     downtime_limit_s: float = 0.0
@@ -96,7 +133,7 @@ class MigrationResult:
         """How long the VM's address does not answer: stop-and-copy + resume + overlay update."""
         return self.downtime_s + self.overlay_update_s if self.converged else 0.0
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "converged": self.converged,
             "outcome": self.outcome,
@@ -117,7 +154,7 @@ class MigrationResult:
             "crypto_cpu_s": self.crypto_cpu_s,
             "actions": list(self.actions),
             "reason": self.reason,
-            "timeline": list(self.timeline),
+            "timeline": [r.to_json() for r in self.timeline],
         }
 
 
@@ -154,7 +191,7 @@ class Migration:
         self.final_bps: float | None = None
         self.period = [0.0, 0.0, 0.0]  # auto-converge's sync period: seconds, fresh dirty, sent
         self.actions: list[str] = []
-        self.timeline: list[dict[str, Any]] = []
+        self.timeline: list[Round] = []
         self.bytes = 0.0
         self.pending: Transfer | None = self._first()
         self.began_s = start_s
@@ -225,7 +262,7 @@ class Migration:
             rounds=self.rounds,
             timeline=self.timeline,
             actions=self.actions,
-            max_throttle=max((r["throttle"] for r in self.timeline), default=0.0),
+            max_throttle=max((r.throttle for r in self.timeline), default=0.0),
             downtime_limit_s=self.limit_s,
             postcopy_faults=self.faults,
             postcopy_stall_s=self.stall_s,
@@ -440,15 +477,15 @@ class Migration:
 
     def _record(self, transfer: Transfer, start_s: float, end_s: float) -> None:
         self.timeline.append(
-            {
-                "phase": transfer.phase,
-                "round": transfer.round,
-                "start_s": start_s - self.start_s,
-                "end_s": end_s - self.start_s,
-                "bytes": transfer.wire_bytes,
-                "throttle": self.throttle,
-                "downtime_limit_s": self.limit_s,
-            }
+            Round(
+                phase=transfer.phase,
+                round=transfer.round,
+                start_s=start_s - self.start_s,
+                end_s=end_s - self.start_s,
+                bytes=transfer.wire_bytes,
+                throttle=self.throttle,
+                downtime_limit_s=self.limit_s,
+            )
         )
 
 

@@ -53,6 +53,7 @@ class CloudSite(Site):
 
     def site_scenario(self, seed: int, routing: Routing, reaction: Reaction, limits: Limits) -> Scenario:
         """The single-fabric scenario of this site with its jobs (ScenarioError naming the site)."""
+        # the input of Scenario.model_validate: models and plain values, validated there
         data: dict[str, Any] = {
             "name": self.name,
             "seed": seed,

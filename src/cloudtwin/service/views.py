@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cloudtwin.evaluation.report import has_migrations, migration_rows, tradeoff_rows
+from cloudtwin.evaluation.results import Results
 from cloudtwin.evaluation.usecases import show_result
 from cloudtwin.service.errors import ApiError
 from cloudtwin.service.models import (
@@ -63,15 +64,16 @@ def run_plots(store: Store, run_id: int) -> RunPlots:
 
 def tradeoff(document: Document) -> Table:
     """The trade-off table of a run document: header and rows of text cells."""
-    header, rows = tradeoff_rows(document)
+    header, rows = tradeoff_rows(Results.from_json(document))
     return Table(header=header, rows=rows)
 
 
 def migrations(document: Document) -> Table | None:
     """The live-migration table of a run document (None when the run migrated nothing)."""
-    if not has_migrations(document):
+    results = Results.from_json(document)
+    if not has_migrations(results):
         return None
-    header, rows = migration_rows(document)
+    header, rows = migration_rows(results)
     return Table(header=header, rows=rows)
 
 

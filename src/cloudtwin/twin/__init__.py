@@ -16,7 +16,7 @@ from cloudtwin.twin.jobs import (
     register_job,
     scenario_jobs,
 )
-from cloudtwin.twin.migration import MigrationDriver, MigrationRun
+from cloudtwin.twin.migration import MigrationDriver, MigrationRun, VmMigration
 from cloudtwin.twin.rings import DataParallelRings, HplRings, nic_limited_capacity
 from cloudtwin.twin.routing import route_flows, tenant_groups, tenant_name, tenant_of_host
 from cloudtwin.twin.run import (
@@ -48,6 +48,7 @@ __all__ = [
     "MigrationDriver",
     "MigrationRun",
     "Run",
+    "VmMigration",
     "Workbench",
     "build_job",
     "build_workbench",

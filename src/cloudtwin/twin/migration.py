@@ -20,7 +20,7 @@ faults and repairs and the hosts' NIC tiers; aborts and re-routes are timers.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -32,7 +32,7 @@ from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
 from cloudtwin.mobility.options import MigrationOptions
 from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
-from cloudtwin.mobility.precopy import Migration, Transfer, plan_migration
+from cloudtwin.mobility.precopy import Migration, MigrationResult, PathEvent, Round, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.paths import surviving_topology
@@ -40,9 +40,10 @@ from cloudtwin.topology.topology import Topology
 
 if TYPE_CHECKING:
     from cloudtwin.routing.strategy import Strategy
+    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
     from cloudtwin.twin.run import Run
 
-__all__ = ["MigrationDriver", "MigrationRun"]
+__all__ = ["MigrationDriver", "MigrationRun", "VmMigration"]
 
 Progress = Callable[[int, int], None]
 SINK_BPS = 1e18
@@ -62,8 +63,80 @@ class _Live:
     flow: int = -1
     dst_host: int = -1
     transfer: Transfer | None = None
-    alone: dict[str, Any] = field(default_factory=dict)
-    reroutes: list[dict[str, Any]] = field(default_factory=list)
+    alone: MigrationResult | None = None
+    reroutes: list[PathEvent] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class VmMigration:
+    """One VM's live migration in a run: where it went, its admission (ticket, phase, running
+    copies), the precopy model's result (each round with the path events that happened while
+    it was sent), and how long it would have taken alone on its path."""
+
+    vm: str
+    source: str
+    destination: str
+    start_s: float
+    ticket: str | None
+    phase: str
+    running_copies: int
+    result: MigrationResult
+    total_time_alone_s: float
+    path_events: tuple[PathEvent, ...]
+    client_finish_s: tuple[float, ...]
+
+    @property
+    def converged(self) -> bool:
+        return self.result.converged
+
+    @property
+    def total_time_s(self) -> float:
+        return self.result.total_time_s
+
+    @property
+    def downtime_s(self) -> float:
+        return self.result.downtime_s
+
+    @property
+    def connectivity_downtime_s(self) -> float:
+        return self.result.connectivity_downtime_s
+
+    @property
+    def bytes(self) -> float:
+        return self.result.bytes
+
+    @property
+    def rounds(self) -> int:
+        return self.result.rounds
+
+    @property
+    def timeline(self) -> list[Round]:
+        """Its rounds, each with the path events during it."""
+        return self.result.timeline
+
+    @property
+    def slowdown(self) -> float | None:
+        """Total time over the time alone (None unless it converged)."""
+        alone = self.total_time_alone_s
+        return self.total_time_s / alone if alone and self.converged else None
+
+    def to_json(self) -> Document:
+        """`{"vm", "from", "to", "start_s", "ticket", "phase", "running_copies", **result,
+        "total_time_alone_s", "slowdown", "path_events", "client_finish_s"}`."""
+        return {
+            "vm": self.vm,
+            "from": self.source,
+            "to": self.destination,
+            "start_s": self.start_s,
+            "ticket": self.ticket,
+            "phase": self.phase,
+            "running_copies": self.running_copies,
+            **self.result.to_dict(),
+            "total_time_alone_s": self.total_time_alone_s,
+            "slowdown": self.slowdown,
+            "path_events": list(self.path_events),
+            "client_finish_s": list(self.client_finish_s),
+        }
 
 
 @dataclass
@@ -71,18 +144,19 @@ class MigrationRun:
     """Every migration's outcome, the tenants' traffic, and each cloud's own log."""
 
     scenario: str
-    migrations: list[dict[str, Any]]
+    migrations: list[VmMigration]
     tenant_flows: int
     tenant_completion_s: float
     tenant_completion_alone_s: float
-    logs: dict[str, list[dict[str, Any]]]
+    logs: dict[str, list[Document]]  # each cloud's log records: free-form fields per event
     events: int
     tenant_finish_s: np.ndarray = field(default_factory=lambda: np.empty(0))
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> Document:
+        """The `migrate run --json` document."""
         return {
             "scenario": self.scenario,
-            "migrations": self.migrations,
+            "migrations": [m.to_json() for m in self.migrations],
             "tenants": {
                 "flows": self.tenant_flows,
                 "completion_s": self.tenant_completion_s,
@@ -92,7 +166,7 @@ class MigrationRun:
             "logs": self.logs,
         }
 
-    def log_rows(self) -> list[dict[str, Any]]:
+    def log_rows(self) -> list[Document]:
         """Every cloud's log records, each tagged with its cloud (for the store)."""
         return [row for rows in self.logs.values() for row in rows]
 
@@ -202,13 +276,13 @@ class MigrationDriver:
         except ConsentError as err:
             migration.abort(job.start, f"refused: {err}")
             self.live.append(
-                _Live(index, job, vm, migration, transaction, np.empty(0, np.int64), alone=alone.to_dict())
+                _Live(index, job, vm, migration, transaction, np.empty(0, np.int64), alone=alone)
             )
             return
         host = destination.host_of_ticket(transaction.ticket.ticket_id)  # type: ignore[union-attr]
         dst_host = int(host.rsplit("-h", 1)[1])
         path = self._path(vm.host, vm.cloud, dst_host, job.to, self.down)
-        live = _Live(index, job, vm, migration, transaction, path, dst_host=dst_host, alone=alone.to_dict())
+        live = _Live(index, job, vm, migration, transaction, path, dst_host=dst_host, alone=alone)
         self.live.append(live)
         transaction.start_transfer(job.start)
         self._launch(live)
@@ -467,7 +541,7 @@ class MigrationDriver:
             if live.migration.outcome != "running" or live.flow < 0:
                 continue
             if live.path.size and not down[live.path].any():
-                if live.reroutes and live.reroutes[-1]["event"].startswith("stalled"):
+                if live.reroutes and str(live.reroutes[-1]["event"]).startswith("stalled"):
                     # the links came back at this state's instant, and the stream with them
                     live.reroutes.append({"time_s": current_time_s, "event": "resumed"})
                 continue
@@ -489,31 +563,29 @@ class MigrationDriver:
     ) -> MigrationRun:
         """Every migration's outcome once the run has ended (the tenants' flows are its first
         `tenant_flows`; `tenant_alone_s` their completion in a run without migrations)."""
-        documents = []
+        migrations = []
         for live in sorted(self.live, key=lambda m: m.index):
-            result = live.migration.result().to_dict()
-            result["timeline"] = _with_path_events(result["timeline"], live.reroutes, live.migration.start_s)
-            alone = live.alone.get("total_time_s", 0.0)
-            documents.append(
-                {
-                    "vm": live.vm.name,
-                    "from": live.vm.cloud,
-                    "to": live.job.to,
-                    "start_s": live.job.start,
-                    "ticket": live.transaction.ticket.ticket_id if live.transaction.ticket else None,
-                    "phase": live.transaction.phase.value,
-                    "running_copies": live.transaction.running_copies(),
-                    **result,
-                    "total_time_alone_s": alone,
-                    "slowdown": result["total_time_s"] / alone if alone and result["converged"] else None,
-                    "path_events": live.reroutes,
-                    "client_finish_s": [float(finish[i]) for i in self.clients.get(live.vm.name, ((),))[0]],
-                }
+            result = live.migration.result()
+            rounds = _with_path_events(result.timeline, live.reroutes, live.migration.start_s)
+            migrations.append(
+                VmMigration(
+                    vm=live.vm.name,
+                    source=live.vm.cloud,
+                    destination=live.job.to,
+                    start_s=live.job.start,
+                    ticket=live.transaction.ticket.ticket_id if live.transaction.ticket else None,
+                    phase=live.transaction.phase.value,
+                    running_copies=live.transaction.running_copies(),
+                    result=replace(result, timeline=rounds),
+                    total_time_alone_s=live.alone.total_time_s if live.alone is not None else 0.0,
+                    path_events=tuple(live.reroutes),
+                    client_finish_s=tuple(float(finish[i]) for i in self.clients.get(live.vm.name, ((),))[0]),
+                )
             )
         completion = float(np.nanmax(finish[:tenant_flows])) if tenant_flows else 0.0
         return MigrationRun(
             scenario=self.name,
-            migrations=documents,
+            migrations=migrations,
             tenant_flows=tenant_flows,
             tenant_completion_s=completion,
             tenant_completion_alone_s=tenant_alone_s,
@@ -569,18 +641,16 @@ def _ip(index: int) -> str:
     return f"192.168.{index // 250}.{index % 250 + 2}"
 
 
-def _with_path_events(
-    timeline: list[dict[str, Any]], events: list[dict[str, Any]], start_s: float
-) -> list[dict[str, Any]]:
+def _with_path_events(timeline: list[Round], events: list[PathEvent], start_s: float) -> list[Round]:
     """Each round with the path events (stall, re-route, resume) that happened while it was sent,
     timed like the rounds, from the migration's start."""
     rounds = []
     for k, entry in enumerate(timeline):
-        end = entry["end_s"] if k + 1 < len(timeline) else float("inf")  # the last keeps what follows
-        during = [
-            {**event, "time_s": event["time_s"] - start_s}
+        end = entry.end_s if k + 1 < len(timeline) else float("inf")  # the last keeps what follows
+        during: list[PathEvent] = [
+            {**event, "time_s": float(event["time_s"]) - start_s}
             for event in events
-            if entry["start_s"] <= event["time_s"] - start_s < end
+            if entry.start_s <= float(event["time_s"]) - start_s < end
         ]
-        rounds.append({**entry, "path_events": during})
+        rounds.append(replace(entry, path_events=tuple(during)))
     return rounds
