@@ -202,29 +202,27 @@ def test_l3_routed_moves_when_renumbering_is_allowed() -> None:
     assert m.connectivity_downtime_s - m.downtime_s == pytest.approx(1.0, rel=1e-12)
 
 
+EXAMPLE = "examples/one-cloud.yaml"
+
+
 @pytest.mark.parametrize(
-    ("override", "field"),
+    ("command", "override", "field"),
     [
-        ("mobility.vms.0.cloud=north", "mobility.vms.0.cloud"),
-        ("federation.networks.0.sites=[east]", "mobility.migrations.0.to"),
-        ("federation.networks.0.mode=l3-routed", "mobility.migrations.0.to"),
-        ("federation.gateway_faults.0.site=south", "federation.gateway_faults.0.site"),
+        (["evaluate", EXAMPLE, "--no-store", "--json"], "mobility.vms.0.cloud=north", "mobility.vms.0.cloud"),
+        (["migrate", "run", EXAMPLE, "--json"], "federation.networks.0.sites=[east]", "mobility.migrations.0.to"),
+        (["diagnose", EXAMPLE, "--db", "/nonexistent/x.duckdb"], "federation.networks.0.mode=l3-routed",
+         "mobility.migrations.0.to"),
+        (["evaluate", EXAMPLE, "--no-store"], "federation.gateway_faults.0.site=south",
+         "federation.gateway_faults.0.site"),
     ],
 )
-def test_bad_cloud_keys_are_one_line_exit_2_in_every_command(override: str, field: str) -> None:
+def test_bad_cloud_keys_are_one_line_exit_2(command: list[str], override: str, field: str) -> None:
     from tests.cli.cli_helpers import cloudtwin
 
-    example = "examples/one-cloud.yaml"
-    commands = [
-        ["evaluate", example, "--no-store", "--json"],
-        ["migrate", "run", example, "--json"],
-        ["diagnose", example, "--db", "/nonexistent/x.duckdb"],
-    ]
-    for command in commands:
-        done = cloudtwin(*command, "--set", override)
-        assert done.returncode == 2, (command, done.stderr)
-        (line,) = done.stderr.splitlines()
-        assert f"{field}:" in line and "Traceback" not in done.stderr
+    done = cloudtwin(*command, "--set", override)
+    assert done.returncode == 2, (command, done.stderr)
+    (line,) = done.stderr.splitlines()
+    assert f"{field}:" in line and "Traceback" not in done.stderr
 
 
 HPL_SITE = """
