@@ -255,3 +255,24 @@ def test_hpl_and_a_collective_run_beside_the_migration_in_one_cloud() -> None:
     assert west.flows > 0 and west.completion_s > 0
     (m,) = outcome.migrations
     assert m.converged
+
+
+@pytest.mark.parametrize(
+    ("overrides", "limit"),
+    [
+        (["federation.sites.0.workload={kind: perftest, pattern: all-to-all, size: 1MiB, qps: 64}",
+          "federation.sites.0.fabric.hosts_per_leaf=64", "federation.sites.0.fabric.leaves=16"], "limits.flows"),
+        (["federation.sites.1.fabric={kind: fat-tree, k: 96}", "limits.flows=100000000000"], "limits.memory"),
+        (["limits.migrations=1"], "limits.migrations"),
+        (["federation.traffic.0.pattern=all-pairs", "limits.flows=10"], "limits.flows"),
+    ],
+)
+def test_a_cloud_above_its_limits_is_refused_before_anything_is_built(overrides: list[str], limit: str) -> None:
+    from tests.cli.cli_helpers import REPO
+
+    from cloudtwin.errors import LimitError
+
+    cloud = load_cloud((REPO / "examples" / "one-cloud.yaml").read_text(), "<test>", overrides)
+    with pytest.raises(LimitError) as caught:
+        run_cloud(cloud)
+    assert caught.value.field == limit and "\n" not in str(caught.value)

@@ -15,6 +15,7 @@ from collections.abc import Sized
 from dataclasses import dataclass
 
 from cloudtwin.errors import LimitError
+from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.model import (
     CollectiveWorkload,
     FatTreeFabric,
@@ -151,27 +152,27 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
     return MemoryEstimate(parts)
 
 
-def check_memory(scenario: Scenario) -> MemoryEstimate:
-    """The estimate, or LimitError naming `limits.memory`, `limits.flows` or
-    `limits.migrations` when the scenario is above one of them."""
-    migrations = len(scenario.mobility.migrations)
-    if migrations > scenario.limits.migrations:
+def _check_migrations(count: int, limit: int) -> None:
+    if count > limit:
         raise LimitError(
-            f"the scenario has {migrations:,} live migrations, above limits.migrations = "
-            f"{scenario.limits.migrations:,} (larger runs can take many minutes); migrate "
+            f"the scenario has {count:,} live migrations, above limits.migrations = "
+            f"{limit:,} (larger runs can take many minutes); migrate "
             "fewer VMs at once, or raise limits.migrations",
             "limits.migrations",
         )
-    flows = estimate_flows(scenario)
-    if flows > scenario.limits.flows:
+
+
+def _check_flows(flows: int, limit: int) -> None:
+    if flows > limit:
         raise LimitError(
             f"the scenario makes {flows:,} flows in one simulation, above limits.flows = "
-            f"{scenario.limits.flows:,} (larger runs can take many minutes); use fewer "
+            f"{limit:,} (larger runs can take many minutes); use fewer "
             "hosts, GPUs or QPs, or raise limits.flows",
             "limits.flows",
         )
-    estimate = estimate_memory(scenario)
-    limit = scenario.limits.memory
+
+
+def _check_total(estimate: MemoryEstimate, limit: int) -> None:
     if estimate.total_bytes > limit:
         raise LimitError(
             f"the scenario needs about {_human(estimate.total_bytes)} of memory "
@@ -179,6 +180,51 @@ def check_memory(scenario: Scenario) -> MemoryEstimate:
             "fabric or the workload smaller, or raise limits.memory",
             "limits.memory",
         )
+
+
+def _traffic_flows(cloud: CloudScenario) -> int:
+    """Flows of the federated networks' traffic: all pairs or a ring of their endpoints."""
+    sites = {s.name: s for s in cloud.federation.sites}
+    networks = {n.name: n for n in cloud.federation.networks}
+    flows = 0
+    for spec in cloud.federation.traffic:
+        network = networks.get(spec.network)
+        if network is None:
+            continue  # the planner names the unknown network
+        endpoints = sum(
+            len(t.hosts) for name in network.sites if name in sites
+            for t in sites[name].tenants if t.name == network.tenant
+        )
+        flows += endpoints * (endpoints - 1) if spec.pattern == "all-pairs" else endpoints
+    return flows
+
+
+def check_cloud(cloud: CloudScenario) -> MemoryEstimate:
+    """One cloud's estimate before anything is built, or LimitError naming the limit it is
+    above: every site is checked as a scenario of its own with the cloud's limits, then the
+    sites' flows (with the federated traffic) and memory together against the same limits."""
+    limits = cloud.limits
+    _check_migrations(len(cloud.mobility.migrations), limits.migrations)
+    flows = _traffic_flows(cloud)
+    parts = {"federated flows": flows * _FLOW_BYTES}
+    for site in cloud.federation.sites:
+        scenario = site.site_scenario(cloud.seed, cloud.routing, cloud.reaction, limits)
+        estimate = check_memory(scenario)
+        flows += estimate_flows(scenario)
+        parts.update({f"{site.name} {name}": size for name, size in estimate.parts.items()})
+    _check_flows(flows, limits.flows)
+    total = MemoryEstimate(parts)
+    _check_total(total, limits.memory)
+    return total
+
+
+def check_memory(scenario: Scenario) -> MemoryEstimate:
+    """The estimate, or LimitError naming `limits.memory`, `limits.flows` or
+    `limits.migrations` when the scenario is above one of them."""
+    _check_migrations(len(scenario.mobility.migrations), scenario.limits.migrations)
+    _check_flows(estimate_flows(scenario), scenario.limits.flows)
+    estimate = estimate_memory(scenario)
+    _check_total(estimate, scenario.limits.memory)
     return estimate
 
 

@@ -41,6 +41,7 @@ from cloudtwin.scenario.mobility import Cloud as CloudSpec
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.smartnic.coupling import couple_nics
 from cloudtwin.smartnic.placement import NicPlan
+from cloudtwin.topology.estimate import check_cloud
 from cloudtwin.topology.sites import SiteLayout, SitesTopology, join_sites
 from cloudtwin.topology.topology import Topology
 from cloudtwin.twin.federation import gateway_faults
@@ -221,6 +222,7 @@ def _dead_gateway_changes(cloud: CloudScenario, joined: SitesTopology) -> list:
 def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faults: bool = True) -> CloudRun:
     """Run the whole cloud under `strategy` (default: its own), with its faults (site faults,
     gateway faults, boot faults) or without any."""
+    check_cloud(cloud)
     chosen = resolve_strategy(_as_scenario(cloud), strategy)
     plan = plan_federation(cloud.federation)
     joined = join_sites(cloud.federation)
