@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.evaluation.offload import nic_offload
+from cloudtwin.evaluation.results import MigrationSummary
 from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.twin.cloud import CloudRun, SitePart, run_cloud
@@ -74,35 +75,36 @@ class TrafficOutcome:
 
 @dataclass(frozen=True)
 class MigrationOutcome:
-    """One live migration between sites, without and with the faults."""
+    """One live migration between sites: the fault-free and faulted runs side by side (as
+    `evaluate` gives them on one fabric) and how long a gateway failure stalled its stream."""
 
     vm: str
     source: str
     destination: str
-    converged: bool
-    total_time_s: float
-    downtime_s: float
-    connectivity_downtime_s: float
-    bytes: float
-    rounds: int
-    faulted_converged: bool
-    faulted_total_time_s: float
-    faulted_downtime_s: float
-    faulted_bytes: float
+    summary: MigrationSummary
     failover_stall_s: float
-    path_events: tuple[PathEvent, ...]
+
+    @property
+    def converged(self) -> bool:
+        return self.summary.converged
+
+    @property
+    def total_time_s(self) -> float:
+        return self.summary.total_time_s
 
     @property
     def slowdown(self) -> float | None:
         """Faulted total time over the fault-free one (None unless both converged)."""
-        both = self.converged and self.faulted_converged and self.total_time_s > 0
-        return self.faulted_total_time_s / self.total_time_s if both else None
+        return self.summary.slowdown
 
     def to_json(self) -> dict[str, object]:
-        document = {**self.__dict__, "path_events": list(self.path_events)}
-        document["from"], document["to"] = document.pop("source"), document.pop("destination")
-        document["slowdown"] = self.slowdown
-        return document
+        return {
+            "vm": self.vm,
+            "from": self.source,
+            "to": self.destination,
+            **self.summary.to_json(),
+            "failover_stall_s": self.failover_stall_s,
+        }
 
 
 @dataclass(frozen=True)
@@ -234,25 +236,8 @@ def _migrations(clean: CloudRun, hit: CloudRun) -> tuple[MigrationOutcome, ...]:
         return ()
     outcomes = []
     for a, b in zip(clean.migrations.migrations, hit.migrations.migrations, strict=True):
-        outcomes.append(
-            MigrationOutcome(
-                vm=a.vm,
-                source=a.source,
-                destination=a.destination,
-                converged=a.converged,
-                total_time_s=a.total_time_s,
-                downtime_s=a.downtime_s,
-                connectivity_downtime_s=a.connectivity_downtime_s,
-                bytes=a.bytes,
-                rounds=a.rounds,
-                faulted_converged=b.converged,
-                faulted_total_time_s=b.total_time_s,
-                faulted_downtime_s=b.downtime_s,
-                faulted_bytes=b.bytes,
-                failover_stall_s=_stall_s(b.path_events),
-                path_events=b.path_events,
-            )
-        )
+        summary = MigrationSummary.of(a, b)
+        outcomes.append(MigrationOutcome(a.vm, a.source, a.destination, summary, _stall_s(b.path_events)))
     return tuple(outcomes)
 
 
@@ -334,11 +319,12 @@ def cloud_markdown(evaluation: CloudEvaluation) -> str:
                 "|---|---|---|---|---|---|---|---|---|---|---|",
             ]
             for m in outcome.migrations:
-                slowdown = "-" if m.slowdown is None else f"{m.slowdown:.2f}"
+                r = m.summary
+                slowdown = "-" if r.slowdown is None else f"{r.slowdown:.2f}"
                 lines.append(
-                    f"| {m.vm} | {m.source} | {m.destination} | {_s(m.total_time_s)} | {_ms(m.downtime_s)} | "
-                    f"{_ms(m.connectivity_downtime_s)} | {m.bytes / 2**30:.2f} | {m.rounds} | "
-                    f"{_s(m.faulted_total_time_s)} | {_s(m.failover_stall_s)} | {slowdown} |"
+                    f"| {m.vm} | {m.source} | {m.destination} | {_s(r.total_time_s)} | {_ms(r.downtime_s)} | "
+                    f"{_ms(r.connectivity_downtime_s)} | {r.bytes / 2**30:.2f} | {r.rounds} | "
+                    f"{_s(r.faulted_total_time_s)} | {_s(m.failover_stall_s)} | {slowdown} |"
                 )
         lines.append("")
     return "\n".join(lines)

@@ -291,22 +291,7 @@ def _migrations(calm: MigrationDriver, hurt: MigrationDriver) -> dict[str, Migra
     clean, hit = calm.outcome(0, calm.sim.finish_s, 0, 0.0), hurt.outcome(0, hurt.sim.finish_s, 0, 0.0)
     summaries: dict[str, MigrationSummary] = {}
     for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
-        both = base.converged and faulted.converged
-        summaries[base.vm] = MigrationSummary(
-            converged=base.converged,
-            total_time_s=base.total_time_s,
-            downtime_s=base.downtime_s,
-            connectivity_downtime_s=base.connectivity_downtime_s,
-            bytes=base.bytes,
-            rounds=base.rounds,
-            faulted_converged=faulted.converged,
-            faulted_total_time_s=faulted.total_time_s,
-            faulted_downtime_s=faulted.downtime_s,
-            faulted_bytes=faulted.bytes,
-            faulted_rounds=faulted.rounds,
-            slowdown=faulted.total_time_s / base.total_time_s if both else None,
-            path_events=list(faulted.path_events),
-        )
+        summaries[base.vm] = MigrationSummary.of(base, faulted)
     return summaries
 
 

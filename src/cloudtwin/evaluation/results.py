@@ -19,6 +19,7 @@ from cloudtwin.twin.jobs import JobInfo
 
 if TYPE_CHECKING:
     from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
+    from cloudtwin.twin.migration import VmMigration
 
 __all__ = [
     "Busbw",
@@ -82,6 +83,7 @@ class Busbw(_Frozen):
 
     def to_json(self) -> Document:
         return self.model_dump()
+
 
 
 class Performance(_Frozen):
@@ -236,6 +238,26 @@ class MigrationSummary(_Frozen):
 
     def to_json(self) -> Document:
         return self.model_dump()
+
+    @classmethod
+    def of(cls, base: VmMigration, faulted: VmMigration) -> MigrationSummary:
+        """A migration's fault-free and faulted runs side by side."""
+        both = base.converged and faulted.converged
+        return cls(
+            converged=base.converged,
+            total_time_s=base.total_time_s,
+            downtime_s=base.downtime_s,
+            connectivity_downtime_s=base.connectivity_downtime_s,
+            bytes=base.bytes,
+            rounds=base.rounds,
+            faulted_converged=faulted.converged,
+            faulted_total_time_s=faulted.total_time_s,
+            faulted_downtime_s=faulted.downtime_s,
+            faulted_bytes=faulted.bytes,
+            faulted_rounds=faulted.rounds,
+            slowdown=faulted.total_time_s / base.total_time_s if both else None,
+            path_events=list(faulted.path_events),
+        )
 
 
 class FaultEvent(_Frozen):
