@@ -39,9 +39,6 @@ def federation_view(clean: CloudRun, hit: CloudRun) -> FederationRun:
         [joined.sites[int(hit.plan.ep_site[s])].topology.nic_rate_bps for s in traffic.flows.src]
     )
     latency = np.bincount(paths.flow_of_entry, joined.latency_s[paths.link_ids], minlength=paths.flow_count)
-    from cloudtwin.twin.federation import gateway_faults
-
-    changes, _, _ = gateway_faults(hit.plan, joined, traffic.flows, paths, hit.cloud.seed)
     return FederationRun(
         plan=hit.plan,
         joined=joined,
@@ -50,7 +47,7 @@ def federation_view(clean: CloudRun, hit: CloudRun) -> FederationRun:
         capacity_bps=hit.capacity_bps[: joined.link_count],
         rate_cap_bps=rate_cap,
         latency_s=latency,
-        changes=changes,
+        changes=list(traffic.changes),
         failovers=list(traffic.failovers),
         stalled=traffic.stalled,
         baseline=_traffic_result(clean),

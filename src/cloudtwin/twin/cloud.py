@@ -19,6 +19,7 @@ from functools import partial
 
 import numpy as np
 
+from cloudtwin.engine.simulator import Change
 from cloudtwin.errors import CloudtwinError, EngineError, ScenarioError
 from cloudtwin.flows import Paths
 from cloudtwin.intercloud.plan import FederationPlan, plan_federation
@@ -27,7 +28,6 @@ from cloudtwin.intercloud.traffic import (
     FederatedFlows,
     LegRouter,
     border_proxy,
-    failover,
     federated_flows,
     route_federated,
     tunnel_capacity,
@@ -99,6 +99,7 @@ class TrafficPart:
     flows: FederatedFlows
     paths: Paths
     ids: slice
+    changes: list[Change]
     failovers: list[Failover]
     stalled: np.ndarray
 
@@ -181,42 +182,24 @@ def _leg_router(parts: list[SitePart], strategy: Strategy, seed: int) -> LegRout
     return leg
 
 
+def _no_flows() -> FederatedFlows:
+    none = np.empty(0, dtype=np.int64)
+    return FederatedFlows(none, none, none, np.empty(0), none)
+
+
 def _traffic(
     cloud: CloudScenario, plan: FederationPlan, joined: SitesTopology, leg: LegRouter, faults: bool
-) -> tuple[FederatedFlows, Paths, list, list[Failover], np.ndarray] | None:
-    federation = cloud.federation
-    if not federation.traffic:
-        return None
-    flows = federated_flows(plan)
+) -> TrafficPart:
+    """The federated traffic (none when the scenario has no `traffic:`) and, with `faults`,
+    the gateway faults as changes: the dead gateway's links at the fault, the flows through
+    it moved to the standby after the failover. `ids` are filled when it joins the run."""
+    flows = federated_flows(plan) if cloud.federation.traffic else _no_flows()
     active = np.zeros(len(plan.site_names), dtype=np.int64)
     paths = route_federated(plan, joined, flows, active, cloud.seed, leg=leg)
     if not faults:
-        return flows, paths, [], [], np.zeros((0, len(flows)), dtype=bool)
+        return TrafficPart(flows, paths, slice(0, 0), [], [], np.zeros((0, len(flows)), dtype=bool))
     changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, cloud.seed, leg)
-    return flows, paths, changes, failovers, stalled
-
-
-def _failovers(cloud: CloudScenario, plan: FederationPlan, joined: SitesTopology) -> list[Failover]:
-    index = {name: i for i, name in enumerate(plan.site_names)}
-    return [
-        failover(plan, joined, index[f.site], f.at)
-        for f in sorted(cloud.federation.gateway_faults, key=lambda f: f.at)
-    ]
-
-
-def _dead_gateway_changes(cloud: CloudScenario, joined: SitesTopology) -> list:
-    """The gateway faults' link changes alone (when no federated traffic plans them)."""
-    from cloudtwin.engine.simulator import Change
-
-    index = {s.name: i for i, s in enumerate(cloud.federation.sites)}
-    active = np.zeros(len(index), dtype=np.int64)
-    changes = []
-    for fault in sorted(cloud.federation.gateway_faults, key=lambda f: f.at):
-        site = index[fault.site]
-        dead = joined.links_of(joined.sites[site].gateways[int(active[site])])
-        active[site] = 1 - active[site]
-        changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
-    return changes
+    return TrafficPart(flows, paths, slice(0, 0), changes, failovers, stalled)
 
 
 def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faults: bool = True) -> CloudRun:
@@ -235,29 +218,16 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
     base = np.concatenate([capacity, *extras])
     leg = _leg_router(parts, chosen, cloud.seed)
     traffic = _traffic(cloud, plan, joined, leg, faults)
-    failovers = _failovers(cloud, plan, joined) if faults else []
     driver = None
     if cloud.mobility.migrations:
-        driver = FederatedMigrationDriver(cloud, plan, joined, parts, leg, base.size, failovers)
+        driver = FederatedMigrationDriver(cloud, plan, joined, parts, leg, base.size, traffic.failovers)
     run = Run(np.concatenate([base, driver.links_bps]) if driver is not None else base)
     placed = []
     for part in parts:
         ids = _add_site(run, part)
         placed.append(replace(part, flows=slice(int(ids[0]), int(ids[-1]) + 1) if ids.size else slice(0, 0)))
-    traffic_part = None
-    if traffic is not None:
-        flows, paths, changes, tfail, stalled = traffic
-        rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
-        latency = np.bincount(
-            paths.flow_of_entry, joined.latency_s[paths.link_ids], minlength=paths.flow_count
-        )
-        ids = run.add_flows(paths, flows.size_bytes, flows.start_s, rate_cap, latency_s=latency)
-        for change in changes:  # the traffic's own flow numbers, as run ids
-            run.apply(replace(change, flows=np.asarray(change.flows, dtype=np.int64) + int(ids[0])))
-        traffic_part = TrafficPart(flows, paths, slice(int(ids[0]), int(ids[-1]) + 1), tfail, stalled)
-    elif faults:
-        for change in _dead_gateway_changes(cloud, joined):
-            run.apply(change)
+    first = _add_traffic(run, traffic, plan, joined)
+    traffic_part = replace(traffic, ids=slice(first, first + len(traffic.flows)))
     if driver is not None:
         driver.attach(run, base.size)
     try:
@@ -274,14 +244,29 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
         plan,
         joined,
         tuple(placed),
-        traffic_part,
+        traffic_part if len(traffic.flows) else None,
         migrations,
-        tuple(failovers),
+        tuple(traffic.failovers),
         run.capacity_bps,
         result.start_s,
         result.finish_s,
         result.events,
     )
+
+
+def _add_traffic(run: Run, traffic: TrafficPart, plan: FederationPlan, joined: SitesTopology) -> int:
+    """Add the traffic's flows and its gateway changes to the run; the first flow's run id."""
+    flows, paths = traffic.flows, traffic.paths
+    first = run.flow_count
+    if len(flows):
+        rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
+        latency = np.bincount(
+            paths.flow_of_entry, joined.latency_s[paths.link_ids], minlength=paths.flow_count
+        )
+        run.add_flows(paths, flows.size_bytes, flows.start_s, rate_cap, latency_s=latency)
+    for change in traffic.changes:  # the traffic's own flow numbers, as run ids
+        run.apply(replace(change, flows=np.asarray(change.flows, dtype=np.int64) + first))
+    return first
 
 
 def _as_scenario(cloud: CloudScenario) -> Scenario:

@@ -73,6 +73,11 @@ class Run:
         return self._sim.now
 
     @property
+    def flow_count(self) -> int:
+        """Flows added so far (the next flow's id)."""
+        return self._sim.flow_count
+
+    @property
     def capacity_bps(self) -> np.ndarray:
         """Every link of the run, as it was built (before any change)."""
         return self._sim.capacity_bps
