@@ -276,3 +276,12 @@ def test_a_cloud_above_its_limits_is_refused_before_anything_is_built(overrides:
     with pytest.raises(LimitError) as caught:
         run_cloud(cloud)
     assert caught.value.field == limit and "\n" not in str(caught.value)
+
+
+def test_thousands_of_sites_joined_by_every_pair_are_refused_before_joining() -> None:
+    from cloudtwin.errors import LimitError
+
+    text = "federation:\n  sites:\n" + "".join(f"    - {{name: s{i}}}\n" for i in range(3000))
+    with pytest.raises(LimitError) as caught:
+        run_cloud(load_cloud(text))
+    assert caught.value.field == "limits.memory" and "WAN links" in str(caught.value)
