@@ -190,8 +190,10 @@ def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:
     """Drop the discriminator tags pydantic puts in locations (`fabric.leaf-spine.leaves`)."""
     cleaned: list[Any] = []
     cursor: Any = data
-    for part in loc:
-        if isinstance(cursor, dict) and part not in cursor and cursor.get("kind", part) == part:
+    for i, part in enumerate(loc):
+        # a tag is followed by the field it leads to; a missing key is the last part
+        tag = i + 1 < len(loc)
+        if isinstance(cursor, dict) and part not in cursor and cursor.get("kind", part) == part and tag:
             continue
         if isinstance(cursor, dict) and part in _DISCRIMINATED and part not in cursor:
             cleaned.append(part)
