@@ -102,14 +102,14 @@ def test_a_grown_file_adds_only_its_new_lines(tmp_path: Path) -> None:
     head = text[: text.index("\n", len(text) // 2) + 1]
     log.write_text(head)
     with Store(tmp_path / "s.duckdb") as store:
-        first = ingest_file(store, log, HDFS, batch_lines=500)
+        first = ingest_file(store, log, HDFS, chunk_bytes=500 * 100)
         log.write_text(text)
-        second = ingest_file(store, log, HDFS, batch_lines=500)
+        second = ingest_file(store, log, HDFS, chunk_bytes=500 * 100)
         assert first.lines + second.lines + first.unparsed + second.unparsed == 3000
         assert second.skipped_bytes == len(head.encode())
         grown = _counts(store)
     with Store(tmp_path / "clean.duckdb") as clean:
-        ingest_file(clean, log, HDFS, batch_lines=500)
+        ingest_file(clean, log, HDFS, chunk_bytes=500 * 100)
         assert _counts(clean) == grown
 
 
@@ -129,7 +129,7 @@ def test_corrupt_gzip_keeps_what_was_read_and_names_the_line(tmp_path: Path, hdf
     bad.write_bytes(data[: len(data) // 2])
     with Store(tmp_path / "s.duckdb") as store:
         with pytest.raises(LogFormatError, match=r"bad.log.gz: corrupt gzip data after line \d+"):
-            ingest_file(store, bad, HDFS, batch_lines=100)
+            ingest_file(store, bad, HDFS, chunk_bytes=100 * 100)
         kept = store.query("SELECT count(*) FROM ops_lines")[1][0][0]
     assert 500 < kept < 2000
 
@@ -175,7 +175,7 @@ def test_a_killed_ingest_resumes_to_the_same_store_as_a_clean_one(tmp_path: Path
         "from cloudtwin.store import Store, ingest_stream\n"
         "path = Path(sys.argv[2])\n"
         "with Store(sys.argv[1]) as s, log_stream(path.open('rb'), str(path.resolve())) as log:\n"
-        "    ingest_stream(s, log, PRESETS['hdfs'], batch_lines=1000,\n"
+        "    ingest_stream(s, log, PRESETS['hdfs'], chunk_bytes=1000 * 100,\n"
         "                  progress=lambda n: print(n, flush=True))\n"
     )
     proc = subprocess.Popen(
@@ -193,11 +193,11 @@ def test_a_killed_ingest_resumes_to_the_same_store_as_a_clean_one(tmp_path: Path
             "SELECT (SELECT count(*) FROM ops_lines) + (SELECT count(*) FROM ops_unparsed)"
         )[1][0][0]
         assert 5000 <= partial < 60_000
-        resumed = ingest_file(store, log, HDFS, batch_lines=1000)
+        resumed = ingest_file(store, log, HDFS, chunk_bytes=1000 * 100)
         assert resumed.skipped_bytes > 0
         after_resume = _counts(store)
     with Store(tmp_path / "clean.duckdb") as clean:
-        ingest_file(clean, log, HDFS, batch_lines=1000)
+        ingest_file(clean, log, HDFS, chunk_bytes=1000 * 100)
         assert _counts(clean) == after_resume
 
 

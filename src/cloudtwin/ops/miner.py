@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import pickle
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.masking import WILDCARD, Masker
@@ -102,6 +105,7 @@ class TemplateMiner:
         self._changed: set[int] = set()
         self._fresh: dict[str, int] = {}
         self._cache_cleared = False
+        self._templates: dict[str, Cluster] = {}
 
     # -- public API -------------------------------------------------------------------
 
@@ -140,11 +144,33 @@ class TemplateMiner:
         codes = np.array([index.setdefault(m, len(index)) for m in
                           self.masker.mask_many(contents)], dtype=np.int64)
         counts = np.bincount(codes, minlength=len(index)).tolist()
+        return np.array(self._mine_distinct(list(index), counts), dtype=np.int64)[codes]
+
+    def add_array(self, contents: pa.Array) -> npt.NDArray[np.int64]:
+        """Mine an Arrow array of messages; same result as :meth:`add_batch` on its values.
+
+        Masking runs in RE2 over the array and the masked messages are dictionary-encoded
+        there, so only the distinct ones become Python strings.
+
+        >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
+        >>> miner.add_array(pa.array(["job 1 done", "job 2 done", "disk full"])).tolist()
+        [1, 1, 2]
+        """
+        if len(contents) == 0:
+            return np.zeros(0, dtype=np.int64)
+        encoded = pc.dictionary_encode(self.masker.mask_array(contents))
+        codes = encoded.indices.to_numpy(zero_copy_only=False)
+        texts = encoded.dictionary.to_pylist()
+        counts = np.bincount(codes, minlength=len(texts)).tolist()
+        return np.array(self._mine_distinct(texts, counts), dtype=np.int64)[codes]
+
+    def _mine_distinct(self, texts: list[str], counts: list[int]) -> list[int]:
+        """Route each distinct masked message once, in order; its group's id."""
         cache = self._cache
-        if len(cache) + len(index) > _CACHE_LIMIT:
+        if len(cache) + len(texts) > _CACHE_LIMIT:
             self._clear_cache()
         ids: list[int] = []
-        for text, count in zip(index, counts, strict=True):
+        for text, count in zip(texts, counts, strict=True):
             cluster = cache.get(text)
             if cluster is None:
                 cluster = cache[text] = self._add_tokens(text.split())
@@ -152,14 +178,78 @@ class TemplateMiner:
             cluster.size += count
             ids.append(cluster.template_id)
         self._changed.update(ids)
-        return np.array(ids, dtype=np.int64)[codes]
+        return ids
+
+    # -- merging miners that worked on parts of the same input ------------------------
+
+    def snapshot(self) -> bytes:
+        """This miner as bytes, with every group's size at zero and nothing marked changed.
+
+        A worker starts each chunk from the snapshot, so what its miner reports as
+        changed, and the sizes, are that chunk's alone.
+        """
+        sizes = [c.size for c in self.clusters]
+        changed, fresh, cleared = self._changed, self._fresh, self._cache_cleared
+        try:
+            for c in self.clusters:
+                c.size = 0
+            self._changed, self._fresh, self._cache_cleared = set(), {}, False
+            return pickle.dumps(self, protocol=pickle.HIGHEST_PROTOCOL)
+        finally:
+            for c, size in zip(self.clusters, sizes, strict=True):
+                c.size = size
+            self._changed, self._fresh, self._cache_cleared = changed, fresh, cleared
+
+    @staticmethod
+    def from_snapshot(data: bytes) -> TemplateMiner:
+        """A miner from :meth:`snapshot`'s bytes."""
+        miner = pickle.loads(data)
+        if not isinstance(miner, TemplateMiner):
+            raise LogFormatError("a miner snapshot holds something else")
+        return miner
+
+    def absorb(self, tokens: list[str], size: int) -> Cluster:
+        """Take in a group found by another miner: its template tokens (``<*>`` for variables).
+
+        A group with the same template text is the same group; otherwise the template is
+        routed like a new masked message (joining the most similar group and widening
+        it, or starting one). ``size`` lines are added to the group it lands in.
+        """
+        text = " ".join(tokens)
+        cluster = self._templates.get(text)
+        if cluster is None:
+            cluster = self._add_tokens(list(tokens))
+        cluster.size += size
+        self._changed.add(cluster.template_id)
+        return cluster
+
+    def widen(self, template_id: int, tokens: list[str], size: int) -> None:
+        """Widen a known group by a template another miner derived from it; add ``size``."""
+        cluster = self.cluster(template_id)
+        if len(tokens) == len(cluster.tokens):
+            self._generalise(cluster, tokens)
+        cluster.size += size
+        self._changed.add(template_id)
+
+    def learn(self, entries: Iterable[tuple[str, int]]) -> None:
+        """Add exact-message cache entries (masked message, template id) found elsewhere."""
+        for masked, template_id in entries:
+            if masked in self._cache:
+                continue
+            if len(self._cache) >= _CACHE_LIMIT:
+                self._clear_cache()
+            self._cache[masked] = self.cluster(template_id)
+            self._fresh[masked] = template_id
 
     def restore(self, template_id: int, template: str, size: int, route: str = "") -> None:
         """Put back a group saved earlier (ids must come in increasing order)."""
         if template_id != len(self.clusters) + 1:
             raise LogFormatError(f"template ids must be restored in order, got {template_id}")
         cluster = self._new_cluster((route or template).split())
+        if self._templates.get(cluster.template) is cluster:
+            del self._templates[cluster.template]
         cluster.tokens = template.split()
+        self._templates.setdefault(cluster.template, cluster)
         cluster.wildcards = [i for i, t in enumerate(cluster.tokens) if t == WILDCARD]
         cluster.size = size
         self._changed.discard(template_id)
@@ -241,13 +331,17 @@ class TemplateMiner:
             return
         merged = [a if a == b else WILDCARD for a, b in zip(template, tokens, strict=True)]
         if merged != template:
+            if self._templates.get(cluster.template) is cluster:
+                del self._templates[cluster.template]
             cluster.tokens = merged
             cluster.wildcards = [i for i, t in enumerate(merged) if t == WILDCARD]
+            self._templates.setdefault(cluster.template, cluster)
 
     def _new_cluster(self, tokens: list[str]) -> Cluster:
         wild = [i for i, t in enumerate(tokens) if t == WILDCARD]
         cluster = Cluster(len(self.clusters) + 1, list(tokens), 0, wild, " ".join(tokens))
         self.clusters.append(cluster)
+        self._templates.setdefault(cluster.template, cluster)
         self._changed.add(cluster.template_id)
         self._insert(cluster)
         return cluster

@@ -16,12 +16,27 @@ from cloudtwin.ops.masking import WILDCARD
 __all__ = ["extract_parameters", "extract_parameters_batch"]
 
 
+#: A slot stands for text within one token: tokens are split on ASCII whitespace, the
+#: same in Python and in RE2, so a slot never runs across a space and the match is linear.
+_SPACE = "[ \t\n\r\f\v]+"
+_WHOLE = "[^ \t\n\r\f\v]+"
+_PART = "[^ \t\n\r\f\v]*?"
+
+
+def _token_pattern(token: str, slot: Callable[[str], str], escape: Callable[[str], str]) -> str:
+    parts = token.split(WILDCARD)
+    if len(parts) == 2 and parts == ["", ""]:
+        return slot(_WHOLE)
+    out = escape(parts[0])
+    for part in parts[1:]:
+        out += slot(_PART) + escape(part)
+    return out
+
+
 @lru_cache(maxsize=4096)
 def _template_pattern(template: str) -> re.Pattern[str]:
-    pieces = []
-    for token in template.split():
-        pieces.append("(.*?)".join(re.escape(part) for part in token.split(WILDCARD)))
-    return re.compile("^" + r"\s+".join(pieces) + "$", re.DOTALL)
+    pieces = [_token_pattern(t, lambda cls: f"({cls})", re.escape) for t in template.split()]
+    return re.compile("^" + _SPACE.join(pieces) + "$")
 
 
 def extract_parameters(template: str, content: str) -> list[str]:
@@ -47,21 +62,18 @@ def _re2_escape(text: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _re2_template(template: str) -> str:
-    pieces = []
-    slot = 0
-    for token in template.split():
-        parts = []
-        for k, part in enumerate(token.split(WILDCARD)):
-            if k:
-                parts.append(f"(?P<p{slot}>.*?)")
-                slot += 1
-            parts.append(_re2_escape(part))
-        pieces.append("".join(parts))
-    return "(?s)^" + r"\s+".join(pieces) + "$"
+    slots = iter(range(template.count(WILDCARD)))
+    pieces = [
+        _token_pattern(t, lambda cls: f"(?P<p{next(slots)}>{cls})", _re2_escape)
+        for t in template.split()
+    ]
+    return "^" + _SPACE.join(pieces) + "$"
 
 
 def extract_parameters_batch(
-    template_ids: npt.NDArray[np.int64], contents: Sequence[str], template_of: Callable[[int], str]
+    template_ids: npt.NDArray[np.int64],
+    contents: Sequence[str] | pa.Array,
+    template_of: Callable[[int], str]
 ) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.int16], pa.Array]:
     """Parameters of many messages at once, grouped by template and run through RE2.
 
@@ -77,7 +89,9 @@ def extract_parameters_batch(
     ids = np.asarray(template_ids)
     order = np.argsort(ids, kind="stable")
     bounds = np.flatnonzero(np.diff(ids[order])) + 1
-    texts = pc.utf8_trim_whitespace(pa.array(contents, pa.string()))
+    texts = pc.utf8_trim_whitespace(
+        contents if isinstance(contents, pa.Array) else pa.array(contents, pa.string())
+    )
     rows: list[npt.NDArray[np.int64]] = []
     positions: list[npt.NDArray[np.int16]] = []
     values: list[pa.Array] = []

@@ -18,7 +18,10 @@ from typing import BinaryIO
 
 from cloudtwin.errors import LogFormatError
 
-__all__ = ["MAX_LINE_BYTES", "LineBatch", "LogStream", "log_stream", "read_batches"]
+__all__ = [
+    "MAX_LINE_BYTES", "MAX_UNBROKEN_BYTES", "LineBatch", "LogStream", "log_stream", "read_batches",
+    "skip_to",
+]
 
 #: Longer lines are cut to this many bytes and reported as unparsed.
 MAX_LINE_BYTES = 1 << 20
@@ -183,7 +186,7 @@ def read_batches(
     >>> [b.texts for b in read_batches(io.BytesIO(b"a\\r\\nb\\nc"), "x", batch_lines=2)]
     [['a', 'b'], ['c']]
     """
-    offset = base_offset + _skip(stream, name, start_offset)
+    offset = base_offset + skip_to(stream, name, start_offset)
     number = start_line
     pending = LineBatch(end_offset=offset)
     try:
@@ -267,7 +270,8 @@ def _cut_line(data: bytes, stream: BinaryIO) -> tuple[list[str], list[int], list
     return [text], [length], [0]
 
 
-def _skip(stream: BinaryIO, name: str, start_offset: int) -> int:
+def skip_to(stream: BinaryIO, name: str, start_offset: int) -> int:
+    """Move past the first ``start_offset`` bytes; LogFormatError if the stream is shorter."""
     if start_offset <= 0:
         return 0
     left = start_offset

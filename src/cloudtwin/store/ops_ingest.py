@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -13,7 +15,10 @@ from cloudtwin.ops.masking import GENERIC_MASKS
 from cloudtwin.ops.miner import MinerConfig
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.presets import Preset
-from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream, read_batches
+from cloudtwin.ops.chunks import CHUNK_BYTES, read_chunks
+from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
+from cloudtwin.ops.executors import ChunkExecutor, mine_in_order
+from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_tables import (
@@ -22,6 +27,9 @@ from cloudtwin.store.ops_tables import (
     load_miner,
     set_fingerprint,
     source_state,
+    ChunkWrite,
+    prepare_chunk,
+    store_chunk,
     write_batch,
 )
 
@@ -56,10 +64,18 @@ def ingest_stream(
     source: str | None = None,
     new_stream: NewStream = "refuse",
     year: int | None = None,
-    batch_lines: int = DEFAULT_BATCH_LINES,
+    chunk_bytes: int = CHUNK_BYTES,
     progress: ProgressHook | None = None,
+    executor: ChunkExecutor | None = None,
 ) -> IngestSummary:
     """Ingest a log stream under a source name (``log.name`` unless given).
+
+    The stream is cut into chunks of whole lines (``chunk_bytes`` each), which are
+    mined, in this process or by ``executor``'s workers, from one snapshot of the
+    store's templates; each chunk's groups are then merged into the store's template
+    set and its lines appended as one columnar batch, in chunk order, one transaction
+    per chunk. Where chunks are cut does not depend on the executor, so every executor
+    gives the same store.
 
     Ingesting the same stream again adds nothing, and a stream that grew adds only its
     new lines: its head is compared with the fingerprint kept for the source. A stream
@@ -84,19 +100,66 @@ def ingest_stream(
     elif len(log.head) > state.fingerprint_bytes:  # the same stream, known by more bytes now
         state = set_fingerprint(store, state, log.fingerprint, state.stream_base)
     skipped = state.next_offset - state.stream_base
-    parser = LogParser(preset.format, miner)
-    batches = read_batches(
+    known = len(miner.clusters)
+    work = ChunkMiner(preset.format, miner.snapshot())
+    chunks = read_chunks(
         log.stream, source, state.next_offset - state.stream_base, state.next_line,
-        batch_lines, base_offset=state.stream_base,
+        chunk_bytes, base_offset=state.stream_base,
     )
-    for batch in batches:
-        parsed = parser.parse_batch(batch)
-        with store.transaction() as con:
-            done = state.next_offset
-            state = write_batch(con, state, parser, parsed, year)
-        if progress is not None:
-            progress(state.next_offset - done)
+    writer = _Writer(store, year, progress)
+    try:
+        for mined in mine_in_order(work, chunks, executor):
+            write = prepare_chunk(state, miner, mined, merge_chunk(miner, mined, known))
+            writer.put(write)
+            state = write.state
+    finally:
+        writer.close()
     return _summary(start, state, before, len(miner.clusters), skipped)
+
+
+class _Writer:
+    """Stores prepared chunks, in order, on a thread of its own.
+
+    DuckDB releases the GIL while it appends and commits, so one chunk is stored while
+    the next is mined and merged. At most two chunks wait, so memory stays bounded; a
+    failed write stops the ingest at the next chunk, and what was queued before a
+    failure elsewhere is still stored.
+    """
+
+    def __init__(self, store: Store, year: int | None, progress: ProgressHook | None) -> None:
+        self._store = store
+        self._year = year
+        self._progress = progress
+        self._queue: queue.Queue[ChunkWrite | None] = queue.Queue(maxsize=2)
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="ops-writer", daemon=True)
+        self._thread.start()
+
+    def put(self, write: ChunkWrite) -> None:
+        if self._error is not None:
+            self.close()
+        self._queue.put(write)
+
+    def close(self) -> None:
+        """Wait for every queued chunk; raise what failed, if anything did."""
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+        if self._error is not None:
+            error, self._error = self._error, None
+            raise error
+
+    def _run(self) -> None:
+        while (write := self._queue.get()) is not None:
+            if self._error is not None:
+                continue
+            try:
+                with self._store.transaction() as con:
+                    store_chunk(con, write, self._year)
+                if self._progress is not None:
+                    self._progress(write.covered)
+            except BaseException as err:  # handed to the ingesting thread
+                self._error = err
 
 
 def _same_stream(state: SourceState, log: LogStream) -> bool:

@@ -7,10 +7,11 @@ from dataclasses import dataclass, replace
 
 import duckdb
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
+from cloudtwin.ops.columnar import MinedChunk, line_parameters
 from cloudtwin.ops.miner import MinerConfig, TemplateMiner
-from cloudtwin.ops.parameters import extract_parameters_batch
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.store.database import Store
 
@@ -22,6 +23,9 @@ __all__ = [
     "load_miner",
     "source_state",
     "set_fingerprint",
+    "ChunkWrite",
+    "prepare_chunk",
+    "store_chunk",
     "write_batch",
 ]
 
@@ -51,10 +55,7 @@ _DDL = [
     """CREATE TABLE ops_lines (
         source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, line BIGINT NOT NULL,
         ts TIMESTAMP, level VARCHAR, component VARCHAR, template_id INTEGER NOT NULL,
-        content VARCHAR NOT NULL)""",
-    """CREATE TABLE ops_params (
-        source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, position SMALLINT NOT NULL,
-        value VARCHAR NOT NULL)""",
+        content VARCHAR NOT NULL, params VARCHAR[])""",
     """CREATE TABLE ops_unparsed (
         source_id INTEGER NOT NULL, byte_offset BIGINT NOT NULL, line BIGINT NOT NULL,
         text VARCHAR NOT NULL, reason VARCHAR NOT NULL)""",
@@ -65,6 +66,22 @@ _ADDITIONS = [
     "CREATE TABLE IF NOT EXISTS ops_miner_cache "
     "(masked VARCHAR PRIMARY KEY, template_id INTEGER NOT NULL)",
     "ALTER TABLE ops_sources ADD COLUMN IF NOT EXISTS stream_base BIGINT DEFAULT 0",
+    "ALTER TABLE ops_lines ADD COLUMN IF NOT EXISTS params VARCHAR[]",
+]
+#: A line's parameters live with the line (a list, appended in the same columnar batch);
+#: this view gives them one row each, as stores before it kept them.
+_PARAMS_VIEW = """CREATE VIEW ops_params AS
+    SELECT source_id, byte_offset, CAST(position - 1 AS SMALLINT) AS position, value
+    FROM (SELECT source_id, byte_offset, unnest(params) AS value,
+                 unnest(generate_series(1, len(params))) AS position
+          FROM ops_lines WHERE len(params) > 0)"""
+#: Stores that kept parameters as rows of their own get them moved into the lines.
+_PARAMS_INTO_LINES = [
+    """UPDATE ops_lines SET params = p.params FROM (
+        SELECT source_id, byte_offset, list(value ORDER BY position) AS params
+        FROM ops_params GROUP BY source_id, byte_offset) p
+       WHERE ops_lines.source_id = p.source_id AND ops_lines.byte_offset = p.byte_offset""",
+    "DROP TABLE ops_params",
 ]
 
 
@@ -90,10 +107,20 @@ class SourceState:
 def ensure_ops_schema(store: Store) -> None:
     """Create the operations tables if they are missing."""
     store.ensure_schema("ops", OPS_SCHEMA_VERSION, _DDL)
-    if not store.read_only:
-        with store.transaction() as con:
-            for statement in _ADDITIONS:
+    if store.read_only:
+        return
+    with store.transaction() as con:
+        for statement in _ADDITIONS:
+            con.execute(statement)
+        kind = con.execute(
+            "SELECT table_type FROM information_schema.tables WHERE table_name = 'ops_params'"
+        ).fetchone()
+        if kind is not None and kind[0] == "BASE TABLE":
+            for statement in _PARAMS_INTO_LINES:
                 con.execute(statement)
+            kind = None
+        if kind is None:
+            con.execute(_PARAMS_VIEW)
 
 
 def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
@@ -166,27 +193,27 @@ def write_batch(
     """
     sid = state.source_id
     if parsed.numbers:
-        _insert_lines(con, sid, parsed, year)
-        _insert_params(con, sid, parser, parsed)
+        contents = pa.array(parsed.contents, pa.string())
+        _append_lines(con, sid, pa.table({
+            "byte_offset": pa.array(parsed.offsets, pa.int64()),
+            "line": pa.array(parsed.numbers, pa.int64()),
+            "ts_text": pa.array(parsed.time_texts, pa.string()),
+            "level": pa.array(parsed.levels, pa.string()),
+            "component": pa.array(parsed.components, pa.string()),
+            "template_id": pa.array(parsed.template_ids.astype(np.int32)),
+            "content": contents,
+            "params": line_parameters(parsed.template_ids, contents, parser.miner),
+        }), year)
     if parsed.bad_numbers:
-        table = pa.table({
+        _append_unparsed(con, sid, pa.table({
             "byte_offset": pa.array(parsed.bad_offsets, pa.int64()),
             "line": pa.array(parsed.bad_numbers, pa.int64()),
             "text": pa.array(parsed.bad_texts, pa.string()),
             "reason": pa.array(parsed.bad_reasons, pa.string()),
-        })
-        con.register("_ops_bad", table)
-        con.execute(
-            "INSERT INTO ops_unparsed SELECT ?, byte_offset, line, text, reason FROM _ops_bad",
-            [sid],
-        )
-        con.unregister("_ops_bad")
-    changed = parser.miner.take_changed()
-    if changed:
-        con.executemany(
-            "INSERT OR REPLACE INTO ops_templates VALUES (?, ?, ?, ?)",
-            [[c.template_id, c.template, c.size, c.route] for c in changed],
-        )
+        }))
+    templates = _templates_table(parser.miner)
+    if templates is not None:
+        _upsert(con, "ops_templates", templates)
     _save_cache(con, parser.miner)
     lines = state.lines + len(parsed.numbers)
     unparsed = state.unparsed + len(parsed.bad_numbers)
@@ -200,6 +227,135 @@ def write_batch(
         state, next_offset=parsed.end_offset, next_line=next_line, lines=lines,
         unparsed=unparsed,
     )
+
+
+@dataclass(frozen=True)
+class ChunkWrite:
+    """Everything one chunk adds to the store, taken out of the miner: plain tables.
+
+    Built in chunk order by :func:`prepare_chunk` (which reads the miner) and stored by
+    :func:`store_chunk` (which only runs SQL), so a writer thread can store one chunk
+    while the next is merged.
+    """
+
+    state: SourceState
+    lines: pa.Table
+    unparsed: pa.Table
+    templates: pa.Table | None
+    cache_cleared: bool
+    cache: pa.Table | None
+    covered: int
+
+
+def prepare_chunk(
+    state: SourceState,
+    miner: TemplateMiner,
+    mined: MinedChunk,
+    mapping: npt.NDArray[np.int32],
+) -> ChunkWrite:
+    """What a mined chunk adds, its ids mapped to ``miner``'s (after :func:`merge_chunk`)."""
+    lines = mined.lines
+    if lines.num_rows:
+        ids = mapping[lines.column("template_id").to_numpy()]
+        lines = lines.set_column(
+            lines.schema.get_field_index("template_id"), "template_id", pa.array(ids)
+        )
+    cleared, fresh = miner.take_cache_changes()
+    after = replace(
+        state, next_offset=mined.end_offset, next_line=mined.next_line,
+        lines=state.lines + lines.num_rows, unparsed=state.unparsed + mined.unparsed.num_rows,
+    )
+    return ChunkWrite(
+        after, lines, mined.unparsed, _templates_table(miner), cleared, _cache_table(fresh),
+        mined.end_offset - state.next_offset,
+    )
+
+
+def store_chunk(con: duckdb.DuckDBPyConnection, write: ChunkWrite, year: int | None) -> None:
+    """Store a prepared chunk and move its source's marker past it.
+
+    Call inside :meth:`Store.transaction`: lines, templates, cache and the marker are
+    committed together, so a killed ingest resumes exactly after the last chunk.
+    """
+    state = write.state
+    if write.lines.num_rows:
+        _append_lines(con, state.source_id, write.lines, year)
+    if write.unparsed.num_rows:
+        _append_unparsed(con, state.source_id, write.unparsed)
+    if write.templates is not None:
+        _upsert(con, "ops_templates", write.templates)
+    if write.cache_cleared:
+        con.execute("DELETE FROM ops_miner_cache")
+    if write.cache is not None:
+        _upsert(con, "ops_miner_cache", write.cache)
+    _move_marker(con, state)
+
+
+def _move_marker(con: duckdb.DuckDBPyConnection, state: SourceState) -> None:
+    con.execute(
+        "UPDATE ops_sources SET next_offset = ?, next_line = ?, lines = ?, unparsed = ?, "
+        "updated_at = now()::TIMESTAMP WHERE source_id = ?",
+        [state.next_offset, state.next_line, state.lines, state.unparsed, state.source_id],
+    )
+
+
+def _templates_table(miner: TemplateMiner) -> pa.Table | None:
+    changed = miner.take_changed()
+    if not changed:
+        return None
+    return pa.table({
+        "template_id": pa.array([c.template_id for c in changed], pa.int32()),
+        "template": pa.array([c.template for c in changed], pa.string()),
+        "size": pa.array([c.size for c in changed], pa.int64()),
+        "route": pa.array([c.route for c in changed], pa.string()),
+    })
+
+
+def _cache_table(fresh: list[tuple[str, int]]) -> pa.Table | None:
+    if not fresh:
+        return None
+    return pa.table({
+        "masked": pa.array([m for m, _ in fresh], pa.string()),
+        "template_id": pa.array([t for _, t in fresh], pa.int32()),
+    })
+
+
+def _upsert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
+    con.register("_ops_rows", rows)
+    try:
+        con.execute(f"INSERT OR REPLACE INTO {table} SELECT * FROM _ops_rows")
+    finally:
+        con.unregister("_ops_rows")
+
+
+def _append_lines(
+    con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table, year: int | None
+) -> None:
+    con.register("_ops_chunk", table)
+    try:
+        con.execute(
+            """INSERT INTO ops_lines
+            SELECT ?, byte_offset, line,
+                   CASE WHEN year(t) = 1900 AND ?::INTEGER IS NOT NULL
+                        THEN t + to_years(?::INTEGER - 1900) ELSE t END,
+                   level, component, template_id, content, params
+            FROM (SELECT *, coalesce(try_strptime(ts_text, ?), try_cast(ts_text AS TIMESTAMP)) AS t
+                  FROM _ops_chunk)""",
+            [sid, year, year, TIME_FORMATS],
+        )
+    finally:
+        con.unregister("_ops_chunk")
+
+
+def _append_unparsed(con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table) -> None:
+    con.register("_ops_bad", table)
+    try:
+        con.execute(
+            "INSERT INTO ops_unparsed SELECT ?, byte_offset, line, text, reason FROM _ops_bad",
+            [sid],
+        )
+    finally:
+        con.unregister("_ops_bad")
 
 
 def set_fingerprint(
@@ -225,60 +381,6 @@ def _save_cache(con: duckdb.DuckDBPyConnection, miner: TemplateMiner) -> None:
     cleared, fresh = miner.take_cache_changes()
     if cleared:
         con.execute("DELETE FROM ops_miner_cache")
-    if fresh:
-        table = pa.table({
-            "masked": pa.array([m for m, _ in fresh], pa.string()),
-            "template_id": pa.array([t for _, t in fresh], pa.int32()),
-        })
-        con.register("_ops_cache", table)
-        con.execute("INSERT OR REPLACE INTO ops_miner_cache SELECT * FROM _ops_cache")
-        con.unregister("_ops_cache")
-
-
-def _insert_lines(
-    con: duckdb.DuckDBPyConnection, sid: int, parsed: ParsedBatch, year: int | None
-) -> None:
-    table = pa.table({
-        "byte_offset": pa.array(parsed.offsets, pa.int64()),
-        "line": pa.array(parsed.numbers, pa.int64()),
-        "ts_text": pa.array(parsed.time_texts, pa.string()),
-        "level": pa.array(parsed.levels, pa.string()),
-        "component": pa.array(parsed.components, pa.string()),
-        "template_id": pa.array(parsed.template_ids.astype(np.int32)),
-        "content": pa.array(parsed.contents, pa.string()),
-    })
-    con.register("_ops_batch", table)
-    con.execute(
-        """INSERT INTO ops_lines
-        SELECT ?, byte_offset, line,
-               CASE WHEN year(t) = 1900 AND ?::INTEGER IS NOT NULL
-                    THEN t + to_years(?::INTEGER - 1900) ELSE t END,
-               level, component, template_id, content
-        FROM (SELECT *, coalesce(try_strptime(ts_text, ?), try_cast(ts_text AS TIMESTAMP)) AS t
-              FROM _ops_batch)""",
-        [sid, year, year, TIME_FORMATS],
-    )
-    con.unregister("_ops_batch")
-
-
-def _insert_params(
-    con: duckdb.DuckDBPyConnection, sid: int, parser: LogParser, parsed: ParsedBatch
-) -> None:
-    miner = parser.miner
-    rows, positions, values = extract_parameters_batch(
-        parsed.template_ids, parsed.contents, lambda tid: miner.cluster(tid).template
-    )
-    if len(rows) == 0:
-        return
-    table = pa.table({
-        "byte_offset": pa.array(np.asarray(parsed.offsets, dtype=np.int64)[rows]),
-        "position": pa.array(positions),
-        "value": values,
-    })
-    con.register("_ops_params", table)
-    con.execute(
-        "INSERT INTO ops_params SELECT ?, byte_offset, position, value FROM _ops_params "
-        "ORDER BY byte_offset, position",
-        [sid],
-    )
-    con.unregister("_ops_params")
+    table = _cache_table(fresh)
+    if table is not None:
+        _upsert(con, "ops_miner_cache", table)
