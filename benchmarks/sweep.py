@@ -35,7 +35,7 @@ from typing import Any
 
 from cloudtwin.store.database import Store
 from cloudtwin.sweep import Plan, PoolExecutor, SerialExecutor, Task, parse_vary, run_points
-from cloudtwin.sweep.executors import Executor
+from cloudtwin.sweep.executors import Executor, points_job
 
 SCENARIO = "name: sweep-benchmark\n"
 
@@ -131,7 +131,7 @@ def overhead(points: int, folder: Path) -> None:
     task = Trivial(SCENARIO, "<benchmark>", "run")
     start = time.perf_counter()
     executor = PoolExecutor(2)
-    executor.start(task)
+    executor.start(points_job(task))
     executor.submit(0, [("seed=1",)])
     while not executor.finished(0.01):
         pass

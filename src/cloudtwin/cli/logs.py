@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from datetime import date, datetime, timedelta
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -20,6 +21,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
 
+from cloudtwin.cli.executors import build_executor
 from cloudtwin.errors import LimitError, LogFormatError
 from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.pca import PcaConfig
@@ -51,6 +53,28 @@ from cloudtwin.store.ops_usecases import (
 )
 from cloudtwin.store.ops_usecases import (
     templates as list_templates,
+)
+
+
+class IngestExecutor(StrEnum):
+    """Where an ingest's chunks are mined."""
+
+    serial = "serial"
+    process = "process"
+    ray = "ray"
+
+
+_EXECUTOR = typer.Option(
+    IngestExecutor.serial, "--executor", "-e",
+    help="Where lines are mined: serial (this process), process (a local pool of --workers) "
+         "or ray (a local Ray cluster, or the one at --address). The store is the same "
+         "whichever runs.",
+)
+_WORKERS = typer.Option(
+    None, "--workers", "-w", help="Worker processes for process or ray (default: the CPUs)."
+)
+_ADDRESS = typer.Option(
+    None, "--address", help="An existing Ray cluster: auto or HOST:PORT; implies ray."
 )
 
 app = typer.Typer(
@@ -183,6 +207,9 @@ def ingest(
         None, "--year", help="Year for timestamps that have none (syslog); else 1900."
     ),
     masks: list[str] | None = _MASKS,
+    executor: IngestExecutor = _EXECUTOR,
+    workers: int | None = _WORKERS,
+    address: str | None = _ADDRESS,
     as_json: bool = _JSON,
 ) -> None:
     """Ingest log files into the store, mining templates; re-running adds nothing new.
@@ -193,6 +220,12 @@ def ingest(
     Example:  cloudtwin logs ingest HDFS_2k.log --format hdfs --db ops.duckdb
     """
     preset = log_preset(log_format, masks)
+    pool = None
+    if executor is not IngestExecutor.serial or address is not None:
+        pool = build_executor(
+            executor.value, address, workers, error=LogFormatError,
+            ray_default_address=None, preload=("cloudtwin.ops.columnar",),
+        )
     summaries = []
     with Store(db) as store:
         for path in paths:
@@ -201,7 +234,7 @@ def ingest(
                         else LogInput(log, str(Path(path).resolve())))
                 with _progress(Path(path).name, _file_size(path)) as hook:
                     summaries += ingest_logs(store, [item], preset, year=year,
-                                             progress=lambda _name: hook)
+                                             progress=lambda _name: hook, executor=pool)
     if as_json:
         _print_json([asdict(s) for s in summaries])
         return

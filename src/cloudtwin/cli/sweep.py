@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import signal
 import sys
 import threading
@@ -27,6 +26,7 @@ from rich.progress import (
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_strategy_list
+from cloudtwin.cli.executors import build_executor
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
 from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.database import DEFAULT_DB
@@ -103,10 +103,6 @@ _PLOT = typer.Option(None, "--plot", help="Write a plot of the metric against --
 _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else.")
 
 
-def _workers_default() -> int:
-    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1)
-
-
 @contextmanager
 def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     """A bar with an ETA on a terminal; otherwise a line on stderr at most once a second."""
@@ -135,32 +131,11 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 
 
 def _executor(name: ExecutorName, address: str | None, workers: int | None) -> Executor:
-    from cloudtwin.sweep import PoolExecutor, SerialExecutor
-
-    if workers is not None and workers < 1:
-        raise SweepError(f"workers: at least 1, got {workers}")
-    if name is ExecutorName.ray or address is not None:
-        from cloudtwin.sweep.ray_executor import RayExecutor, check_address
-
-        check_address(address or "auto")
-        return RayExecutor(address or "auto", workers)
-    if name is ExecutorName.serial:
-        return SerialExecutor()
-    most = MAX_WORKERS_PER_CPU * (os.cpu_count() or 1)
-    if workers is not None and workers > most:
-        raise SweepError(
-            f"workers: {workers:,} local worker processes, more than the {most} ({MAX_WORKERS_PER_CPU} "
-            "per CPU) that can help here; each is a Python process of its own"
-        )
-    return PoolExecutor(workers or _workers_default())
+    return build_executor(name.value, address, workers, error=SweepError)
 
 
 #: Checks of fewer points than this (about a second) show no progress.
 _QUIET_CHECKS = 5000
-
-#: Local workers beyond this many per CPU only add processes (all started at once).
-MAX_WORKERS_PER_CPU = 4
-
 
 def _number(value: float) -> str:
     """Four significant digits, without an exponent for the sizes results come in."""

@@ -102,9 +102,10 @@ def read_chunks(
     index = 0
     carry = b""
     read = getattr(stream, "read1", stream.read)  # read1: a corrupt tail loses least
+    size = max(1, min(_READ_BYTES, chunk_bytes))
     try:
         while True:
-            piece = read(_READ_BYTES)
+            piece = read(size)
             if not piece:
                 break
             data = carry + piece if carry else piece

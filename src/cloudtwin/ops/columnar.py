@@ -29,7 +29,13 @@ from cloudtwin.ops.parameters import extract_parameters_batch
 from cloudtwin.ops.reader import MAX_LINE_BYTES
 
 __all__ = [
-    "ChunkMiner", "LocalTemplate", "chunk_pattern", "MinedChunk", "line_parameters", "merge_chunk", "mine_chunk",
+    "ChunkMiner",
+    "LocalTemplate",
+    "MinedChunk",
+    "chunk_pattern",
+    "line_parameters",
+    "merge_chunk",
+    "mine_chunk",
 ]
 
 #: A group as a chunk's miner left it: id, template tokens, lines of the chunk, route.

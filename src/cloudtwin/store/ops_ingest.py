@@ -10,25 +10,25 @@ from itertools import islice
 from typing import Literal
 
 from cloudtwin.errors import StoreError
+from cloudtwin.ops.chunks import CHUNK_BYTES, read_chunks
+from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
+from cloudtwin.ops.executors import ChunkExecutor, mine_in_order
 from cloudtwin.ops.logformat import JSON_FIELDS, LogFormat
 from cloudtwin.ops.masking import GENERIC_MASKS
 from cloudtwin.ops.miner import MinerConfig
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.presets import Preset
-from cloudtwin.ops.chunks import CHUNK_BYTES, read_chunks
-from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
-from cloudtwin.ops.executors import ChunkExecutor, mine_in_order
 from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_tables import (
+    ChunkWrite,
     SourceState,
     ensure_ops_schema,
     load_miner,
+    prepare_chunk,
     set_fingerprint,
     source_state,
-    ChunkWrite,
-    prepare_chunk,
     store_chunk,
     write_batch,
 )

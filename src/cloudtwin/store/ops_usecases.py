@@ -15,6 +15,7 @@ from typing import Any
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.anomaly import DetectorConfig
+from cloudtwin.ops.executors import ChunkExecutor
 from cloudtwin.ops.masking import Masker
 from cloudtwin.ops.miner import MinerConfig, TemplateMiner
 from cloudtwin.ops.parser import LogParser, ParsedBatch
@@ -212,14 +213,19 @@ def ingest_logs(
     *,
     year: int | None = None,
     progress: Callable[[str], Callable[[int], None] | None] | None = None,
+    executor: ChunkExecutor | None = None,
 ) -> list[IngestSummary]:
-    """Ingest streams one after the other; ``progress(source)`` may give a byte hook."""
+    """Ingest streams one after the other; ``progress(source)`` may give a byte hook.
+
+    With an ``executor`` (a process pool or Ray, as ``cloudtwin sweep`` uses), each
+    stream's chunks are mined by its workers; the store is the same as without one.
+    """
     summaries = []
     for item in inputs:
         hook = progress(item.log.name) if progress is not None else None
         summaries.append(ingest_stream(
             store, item.log, preset, source=item.source, new_stream=item.new_stream,
-            year=year, progress=hook,
+            year=year, progress=hook, executor=executor,
         ))
     return summaries
 

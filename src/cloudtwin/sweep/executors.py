@@ -1,9 +1,10 @@
-"""Where points run: in this process, on a local process pool, or on a Ray cluster.
+"""Where work runs: in this process, on a local process pool, or on a Ray cluster.
 
-An executor takes batches of points and hands back, for each finished batch, one
-`Outcome` per point. Workers only compute: they return results to the driver, which
-alone writes the store (DuckDB admits one writing process). A batch whose worker died
-comes back as lost, and the driver runs its points again.
+An executor runs one job (a picklable callable) on payloads and hands back each result
+as it finishes: a sweep's job runs a batch of points (`points_job`), a log ingest's job
+mines a chunk of lines. Workers only compute: they return results to the driver, which
+alone writes the store (DuckDB admits one writing process). A payload whose worker died
+comes back as lost (None), and the driver sends it again.
 """
 
 from __future__ import annotations
@@ -14,11 +15,12 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from functools import partial
+from typing import Any, Literal, Protocol
 
 from cloudtwin.errors import CloudtwinError
 from cloudtwin.sweep.task import Task
@@ -30,6 +32,7 @@ __all__ = [
     "Outcome",
     "PoolExecutor",
     "SerialExecutor",
+    "points_job",
     "run_batch",
 ]
 
@@ -49,8 +52,11 @@ class Outcome:
 #: A batch: the overrides of each of its points.
 Batch = list[tuple[str, ...]]
 
-#: A finished batch: its handle and its outcomes, or None when its worker died.
-Finished = tuple[int, list[Outcome] | None]
+#: A job: what workers run on each payload (picklable, for process pools and Ray).
+Job = Callable[[Any], Any]
+
+#: A finished payload: its handle and the job's result, or None when its worker died.
+Finished = tuple[int, Any]
 
 
 def _one(task: Task, overrides: Sequence[str]) -> Outcome:
@@ -69,53 +75,59 @@ def run_batch(task: Task, batch: Batch) -> list[Outcome]:
     return [_one(task, overrides) for overrides in batch]
 
 
-class Executor(Protocol):
-    """Runs batches of points and reports them as they finish."""
+def points_job(task: Task) -> Job:
+    """The job that runs a sweep's batches of points: a batch in, its outcomes out."""
+    return partial(run_batch, task)
 
-    #: How many points can run at the same time.
+
+class Executor(Protocol):
+    """Runs a job on payloads and reports the results as they finish."""
+
+    #: How many payloads can run at the same time.
     workers: int
 
-    def start(self, task: Task) -> None:
-        """Get ready to run points of `task` (start processes, connect, ship the task)."""
+    def start(self, job: Job) -> None:
+        """Get ready to run `job` (start processes, connect, ship the job)."""
 
-    def submit(self, handle: int, batch: Batch) -> None:
-        """Start a batch; it comes back from `finished` under `handle`."""
+    def submit(self, handle: int, payload: Any) -> None:
+        """Run the job on a payload; its result comes back from `finished` under `handle`."""
 
     def finished(self, timeout_s: float) -> list[Finished]:
-        """Batches that finished (waiting up to `timeout_s` for the first)."""
+        """Payloads done (waiting up to `timeout_s` for the first)."""
 
     def close(self) -> None:
         """Stop every worker this executor started."""
 
 
 class SerialExecutor:
-    """Every point in the driver process, one after the other (for debugging and tests)."""
+    """Every payload in the driver process, one after the other (for debugging and tests)."""
 
     workers = 1
 
     def __init__(self) -> None:
-        self._task: Task | None = None
+        self._job: Job | None = None
         self._done: list[Finished] = []
 
-    def start(self, task: Task) -> None:
-        self._task = task
+    def start(self, job: Job) -> None:
+        self._job = job
 
-    def submit(self, handle: int, batch: Batch) -> None:
-        assert self._task is not None, "start() first"
-        self._done.append((handle, run_batch(self._task, batch)))
+    def submit(self, handle: int, payload: Any) -> None:
+        assert self._job is not None, "start() first"
+        self._done.append((handle, self._job(payload)))
 
     def finished(self, timeout_s: float) -> list[Finished]:
         done, self._done = self._done, []
         return done
 
     def close(self) -> None:
-        self._task = None
+        self._job = None
 
 
-_WORKER_TASK: list[Task] = []
+_WORKER_JOB: list[Job] = []
 
-#: Modules the fork server imports once, so that each worker starts with them.
-_PRELOAD = ["cloudtwin.evaluation.run"]
+#: Modules the fork server imports once, so that each worker starts with them: what a
+#: sweep's points need (a log ingest's pool names its own).
+SWEEP_PRELOAD = ("cloudtwin.evaluation.run",)
 
 
 #: How often a worker checks that its driver is still there.
@@ -134,48 +146,49 @@ def _watch(driver_pid: int) -> None:
             os._exit(1)
 
 
-def _install(task: Task, driver_pid: int) -> None:
+def _install(job: Job, driver_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
-    _WORKER_TASK[:] = [task]
+    _WORKER_JOB[:] = [job]
     threading.Thread(target=_watch, args=(driver_pid,), name="driver-watch", daemon=True).start()
 
 
-def _run_installed(batch: Batch) -> list[Outcome]:
-    return run_batch(_WORKER_TASK[0], batch)
+def _run_installed(payload: Any) -> Any:
+    return _WORKER_JOB[0](payload)
 
 
 class PoolExecutor:
     """A local pool of worker processes (started by a fork server: small and quick)."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, preload: Sequence[str] = SWEEP_PRELOAD) -> None:
         self.workers = workers
-        self._task: Task | None = None
+        self._preload = list(preload)
+        self._job: Job | None = None
         self._pool: futures.ProcessPoolExecutor | None = None
-        self._pending: dict[futures.Future[list[Outcome]], int] = {}
+        self._pending: dict[futures.Future[Any], int] = {}
         self._lost: list[Finished] = []
 
     def _open(self) -> futures.ProcessPoolExecutor:
-        assert self._task is not None, "start() first"
+        assert self._job is not None, "start() first"
         context = multiprocessing.get_context("forkserver")
-        # workers fork from a server that has already imported what every point needs
-        context.set_forkserver_preload(["__main__", __name__, *_PRELOAD])
+        # workers fork from a server that has already imported what every job needs
+        context.set_forkserver_preload(["__main__", __name__, *self._preload])
         return futures.ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_install, initargs=(self._task, os.getpid())
+            self.workers, mp_context=context, initializer=_install, initargs=(self._job, os.getpid())
         )
 
-    def start(self, task: Task) -> None:
-        self._task = task
+    def start(self, job: Job) -> None:
+        self._job = job
         self._pool = self._open()
 
-    def submit(self, handle: int, batch: Batch) -> None:
+    def submit(self, handle: int, payload: Any) -> None:
         if self._pool is None:
             self._pool = self._open()
         try:
-            future = self._pool.submit(_run_installed, batch)
+            future = self._pool.submit(_run_installed, payload)
         except BrokenProcessPool:  # a worker died since the last look: start a new pool
             self._lose_pending()
             self._pool = self._open()
-            future = self._pool.submit(_run_installed, batch)
+            future = self._pool.submit(_run_installed, payload)
         self._pending[future] = handle
 
     def _lose_pending(self) -> None:

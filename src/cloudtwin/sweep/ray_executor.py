@@ -1,8 +1,9 @@
-"""Points on a Ray cluster: each batch is one Ray task; the driver keeps the store.
+"""Work on a Ray cluster: each payload is one Ray task; the driver keeps the store.
 
 Ray is an optional extra (`pip install 'cloudtwin[ray]'`); every node of the cluster
-needs cloudtwin importable. A task whose worker dies is retried by Ray; one that still
-fails comes back as lost and the driver runs its points again.
+needs cloudtwin importable. Without an address, a local cluster is started for the run
+and stopped after it. A task whose worker dies is retried by Ray; one that still fails
+comes back as lost and the driver sends its payload again.
 """
 
 from __future__ import annotations
@@ -11,8 +12,7 @@ import socket
 from typing import Any
 
 from cloudtwin.errors import SweepError, needs_extra
-from cloudtwin.sweep.executors import Batch, Finished, Outcome, run_batch
-from cloudtwin.sweep.task import Task
+from cloudtwin.sweep.executors import Finished, Job
 
 __all__ = ["CONNECT_TIMEOUT_S", "RayExecutor", "check_address"]
 
@@ -62,38 +62,47 @@ def _import_ray() -> Any:
     return ray
 
 
-class RayExecutor:
-    """Batches as Ray tasks on the cluster at `address` (`auto`: the one this machine runs)."""
+def _call(job: Job, payload: Any) -> Any:
+    return job(payload)
 
-    def __init__(self, address: str, workers: int | None = None) -> None:
+
+class RayExecutor:
+    """Payloads as Ray tasks on the cluster at `address` (`auto`: the one this machine
+    runs; None: a local cluster of `workers` CPUs started for this run)."""
+
+    def __init__(self, address: str | None, workers: int | None = None) -> None:
         self.address = address
         self._wanted = workers
         self.workers = workers or 1
         self._ray: Any = None
         self._remote: Any = None
-        self._task_ref: Any = None
+        self._job_ref: Any = None
         self._pending: dict[Any, int] = {}
 
-    def start(self, task: Task) -> None:
-        address = check_address(self.address)
+    def start(self, job: Job) -> None:
+        address = check_address(self.address) if self.address is not None else None
         ray = _import_ray()
+        local = {} if address is not None else {
+            "num_cpus": self.workers, "include_dashboard": False,
+        }
         try:
             ray.init(
                 address=address,
                 log_to_driver=False,
                 logging_level="ERROR",
                 configure_logging=False,
+                **local,
             )
         except (ConnectionError, RuntimeError, ValueError) as err:
             raise SweepError(f"address {self.address}: cannot join the Ray cluster: {err}") from err
         self._ray = ray
         cpus = int(ray.cluster_resources().get("CPU", 1))
         self.workers = self._wanted or max(1, cpus)
-        self._remote = ray.remote(num_cpus=1, max_retries=3)(run_batch)
-        self._task_ref = ray.put(task)
+        self._remote = ray.remote(num_cpus=1, max_retries=3)(_call)
+        self._job_ref = ray.put(job)
 
-    def submit(self, handle: int, batch: Batch) -> None:
-        self._pending[self._remote.remote(self._task_ref, batch)] = handle
+    def submit(self, handle: int, payload: Any) -> None:
+        self._pending[self._remote.remote(self._job_ref, payload)] = handle
 
     def finished(self, timeout_s: float) -> list[Finished]:
         if not self._pending:
@@ -106,11 +115,13 @@ class RayExecutor:
         for ref in ready:
             handle = self._pending.pop(ref)
             try:
-                outcomes: list[Outcome] = ray.get(ref)
+                result = ray.get(ref)
+            except ray.exceptions.RayTaskError as err:  # the job itself raised: its error
+                raise err.as_instanceof_cause() from None
             except ray.exceptions.RayError:  # the worker (or its node) died, retries spent
                 results.append((handle, None))
                 continue
-            results.append((handle, outcomes))
+            results.append((handle, result))
         return results
 
     def close(self) -> None:

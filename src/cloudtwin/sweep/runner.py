@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from cloudtwin import __version__
 from cloudtwin.store.database import Store
 from cloudtwin.store.sweeps import PointRecord, ensure_sweeps_schema, finished_keys, save_points
-from cloudtwin.sweep.executors import Executor, Outcome
+from cloudtwin.sweep.executors import Executor, Outcome, points_job
 from cloudtwin.sweep.points import Point
 from cloudtwin.sweep.task import Task
 
@@ -141,7 +141,7 @@ def run_points(
     pending: dict[int, list[Point]] = {}
     writer = _Writer(store, task, scenario, flush_s)
     try:
-        executor.start(task)
+        executor.start(points_job(task))
         batcher = _Batcher(target_batch_s, executor.workers)
         window = 2 * executor.workers
         while queue or retry or pending:
