@@ -114,7 +114,7 @@ def read_chunks(
                 if len(data) <= MAX_LINE_BYTES:
                     carry = data
                     continue
-                rest = _discard_rest_of_line(stream)  # one line longer than the limit
+                rest = _discard_rest_of_line(stream, len(data))  # a line longer than the limit
                 pending.add_cut(data[:MAX_LINE_BYTES], len(data) + rest - MAX_LINE_BYTES - 1)
                 carry = b""
             else:
@@ -149,13 +149,16 @@ class _UnbrokenLine(Exception):
     """A line went on for more than MAX_UNBROKEN_BYTES."""
 
 
-def _discard_rest_of_line(stream: BinaryIO) -> int:
-    """Read up to and including the next newline; the bytes read."""
+def _discard_rest_of_line(stream: BinaryIO, read: int) -> int:
+    """Read up to and including the next newline of a line ``read`` bytes into; the bytes read.
+
+    A line that runs past MAX_UNBROKEN_BYTES is no line at all: _UnbrokenLine.
+    """
     skipped = 0
     while True:
         piece = stream.readline(MAX_LINE_BYTES)
         skipped += len(piece)
+        if read + skipped > MAX_UNBROKEN_BYTES:
+            raise _UnbrokenLine
         if not piece or piece.endswith(b"\n"):
             return skipped
-        if skipped > MAX_UNBROKEN_BYTES:
-            raise _UnbrokenLine
