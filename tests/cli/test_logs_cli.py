@@ -190,3 +190,43 @@ def test_window_lengths_down_to_milliseconds() -> None:
     for bad in ("0ms", "25", "1.5s", "2w"):
         with pytest.raises(LogFormatError, match="window"):
             parse_window(bad)
+
+
+def test_ingest_on_a_process_pool_stores_what_a_serial_ingest_stores(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], loghub: Path
+) -> None:
+    import duckdb
+
+    log = loghub / "Hadoop" / "Hadoop_2k.log"
+    tables = {}
+    for executor in ("serial", "process"):
+        db = str(tmp_path / f"{executor}.duckdb")
+        code, out, err = run(capsys, "logs", "ingest", str(log), "--format", "hadoop", "--db", db,
+                             "--executor", executor, "--workers", "2", "--json")
+        assert (code, err) == (0, "")
+        assert json.loads(out)[0]["lines"] == 2000
+        with duckdb.connect(db, read_only=True) as con:
+            tables[executor] = [
+                con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+                for t in ("ops_lines", "ops_templates", "ops_unparsed", "ops_params")
+            ]
+    assert tables["serial"] == tables["process"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--workers", "0", "--executor", "process"], "workers: at least 1, got 0"),
+        (["--executor", "threads"], "Invalid value for '--executor'"),
+        (["--address", "nowhere"], "address 'nowhere': expected auto or HOST:PORT"),
+    ],
+)
+def test_bad_executor_flags_are_one_line_and_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], hdfs_2k: Path, args: list[str],
+    message: str,
+) -> None:
+    code, out, err = run(capsys, "logs", "ingest", str(hdfs_2k), "--format", "hdfs",
+                         "--db", str(tmp_path / "x.duckdb"), *args)
+    assert code == 2
+    assert message in err
+    assert not (tmp_path / "x.duckdb").exists()

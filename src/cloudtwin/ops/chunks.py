@@ -10,6 +10,9 @@ sees the same chunks.
 from __future__ import annotations
 
 import gzip
+import io
+import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -138,11 +141,27 @@ def read_chunks(
             f"{MAX_UNBROKEN_BYTES >> 20} MiB without a line break; "
             "this is not a line-oriented log"
         ) from err
+    _check_not_shrunk(stream, name, pending.offset + pending.size + len(carry) - base_offset)
     if carry:
         pending.parts.append(carry)
         pending.size += len(carry)
     if pending.size:
         yield pending.take(index, last_line_open=bool(carry))
+
+
+def _check_not_shrunk(stream: BinaryIO, name: str, consumed: int) -> None:
+    """At the end of a regular file: it must still hold every byte that was read from it."""
+    if isinstance(stream, gzip.GzipFile):
+        return
+    try:
+        info = os.fstat(stream.fileno())
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return
+    if stat.S_ISREG(info.st_mode) and info.st_size < consumed:
+        raise LogFormatError(
+            f"{name}: shrank from at least {consumed} to {info.st_size} bytes while it was "
+            "read; the lines before the change are stored, ingest it again once it is whole"
+        )
 
 
 class _UnbrokenLine(Exception):

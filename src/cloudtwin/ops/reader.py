@@ -136,6 +136,9 @@ class _Prefixed(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        return self._raw.fileno()
+
     def readinto(self, buffer: bytearray) -> int:  # type: ignore[override]
         if self._head:
             n = min(len(buffer), len(self._head))
