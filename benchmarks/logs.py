@@ -29,8 +29,6 @@ from pathlib import Path
 from typing import Any
 
 LOGHUB = Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "loghub-2k"
-#: DuckDB's own cache is capped so that the ingest rows show the pipeline's memory.
-DUCKDB_MEMORY = "256MB"
 SYSTEMS = ["HDFS", "Hadoop", "Spark", "Zookeeper", "BGL", "OpenSSH", "Apache", "Linux"]
 
 
@@ -133,28 +131,63 @@ class _Repeat(io.RawIOBase):
         return n
 
 
-def scale_worker(tool: str, lines: int, db: str | None) -> dict[str, Any]:
-    """Read, split and mine ``lines`` HDFS lines end to end; lines/s and peak RSS."""
-    from cloudtwin.ops import PRESETS, LogParser, Masker, MinerConfig, TemplateMiner, read_batches
+def _busy_cpu_s() -> float:
+    """CPU seconds the whole machine has spent busy (all CPUs, every process) so far."""
+    with open("/proc/stat", encoding="ascii") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + fields[4]  # idle, iowait
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def _executor(kind: str, workers: int) -> Any:
+    if kind == "serial":
+        return None
+    if kind == "process":
+        from cloudtwin.sweep import PoolExecutor
+
+        return PoolExecutor(workers, ("cloudtwin.ops.columnar",))
+    from cloudtwin.sweep.ray_executor import RayExecutor
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    return RayExecutor(None, workers)
+
+
+def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None) -> dict[str, Any]:
+    """Read, split, mask and mine ``lines`` HDFS lines end to end (and store them, for
+    ``ingest``); lines/s, peak RSS of this (driving) process, busy CPU of the machine."""
+    from cloudtwin.ops import PRESETS, Masker, log_stream
 
     preset = PRESETS["hdfs"]
     data = (LOGHUB / "HDFS" / "HDFS_2k.log").read_bytes().replace(b"\r\n", b"\n")
     stream = io.BufferedReader(_Repeat(data, lines), buffer_size=1 << 20)
+    load = os.getloadavg()[0]
+    cpu0 = _busy_cpu_s()
     start = time.perf_counter()
     done = 0
-    if tool == "cloudtwin-ingest":
+    if tool == "ingest":
         from cloudtwin.store import Store, ingest_stream
+        from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
 
-        with Store(db or ":memory:", memory_limit=DUCKDB_MEMORY) as store:
+        with Store(db or ":memory:", memory_limit=INGEST_MEMORY_LIMIT) as store:
             store.connection.execute("SET threads = 1")
-            summary = ingest_stream(store, stream, "bench", preset)
+            summary = ingest_stream(
+                store, log_stream(stream, "bench"), preset, executor=_executor(kind, workers)
+            )
             done = summary.lines + summary.unparsed
-    elif tool == "cloudtwin":
-        config = MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks)
-        parser = LogParser(preset.format, TemplateMiner(config))
-        for batch in read_batches(stream, "bench"):
-            done += len(parser.parse_batch(batch).numbers)
+    elif tool == "mine":
+        from cloudtwin.ops.chunks import read_chunks
+        from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
+        from cloudtwin.ops.executors import mine_in_order
+        from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+
+        miner = TemplateMiner(MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks))
+        job = ChunkMiner(preset.format, miner.snapshot())
+        for mined in mine_in_order(job, read_chunks(stream, "bench"), _executor(kind, workers)):
+            merge_chunk(miner, mined, 0)
+            done += mined.lines.num_rows + mined.unparsed.num_rows
     else:
+        from cloudtwin.ops import read_batches
+
         masker, d3, fmt = Masker(preset.masks), _drain3("HDFS"), preset.format
         for batch in read_batches(stream, "bench"):
             for text in batch.texts:
@@ -163,9 +196,10 @@ def scale_worker(tool: str, lines: int, db: str | None) -> dict[str, Any]:
                     d3.add_log_message(masker.mask(fields["Content"].strip()))
                     done += 1
     elapsed = time.perf_counter() - start
+    cpu = _busy_cpu_s() - cpu0
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"lines": done, "seconds": elapsed, "lines_per_s": done / elapsed,
-            "peak_rss_mib": peak_kib / 1024}
+            "peak_rss_mib": peak_kib / 1024, "cpu_s_per_m": cpu / done * 1e6, "load": load}
 
 
 def _child(*args: str) -> dict[str, Any]:
@@ -179,19 +213,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--ten-million", action="store_true", help="also run 10,000,000 lines")
     parser.add_argument("--repeat", type=int, default=3, help="passes per 2k system (best)")
+    parser.add_argument("--skip-ray", action="store_true", help="leave out the Ray rows")
+    parser.add_argument("--scale-only", action="store_true", help="only the end-to-end table")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        _one_core()
         kind, *rest = args.worker
+        if kind == "accuracy" or rest[1:2] == ["serial"] and rest[0] != "ingest":
+            _one_core()  # single-threaded work on one CPU; ingest stores from a second thread
         if kind == "accuracy":
             result = accuracy_worker(rest[0], rest[1], int(rest[2]))
         else:
-            result = scale_worker(rest[0], int(rest[1]), rest[2] if len(rest) > 2 else None)
+            result = scale_worker(rest[0], rest[1], int(rest[2]), int(rest[3]),
+                                  rest[4] if len(rest) > 4 else None)
         print(json.dumps(result))
         return
-    _accuracy_table(args.repeat)
-    _scale_table(args.ten_million)
+    if not args.scale_only:
+        _accuracy_table(args.repeat)
+    _scale_table(args.ten_million, args.skip_ray)
 
 
 def _accuracy_table(repeat: int) -> None:
@@ -216,20 +255,62 @@ def _accuracy_table(repeat: int) -> None:
     print()
 
 
-def _scale_table(ten_million: bool) -> None:
-    print("End to end on HDFS_2k repeated (read, split header, mask, mine; one core)")
-    print(f"{'tool':<18} {'lines':>12} {'seconds':>9} {'lines/s':>10} {'peak RSS MiB':>13}")
-    runs = [("cloudtwin", 1_000_000), ("drain3", 1_000_000), ("cloudtwin-ingest", 1_000_000)]
-    if ten_million:
-        runs += [("cloudtwin", 10_000_000), ("cloudtwin-ingest", 10_000_000)]
+#: The end-to-end runs: (label, tool, executor, workers, lines in millions).
+_SCALE_RUNS = [
+    ("drain3, mine", "drain3", "serial", 1, 1),
+    ("cloudtwin, mine", "mine", "serial", 1, 1),
+    ("cloudtwin, ingest", "ingest", "serial", 1, 1),
+    ("process x1, mine", "mine", "process", 1, 1),
+    ("process x2, mine", "mine", "process", 2, 1),
+    ("process x1, ingest", "ingest", "process", 1, 1),
+    ("process x2, ingest", "ingest", "process", 2, 1),
+    ("ray x2, mine", "mine", "ray", 2, 1),
+    ("ray x2, ingest", "ingest", "ray", 2, 1),
+]
+
+
+def _scale_table(ten_million: bool, skip_ray: bool) -> None:
+    print("End to end on HDFS_2k repeated: read, split header, mask, mine (and store, for")
+    print("ingest: DuckDB capped at 64 MB, as the CLI caps it). Serial runs mine in one process and store from a")
+    print("writer thread; pools mine in N worker processes. CPU is the whole machine's busy")
+    print("time per million lines (every process: driver, workers, DuckDB); load is the")
+    print("1-minute load average when the run started (on this 2-core machine, above ~0.5")
+    print("means other work shared the CPUs).")
+    header = (f"{'run':<22} {'lines':>11} {'seconds':>8} {'lines/s':>9} {'RSS MiB':>8} "
+              f"{'CPU s/M':>8} {'load':>5}")
+    print(header)
+    runs = [r for r in _SCALE_RUNS if not (skip_ray and r[2] == "ray")]
+    sizes = [1, 10] if ten_million else [1]
     import tempfile
 
+    results: dict[tuple[str, int], dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for tool, lines in runs:
-            extra = [str(Path(tmp) / f"{tool}-{lines}.duckdb")] if "ingest" in tool else []
-            r = _child("scale", tool, str(lines), *extra)
-            print(f"{tool:<18} {r['lines']:>12,} {r['seconds']:>9.1f} "
-                  f"{r['lines_per_s']:>10,.0f} {r['peak_rss_mib']:>13.0f}")
+        for millions in sizes:
+            for label, tool, kind, workers, _ in runs:
+                if tool == "drain3" and millions > 1:
+                    continue
+                db = [str(Path(tmp) / f"{label}-{millions}.duckdb".replace(" ", ""))]
+                r = _child("scale", tool, kind, str(workers), str(millions * 1_000_000), *db)
+                results[(label, millions)] = r
+                print(f"{label:<22} {r['lines']:>11,} {r['seconds']:>8.1f} {r['lines_per_s']:>9,.0f} "
+                      f"{r['peak_rss_mib']:>8.0f} {r['cpu_s_per_m']:>8.2f} {r['load']:>5.2f}",
+                      flush=True)
+    print()
+    for millions in sizes:
+        mine = results[("cloudtwin, mine", millions)]
+        ingest = results[("cloudtwin, ingest", millions)]
+        print(f"{millions}M lines: ingest takes {mine['lines_per_s'] / ingest['lines_per_s']:.2f}x "
+              "the time of mining alone")
+        for tool in ("mine", "ingest"):
+            one = results.get((f"process x1, {tool}", millions))
+            two = results.get((f"process x2, {tool}", millions))
+            if one and two:
+                print(f"{millions}M lines, {tool}: 2 workers {two['lines_per_s'] / one['lines_per_s']:.2f}x "
+                      f"the lines/s of 1; CPU per line {two['cpu_s_per_m'] / one['cpu_s_per_m']:.2f}x")
+    if ten_million:
+        for label in ("cloudtwin, mine", "cloudtwin, ingest"):
+            ratio = results[(label, 10)]["peak_rss_mib"] / results[(label, 1)]["peak_rss_mib"]
+            print(f"{label}: peak RSS at 10M lines {ratio:.2f}x that at 1M")
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ from cloudtwin.store.database import (
     Store,
 )
 from cloudtwin.store.documents import finite_json
+from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
 from cloudtwin.store.ops_usecases import (
     AnomalyRow,
@@ -227,7 +228,7 @@ def ingest(
             ray_default_address=None, preload=("cloudtwin.ops.columnar",),
         )
     summaries = []
-    with Store(db) as store:
+    with Store(db, memory_limit=INGEST_MEMORY_LIMIT) as store:
         for path in paths:
             with _open_log(path) as log:
                 item = (LogInput(log, source, "append") if path == "-"

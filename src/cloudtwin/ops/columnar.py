@@ -108,7 +108,7 @@ def chunk_pattern(fmt: LogFormat) -> re.Pattern[str] | None:
     inner = _UNUSED.sub(lambda m: m.group(0) if m.group(1) in kept else "(?:", inner)
     try:
         return re.compile(
-            "^(?:[^\\S\\n]*" + _without_newlines(inner) + "[^\\S\\n]*|(?P<" + _REST + ">.*))$",
+            "^(?:[ \\t]*" + _without_newlines(inner) + "[ \\t]*|(?P<" + _REST + ">.*))$",
             re.MULTILINE,
         )
     except re.error:
@@ -116,7 +116,11 @@ def chunk_pattern(fmt: LogFormat) -> re.Pattern[str] | None:
 
 
 def _without_newlines(pattern: str) -> str:
-    """``\\s`` outside character classes as whitespace but a newline."""
+    """``\\s`` outside character classes as a space or a tab.
+
+    Python's ``\\s`` would also match the newline between two lines; a line spaced with
+    other whitespace does not fit this pattern and is split by the format's own.
+    """
     out = []
     in_class = False
     i = 0
@@ -124,7 +128,7 @@ def _without_newlines(pattern: str) -> str:
         ch = pattern[i]
         if ch == "\\" and i + 1 < len(pattern):
             pair = pattern[i : i + 2]
-            out.append("[^\\S\\n]" if pair == "\\s" and not in_class else pair)
+            out.append("[ \\t]" if pair == "\\s" and not in_class else pair)
             i += 2
             continue
         if ch == "[" and not in_class:
