@@ -271,9 +271,9 @@ _SCALE_RUNS = [
 
 def _scale_table(ten_million: bool, skip_ray: bool) -> None:
     print("End to end on HDFS_2k repeated: read, split header, mask, mine (and store, for")
-    print("ingest: DuckDB capped at 64 MB, as the CLI caps it). Serial runs mine in one process and store from a")
-    print("writer thread; pools mine in N worker processes. CPU is the whole machine's busy")
-    print("time per million lines (every process: driver, workers, DuckDB); load is the")
+    print("ingest, DuckDB capped as the CLI caps it). Serial runs mine in one process and")
+    print("store from a writer thread; pools mine in N worker processes. CPU is the machine's")
+    print("busy time per million lines (every process: driver, workers, DuckDB); load is the")
     print("1-minute load average when the run started (on this 2-core machine, above ~0.5")
     print("means other work shared the CPUs).")
     header = (f"{'run':<22} {'lines':>11} {'seconds':>8} {'lines/s':>9} {'RSS MiB':>8} "

@@ -114,11 +114,13 @@ def test_a_file_cut_short_while_it_is_read_is_an_error_naming_it(tmp_path: Path)
     path = tmp_path / "moving.log"
     path.write_bytes(LINE * 40_000)  # 3.4 MB: more than the reader's buffer
     got = []
-    with log_stream(path.open("rb"), "moving.log") as log:
-        with pytest.raises(LogFormatError, match="moving.log: shrank from at least"):
-            for chunk in read_chunks(log.stream, log.name, chunk_bytes=1 << 20):
-                got.append(chunk.lines)
-                if len(got) == 1:
-                    with path.open("r+b") as out:
-                        out.truncate(1000)
+    with (
+        log_stream(path.open("rb"), "moving.log") as log,
+        pytest.raises(LogFormatError, match="moving.log: shrank from at least"),
+    ):
+        for chunk in read_chunks(log.stream, log.name, chunk_bytes=1 << 20):
+            got.append(chunk.lines)
+            if len(got) == 1:
+                with path.open("r+b") as out:
+                    out.truncate(1000)
     assert got and got[0] > 0

@@ -13,6 +13,7 @@ import duckdb
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.store.test_ops_ingest import _generated_log
 
 from cloudtwin.ops import PRESETS, log_stream
 from cloudtwin.ops.chunks import Chunk
@@ -21,7 +22,6 @@ from cloudtwin.ops.executors import mine_in_order
 from cloudtwin.store import Store, ingest_stream
 from cloudtwin.store.ops_tables import ensure_ops_schema
 from cloudtwin.sweep import PoolExecutor
-from tests.store.test_ops_ingest import _generated_log
 
 HDFS = PRESETS["hdfs"]
 TABLES = ("ops_lines", "ops_params", "ops_templates", "ops_unparsed", "ops_miner_cache")
