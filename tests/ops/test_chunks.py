@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops import PRESETS
@@ -124,3 +126,26 @@ def test_a_file_cut_short_while_it_is_read_is_an_error_naming_it(tmp_path: Path)
                 with path.open("r+b") as out:
                     out.truncate(1000)
     assert got and got[0] > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(data=st.lists(st.one_of(st.binary(max_size=120), st.just(LINE.rstrip(b"\n"))), max_size=40)
+       .map(b"\n".join), chunk_bytes=st.integers(1, 500), fmt=st.sampled_from(["hdfs", "syslog", "jsonl"]))
+def test_any_bytes_are_mined_into_lines_and_unparsed_lines_that_add_up(
+    data: bytes, chunk_bytes: int, fmt: str
+) -> None:
+    preset = PRESETS[fmt]
+    miner = TemplateMiner(MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks))
+    pattern = chunk_pattern(preset.format)
+    lines = unparsed = 0
+    offsets: list[int] = []
+    for chunk in read_chunks(io.BytesIO(data), "fuzz", chunk_bytes=chunk_bytes):
+        mined = mine_chunk(chunk, preset.format, miner, pattern)
+        assert mined.lines.num_rows + mined.unparsed.num_rows == chunk.lines
+        lines += mined.lines.num_rows
+        unparsed += mined.unparsed.num_rows
+        offsets += mined.lines.column("byte_offset").to_pylist()
+        offsets += mined.unparsed.column("byte_offset").to_pylist()
+    expected = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    assert lines + unparsed == expected
+    assert sorted(offsets) == ([0] + [i + 1 for i, b in enumerate(data) if b == 10])[:expected]
