@@ -5,31 +5,53 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from cloudtwin.errors import LogFormatError
-from cloudtwin.ops.masking import WILDCARD, Masker
+from cloudtwin.ops.masking import GENERIC_MASKS, WILDCARD, Masker
 
-__all__ = ["Cluster", "MinerConfig", "TemplateMiner"]
+__all__ = [
+    "DEFAULT_DEPTH", "DEFAULT_SIM_THRESHOLD", "Cluster", "MinerConfig", "Similarity",
+    "TemplateMiner",
+]
 
 _CACHE_LIMIT = 100_000
+
+#: Two routing tokens: the first two words of a message are most often its event's
+#: name ("Failed password", "Received disconnect"), and a word holding a variable is
+#: routed through a wildcard branch anyway.
+DEFAULT_DEPTH = 5
+#: The share of a message's constant words that must equal the group's (see
+#: :data:`Similarity`); one differing word in three keeps a message out.
+DEFAULT_SIM_THRESHOLD = 0.7
+
+#: How a message is compared with a group's template. ``"constants"``: the share of
+#: equal words among the positions that do not hold the same variable on both sides
+#: (``<*>`` facing ``<*>``, ``uid=<*>`` facing ``uid=<*>``), so shared variables
+#: neither help nor hurt and a message full of numbers is judged by its words.
+#: ``"drain"``: the share of equal words among all positions, a ``<*>`` facing a
+#: ``<*>`` not counting as equal, as in Drain (kept for stores mined with it).
+Similarity = Literal["constants", "drain"]
 
 
 @dataclass(frozen=True)
 class MinerConfig:
-    """Settings of the parse tree.
+    """Settings of the parse tree; the defaults serve every log format alike.
 
     ``depth`` counts the root, the token-count layer and the leaves, as in the Drain paper,
     so ``depth - 3`` leading tokens route a message (Loghub benchmark convention).
-    ``sim_threshold`` is the fraction of equal tokens a message needs to join a group.
+    ``sim_threshold`` is the similarity a message needs to join a group, measured as
+    ``similarity`` says; ``masks`` find the variable parts before the tree.
     """
 
-    depth: int = 4
-    sim_threshold: float = 0.5
+    depth: int = DEFAULT_DEPTH
+    sim_threshold: float = DEFAULT_SIM_THRESHOLD
     max_children: int = 100
-    masks: tuple[str, ...] = ()
+    masks: tuple[str, ...] = GENERIC_MASKS
+    similarity: Similarity = "constants"
 
     def __post_init__(self) -> None:
         if self.depth < 3:
@@ -40,6 +62,10 @@ class MinerConfig:
             )
         if self.max_children < 2:
             raise LogFormatError(f"max children must be at least 2, got {self.max_children}")
+        if self.similarity not in ("constants", "drain"):
+            raise LogFormatError(
+                f"similarity must be 'constants' or 'drain', got {self.similarity!r}"
+            )
 
 
 @dataclass(eq=False)
@@ -78,12 +104,12 @@ class TemplateMiner:
     """Groups messages into templates, one message at a time, in bounded memory.
 
     A message is masked, split on whitespace, routed by its token count and its first
-    ``depth - 3`` tokens to a leaf, and joins the leaf's most similar group if at least
-    ``sim_threshold`` of its tokens equal the group's template; the template then turns
+    ``depth - 3`` tokens to a leaf, and joins the leaf's most similar group if it is at
+    least ``sim_threshold`` similar to the group's template; the template then turns
     the differing tokens into ``<*>``. Otherwise it starts a new group. Group ids never
     change, so a new file extends the same template set.
 
-    >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
+    >>> miner = TemplateMiner()
     >>> [miner.add("user 7 logged in").template_id, miner.add("user 9 logged in").template_id]
     [1, 1]
     >>> miner.clusters[0].template
@@ -154,6 +180,24 @@ class TemplateMiner:
         self._changed.update(ids)
         return np.array(ids, dtype=np.int64)[codes]
 
+    def absorb(self, tokens: Sequence[str], size: int) -> Cluster:
+        """Route a template (``<*>`` marking its variables) as a new masked message would.
+
+        It joins the most similar group, generalising it, or starts a new one, and adds
+        ``size`` lines to that group; this is how another miner's groups are merged in.
+
+        >>> miner = TemplateMiner()
+        >>> miner.add("job 1 took 30 ms").template_id
+        1
+        >>> cluster = miner.absorb("job <*> took <*> ms".split(), 41)
+        >>> cluster.template_id, cluster.size
+        (1, 42)
+        """
+        cluster = self._add_tokens(list(tokens))
+        cluster.size += size
+        self._changed.add(cluster.template_id)
+        return cluster
+
     def restore(self, template_id: int, template: str, size: int, route: str = "") -> None:
         """Put back a group saved earlier (ids must come in increasing order)."""
         if template_id != len(self.clusters) + 1:
@@ -223,12 +267,19 @@ class TemplateMiner:
         best: Cluster | None = None
         best_key = (-1.0, -1)
         n = len(tokens)
-        masked = WILDCARD in tokens
+        drain = self.config.similarity == "drain"
+        # Positions that may face the same variable in a template: "<*>" itself for
+        # Drain, and for "constants" also a token with a masked part (``uid=<*>``).
+        if drain:
+            varying = [i for i, t in enumerate(tokens) if t == WILDCARD]
+        else:
+            varying = [i for i, t in enumerate(tokens) if WILDCARD in t]
         for cluster in clusters:
-            equal = sum(map(str.__eq__, cluster.tokens, tokens))
-            if masked and cluster.wildcards:  # a "<*>" facing a "<*>" is not a match
-                equal -= sum(1 for i in cluster.wildcards if tokens[i] == WILDCARD)
-            key = (equal / n if n else 1.0, len(cluster.wildcards))
+            template = cluster.tokens
+            equal = sum(map(str.__eq__, template, tokens))
+            both = sum(1 for i in varying if template[i] == tokens[i]) if varying else 0
+            compared = n if drain else n - both
+            key = ((equal - both) / compared if compared else 1.0, len(cluster.wildcards))
             if key > best_key:
                 best, best_key = cluster, key
         if best is None or best_key[0] < self.config.sim_threshold:
