@@ -44,6 +44,8 @@ def test_generic_masks_cover_addresses_ids_and_numbers() -> None:
     ("text", "masked"),
     [
         ("took 12ms to read 3.5KB", "took <*> to read <*>"),
+        ("sent 1481 bytes (1.44 KB) in 2 s", "sent <*> bytes (<*>) in <*>"),
+        ("over 40 seconds", "over <*> seconds"),
         ("peer fe80::1ff:fe23:4567:890a port 22 up", "peer <*> port <*> up"),
         ("from [2001:db8::1]:443 via 10.0.0.1:80", "from [<*>]<*> via <*>"),
         ("GET http://example.org/a/b?x=1 done", "GET <*> done"),

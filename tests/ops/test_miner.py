@@ -123,3 +123,29 @@ def test_bad_config_is_rejected(kwargs: dict[str, object], reason: str) -> None:
 def test_bad_mask_is_rejected() -> None:
     with pytest.raises(LogFormatError, match="mask '\\(' is not a valid pattern"):
         TemplateMiner(MinerConfig(masks=("(",)))
+
+
+def test_optional_variable_parts_do_not_split_an_event() -> None:
+    miner = TemplateMiner()
+    ids = miner.add_many([
+        "proxy:5070 close, 453 bytes sent, 352 bytes received, lifetime 00:02",
+        "proxy:5070 close, 1481 bytes (1.44 KB) sent, 1804 bytes (1.76 KB) received, lifetime 00:32",
+        "proxy:5070 close, 935 bytes sent, 6675 bytes (6.51 KB) received, lifetime <1 sec",
+        "proxy:5070 open through proxy proxy:5070 HTTPS",
+    ])
+    assert ids == [1, 1, 1, 2]
+    apart = TemplateMiner(MinerConfig(join_by_words=False))
+    assert apart.add_many(["a 1 b", "a 1 2 b"]) == [1, 2]
+
+
+def test_joining_by_words_restores_to_the_same_routes(raw_lines: Lines) -> None:
+    """The index by constant words follows the templates, so a copy joins the same way."""
+    contents = _contents("BGL", raw_lines)
+    miner = TemplateMiner()
+    first = miner.add_batch(contents[:1000]).tolist()
+    copy = TemplateMiner()
+    for c in miner.clusters:
+        copy.restore(c.template_id, c.template, c.size, c.route)
+    copy.restore_cache(miner.take_cache_changes()[1])
+    assert copy.add_batch(contents[1000:]).tolist() == miner.add_batch(contents[1000:]).tolist()
+    assert len(first) == 1000

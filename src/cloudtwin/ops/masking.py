@@ -27,17 +27,20 @@ _DATE = (
 )
 _URL = r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s\"'<>]+"
 _PATH = r"(/[\w.\-]+){2,}/?"
+_NUMBER_UNIT = r"\b\d+(?:\.\d+)?\s+(?:[KMGTPE]i?B|B|[mun]?s|secs?)\b"
 _WITH_DIGIT = rf"[^{_SEPARATORS}]*\d[^{_SEPARATORS}]*"
 
 #: The token classifier run before the tree, the same for every log format: a date and
 #: time written out in a message (``Fri Jun 17 07:07:00 2005``, one variable however
-#: many words), URLs, paths of two or more parts, and any token with a digit in it
+#: many words), URLs, paths of two or more parts, a number with a size or short time
+#: unit written apart (``1.44 KB``, ``2 s``; not ``40 seconds``, which reads as part of
+#: the sentence), and any token with a digit in it
 #: (numbers with units such as ``12ms`` or ``3.5KB``, hex, IPv4 and IPv6 addresses
 #: with ports, ids, versions, host names with numbers), cut at :data:`_SEPARATORS` so
 #: that ``uid=0`` gives ``uid=<*>`` and ``(12)`` gives ``(<*>)``. The classes are one
 #: pattern, tried in that order at each position, so a batch is scanned once.
 GENERIC_MASKS: tuple[str, ...] = (
-    "|".join(f"(?:{part})" for part in (_DATE, _URL, _PATH, _WITH_DIGIT)),
+    "|".join(f"(?:{part})" for part in (_DATE, _URL, _PATH, _NUMBER_UNIT, _WITH_DIGIT)),
 )
 
 

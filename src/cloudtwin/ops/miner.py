@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -44,7 +45,11 @@ class MinerConfig:
     ``depth`` counts the root, the token-count layer and the leaves, as in the Drain paper,
     so ``depth - 3`` leading tokens route a message (Loghub benchmark convention).
     ``sim_threshold`` is the similarity a message needs to join a group, measured as
-    ``similarity`` says; ``masks`` find the variable parts before the tree.
+    ``similarity`` says; ``masks`` find the variable parts before the tree. With
+    ``join_by_words``, a message that fits no group of its length joins the oldest group
+    whose constant words are the same, in the same order: variables of varying length
+    or optional variable parts (``1481 bytes (1.44 KB) sent`` and ``0 bytes sent``) do
+    not split an event.
     """
 
     depth: int = DEFAULT_DEPTH
@@ -52,6 +57,7 @@ class MinerConfig:
     max_children: int = 100
     masks: tuple[str, ...] = GENERIC_MASKS
     similarity: Similarity = "constants"
+    join_by_words: bool = True
 
     def __post_init__(self) -> None:
         if self.depth < 3:
@@ -100,6 +106,15 @@ def _has_digit(token: str, _rx: re.Pattern[str] = re.compile(r"\d")) -> bool:
     return _rx.search(token) is not None
 
 
+def _words(tokens: list[str]) -> tuple[str, ...]:
+    """The constant words of a message or template: the tokens with no masked part."""
+    return tuple(t for t in tokens if WILDCARD not in t)
+
+
+def _template_id(cluster: Cluster) -> int:
+    return cluster.template_id
+
+
 class TemplateMiner:
     """Groups messages into templates, one message at a time, in bounded memory.
 
@@ -125,6 +140,7 @@ class TemplateMiner:
         self._root: dict[int, _Node] = {}
         self._cache: dict[str, Cluster] = {}
         self._routing_tokens = self.config.depth - 3
+        self._by_words: dict[tuple[str, ...], list[Cluster]] = {}
         self._changed: set[int] = set()
         self._fresh: dict[str, int] = {}
         self._cache_cleared = False
@@ -189,7 +205,7 @@ class TemplateMiner:
         >>> miner = TemplateMiner()
         >>> miner.add("job 1 took 30 ms").template_id
         1
-        >>> cluster = miner.absorb("job <*> took <*> ms".split(), 41)
+        >>> cluster = miner.absorb("job <*> took <*>".split(), 41)
         >>> cluster.template_id, cluster.size
         (1, 42)
         """
@@ -203,8 +219,7 @@ class TemplateMiner:
         if template_id != len(self.clusters) + 1:
             raise LogFormatError(f"template ids must be restored in order, got {template_id}")
         cluster = self._new_cluster((route or template).split())
-        cluster.tokens = template.split()
-        cluster.wildcards = [i for i, t in enumerate(cluster.tokens) if t == WILDCARD]
+        self._set_tokens(cluster, template.split())
         cluster.size = size
         self._changed.discard(template_id)
 
@@ -246,6 +261,10 @@ class TemplateMiner:
         leaf = self._search(tokens)
         match = self._best_match(leaf.clusters, tokens) if leaf is not None else None
         if match is None:
+            if self.config.join_by_words:
+                same_words = self._by_words.get(_words(tokens))
+                if same_words:
+                    return same_words[0]
             return self._new_cluster(tokens)
         self._generalise(match, tokens)
         return match
@@ -292,8 +311,7 @@ class TemplateMiner:
             return
         merged = [a if a == b else WILDCARD for a, b in zip(template, tokens, strict=True)]
         if merged != template:
-            cluster.tokens = merged
-            cluster.wildcards = [i for i, t in enumerate(merged) if t == WILDCARD]
+            self._set_tokens(cluster, merged)
 
     def _new_cluster(self, tokens: list[str]) -> Cluster:
         wild = [i for i, t in enumerate(tokens) if t == WILDCARD]
@@ -301,7 +319,25 @@ class TemplateMiner:
         self.clusters.append(cluster)
         self._changed.add(cluster.template_id)
         self._insert(cluster)
+        self._by_words.setdefault(_words(cluster.tokens), []).append(cluster)
         return cluster
+
+    def _set_tokens(self, cluster: Cluster, tokens: list[str]) -> None:
+        """Change a template, keeping the index by constant words a function of templates.
+
+        The groups under one key stay in id order, so the oldest is the one joined, as
+        in a miner restored from the templates alone.
+        """
+        old, new = _words(cluster.tokens), _words(tokens)
+        cluster.tokens = tokens
+        cluster.wildcards = [i for i, t in enumerate(tokens) if t == WILDCARD]
+        if old == new:
+            return
+        group = self._by_words[old]
+        group.remove(cluster)
+        if not group:
+            del self._by_words[old]
+        bisect.insort(self._by_words.setdefault(new, []), cluster, key=_template_id)
 
     def _insert(self, cluster: Cluster) -> None:
         tokens = cluster.tokens

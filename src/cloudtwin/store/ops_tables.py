@@ -100,10 +100,11 @@ def ensure_ops_schema(store: Store) -> None:
 def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
     """A miner holding every stored template; tree settings fixed by the first ingest.
 
-    The parse tree's depth, similarity (measure and threshold) and fan-out are kept in
-    ``ops_miner`` so that later ingests extend the same template set; ``config`` only
-    contributes its masks once the store has settings. A store from before the
-    similarity measure was kept was mined with Drain's, and goes on with it.
+    The parse tree's depth, similarity (measure and threshold), fan-out and joining by
+    constant words are kept in ``ops_miner`` so that later ingests extend the same
+    template set; ``config`` only contributes its masks once the store has settings. A
+    store from before the measure was kept was mined with Drain's and without joining
+    by words, and goes on so.
     """
     con = store.connection
     rows = dict(con.execute("SELECT key, value FROM ops_miner").fetchall())
@@ -114,6 +115,7 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
             max_children=int(rows["max_children"]),
             masks=config.masks,
             similarity=_similarity(rows.get("similarity", "drain")),
+            join_by_words=rows.get("join_by_words", "false") == "true",
         )
     else:
         with store.transaction() as tx:
@@ -122,6 +124,7 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
                 [["depth", str(config.depth)], ["sim_threshold", repr(config.sim_threshold)],
                  ["max_children", str(config.max_children)],
                  ["similarity", config.similarity],
+                 ["join_by_words", "true" if config.join_by_words else "false"],
                  ["first_masks", json.dumps(list(config.masks))]],
             )
     miner = TemplateMiner(config)
