@@ -58,7 +58,7 @@ def test_a_second_file_adds_no_duplicate_template(
         assert run(capsys, "logs", "ingest", str(path), "-f", "hdfs", "--db", str(db))[0] == 0
     dupes = sql(capsys, db, "SELECT template FROM ops_templates GROUP BY 1 HAVING count(*) > 1")
     assert dupes == []
-    assert sql(capsys, db, "SELECT count(*) AS n FROM ops_templates") == [{"n": 16}]
+    assert sql(capsys, db, "SELECT count(*) AS n FROM ops_templates") == [{"n": 14}]
 
 
 @pytest.mark.parametrize(

@@ -17,14 +17,14 @@ from cloudtwin.ops import chunks as chunks_module
 from cloudtwin.ops import columnar as columnar_module
 from cloudtwin.ops.chunks import read_chunks
 from cloudtwin.ops.columnar import chunk_pattern, mine_chunk
-from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+from cloudtwin.ops.miner import TemplateMiner
 
 HDFS = PRESETS["hdfs"]
 LINE = b"081109 203615 148 INFO dfs.DataNode: PacketResponder 1 for block blk_38 terminating\n"
 
 
 def _mine(data: bytes, chunk_bytes: int = 1 << 20) -> list[columnar_module.MinedChunk]:
-    miner = TemplateMiner(MinerConfig(HDFS.depth, HDFS.sim_threshold, 100, HDFS.masks))
+    miner = TemplateMiner(HDFS.miner_config())
     pattern = chunk_pattern(HDFS.format)
     return [
         mine_chunk(c, HDFS.format, miner, pattern)
@@ -135,7 +135,7 @@ def test_any_bytes_are_mined_into_lines_and_unparsed_lines_that_add_up(
     data: bytes, chunk_bytes: int, fmt: str
 ) -> None:
     preset = PRESETS[fmt]
-    miner = TemplateMiner(MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks))
+    miner = TemplateMiner(preset.miner_config())
     pattern = chunk_pattern(preset.format)
     lines = unparsed = 0
     offsets: list[int] = []

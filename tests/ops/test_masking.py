@@ -38,3 +38,24 @@ def test_generic_masks_cover_addresses_ids_and_numbers() -> None:
     masker = Masker(GENERIC_MASKS)
     text = "conn 10.1.2.3:4791 qp 0x1a2b id 123e4567-e89b-12d3-a456-426614174000 file /var/log/x.log n=42"
     assert masker.mask(text) == "conn <*> qp <*> id <*> file <*> n=<*>"
+
+
+@pytest.mark.parametrize(
+    ("text", "masked"),
+    [
+        ("took 12ms to read 3.5KB", "took <*> to read <*>"),
+        ("sent 1481 bytes (1.44 KB) in 2 s", "sent <*> bytes (<*>) in <*>"),
+        ("over 40 seconds", "over <*> seconds"),
+        ("peer fe80::1ff:fe23:4567:890a port 22 up", "peer <*> port <*> up"),
+        ("from [2001:db8::1]:443 via 10.0.0.1:80", "from [<*>]<*> via <*>"),
+        ("GET http://example.org/a/b?x=1 done", "GET <*> done"),
+        ("Resolved MSRA-SA-41.fareast.corp.microsoft.com to /default-rack",
+         "Resolved <*> to /default-rack"),
+        ("connection at Fri Jun 17 07:07:00 2005 closed", "connection at <*> closed"),
+        ("session opened by (uid=0) user=root", "session opened by (uid=<*>) user=root"),
+        ("attempt_1445144423722_0020_m_000001_0 done", "<*> done"),
+    ],
+)
+def test_generic_masks_classify_variable_tokens(text: str, masked: str) -> None:
+    """Whole tokens with a digit, dates, URLs and paths; keys and brackets stay."""
+    assert Masker(GENERIC_MASKS).mask(text) == masked

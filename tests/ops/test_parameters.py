@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cloudtwin.ops import PRESETS, MinerConfig, TemplateMiner, extract_parameters
+from cloudtwin.ops import PRESETS, TemplateMiner, extract_parameters
 from cloudtwin.ops.parameters import extract_parameters_batch
 
 Lines = Callable[[str], list[str]]
@@ -17,7 +17,7 @@ def test_batch_parameters_equal_message_by_message(system: str, raw_lines: Lines
     contents = [
         f["Content"].strip() for line in raw_lines(system) if (f := preset.format.parse(line))
     ]
-    miner = TemplateMiner(MinerConfig(preset.depth, preset.sim_threshold, 100, preset.masks))
+    miner = TemplateMiner(preset.miner_config())
     ids = miner.add_batch(contents)
     rows, positions, values = extract_parameters_batch(
         ids, contents, lambda t: miner.cluster(t).template

@@ -266,3 +266,22 @@ def test_a_resumed_stream_stores_every_line_once_and_no_duplicate_template(
     with Store(tmp_path / "clean.duckdb") as clean:
         ingest_stream(clean, _stdin(data), HDFS, new_stream="append")  # type: ignore[arg-type]
         assert _counts(clean) == resumed
+
+
+def test_the_tree_settings_are_kept_and_an_older_store_keeps_drains_ways(
+    tmp_path: Path, hdfs_2k: Path,
+) -> None:
+    from cloudtwin.ops import MinerConfig
+    from cloudtwin.store.ops_tables import load_miner
+
+    with Store(tmp_path / "s.duckdb") as store:
+        ingest_file(store, hdfs_2k, HDFS)
+        assert load_miner(store, MinerConfig()).config == MinerConfig()
+        with store.transaction() as con:  # a store from before the measure was kept
+            con.execute("DELETE FROM ops_miner WHERE key = 'similarity'")
+            con.execute("UPDATE ops_miner SET value = '4' WHERE key = 'depth'")
+            con.execute("UPDATE ops_miner SET value = '0.5' WHERE key = 'sim_threshold'")
+            con.execute("DELETE FROM ops_miner WHERE key = 'join_by_words'")
+        old = load_miner(store, MinerConfig()).config
+        assert (old.similarity, old.depth, old.sim_threshold) == ("drain", 4, 0.5)
+        assert not old.join_by_words

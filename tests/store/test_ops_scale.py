@@ -83,9 +83,9 @@ def test_a_chunk_whose_worker_died_is_mined_again_and_stored_once(
     tmp_path: Path, mixed_log: Path
 ) -> None:
     from cloudtwin.ops.chunks import read_chunks
-    from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+    from cloudtwin.ops.miner import TemplateMiner
 
-    miner = TemplateMiner(MinerConfig(HDFS.depth, HDFS.sim_threshold, 100, HDFS.masks))
+    miner = TemplateMiner(HDFS.miner_config())
     job = ChunkMiner(HDFS.format, miner.snapshot())
     with mixed_log.open("rb") as raw:
         plain = [m.end_offset for m in mine_in_order(job, read_chunks(raw, "x", chunk_bytes=40_000))]

@@ -4,7 +4,7 @@ from cloudtwin.ops.accuracy import grouping_accuracy
 from cloudtwin.ops.anomaly import Anomaly, AnomalyKind, DetectorConfig, detect_changes
 from cloudtwin.ops.logformat import LogFormat
 from cloudtwin.ops.masking import GENERIC_MASKS, WILDCARD, Masker
-from cloudtwin.ops.miner import Cluster, MinerConfig, TemplateMiner
+from cloudtwin.ops.miner import Cluster, MinerConfig, Similarity, TemplateMiner
 from cloudtwin.ops.parameters import extract_parameters
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.pca import PcaConfig, detect_pca
@@ -30,6 +30,7 @@ __all__ = [
     "ParsedBatch",
     "PcaConfig",
     "Preset",
+    "Similarity",
     "TemplateMiner",
     "detect_changes",
     "detect_pca",

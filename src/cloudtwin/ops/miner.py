@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import bisect
 import pickle
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -13,26 +15,52 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from cloudtwin.errors import LogFormatError
-from cloudtwin.ops.masking import WILDCARD, Masker
+from cloudtwin.ops.masking import GENERIC_MASKS, WILDCARD, Masker
 
-__all__ = ["Cluster", "MinerConfig", "TemplateMiner"]
+__all__ = [
+    "DEFAULT_DEPTH", "DEFAULT_SIM_THRESHOLD", "Cluster", "MinerConfig", "Similarity",
+    "TemplateMiner",
+]
 
 _CACHE_LIMIT = 100_000
+
+#: Two routing tokens: the first two words of a message are most often its event's
+#: name ("Failed password", "Received disconnect"), and a word holding a variable is
+#: routed through a wildcard branch anyway.
+DEFAULT_DEPTH = 5
+#: The share of a message's constant words that must equal the group's (see
+#: :data:`Similarity`); one differing word in three keeps a message out.
+DEFAULT_SIM_THRESHOLD = 0.7
+
+#: How a message is compared with a group's template. ``"constants"``: the share of
+#: equal words among the positions that do not hold the same variable on both sides
+#: (``<*>`` facing ``<*>``, ``uid=<*>`` facing ``uid=<*>``), so shared variables
+#: neither help nor hurt and a message full of numbers is judged by its words.
+#: ``"drain"``: the share of equal words among all positions, a ``<*>`` facing a
+#: ``<*>`` not counting as equal, as in Drain (kept for stores mined with it).
+Similarity = Literal["constants", "drain"]
 
 
 @dataclass(frozen=True)
 class MinerConfig:
-    """Settings of the parse tree.
+    """Settings of the parse tree; the defaults serve every log format alike.
 
     ``depth`` counts the root, the token-count layer and the leaves, as in the Drain paper,
     so ``depth - 3`` leading tokens route a message (Loghub benchmark convention).
-    ``sim_threshold`` is the fraction of equal tokens a message needs to join a group.
+    ``sim_threshold`` is the similarity a message needs to join a group, measured as
+    ``similarity`` says; ``masks`` find the variable parts before the tree. With
+    ``join_by_words``, a message that fits no group of its length joins the oldest group
+    whose constant words are the same, in the same order: variables of varying length
+    or optional variable parts (``1481 bytes (1.44 KB) sent`` and ``0 bytes sent``) do
+    not split an event.
     """
 
-    depth: int = 4
-    sim_threshold: float = 0.5
+    depth: int = DEFAULT_DEPTH
+    sim_threshold: float = DEFAULT_SIM_THRESHOLD
     max_children: int = 100
-    masks: tuple[str, ...] = ()
+    masks: tuple[str, ...] = GENERIC_MASKS
+    similarity: Similarity = "constants"
+    join_by_words: bool = True
 
     def __post_init__(self) -> None:
         if self.depth < 3:
@@ -43,6 +71,10 @@ class MinerConfig:
             )
         if self.max_children < 2:
             raise LogFormatError(f"max children must be at least 2, got {self.max_children}")
+        if self.similarity not in ("constants", "drain"):
+            raise LogFormatError(
+                f"similarity must be 'constants' or 'drain', got {self.similarity!r}"
+            )
 
 
 @dataclass(eq=False)
@@ -77,16 +109,25 @@ def _has_digit(token: str, _rx: re.Pattern[str] = re.compile(r"\d")) -> bool:
     return _rx.search(token) is not None
 
 
+def _words(tokens: list[str]) -> tuple[str, ...]:
+    """The constant words of a message or template: the tokens with no masked part."""
+    return tuple(t for t in tokens if WILDCARD not in t)
+
+
+def _template_id(cluster: Cluster) -> int:
+    return cluster.template_id
+
+
 class TemplateMiner:
     """Groups messages into templates, one message at a time, in bounded memory.
 
     A message is masked, split on whitespace, routed by its token count and its first
-    ``depth - 3`` tokens to a leaf, and joins the leaf's most similar group if at least
-    ``sim_threshold`` of its tokens equal the group's template; the template then turns
+    ``depth - 3`` tokens to a leaf, and joins the leaf's most similar group if it is at
+    least ``sim_threshold`` similar to the group's template; the template then turns
     the differing tokens into ``<*>``. Otherwise it starts a new group. Group ids never
     change, so a new file extends the same template set.
 
-    >>> miner = TemplateMiner(MinerConfig(masks=(r"\\d+",)))
+    >>> miner = TemplateMiner()
     >>> [miner.add("user 7 logged in").template_id, miner.add("user 9 logged in").template_id]
     [1, 1]
     >>> miner.clusters[0].template
@@ -102,6 +143,7 @@ class TemplateMiner:
         self._root: dict[int, _Node] = {}
         self._cache: dict[str, Cluster] = {}
         self._routing_tokens = self.config.depth - 3
+        self._by_words: dict[tuple[str, ...], list[Cluster]] = {}
         self._changed: set[int] = set()
         self._fresh: dict[str, int] = {}
         self._cache_cleared = False
@@ -214,6 +256,13 @@ class TemplateMiner:
         A group with the same template text is the same group; otherwise the template is
         routed like a new masked message (joining the most similar group and widening
         it, or starting one). ``size`` lines are added to the group it lands in.
+
+        >>> miner = TemplateMiner()
+        >>> miner.add("job 1 took 30 ms").template_id
+        1
+        >>> cluster = miner.absorb("job <*> took <*>".split(), 41)
+        >>> cluster.template_id, cluster.size
+        (1, 42)
         """
         text = " ".join(tokens)
         cluster = self._templates.get(text)
@@ -246,11 +295,7 @@ class TemplateMiner:
         if template_id != len(self.clusters) + 1:
             raise LogFormatError(f"template ids must be restored in order, got {template_id}")
         cluster = self._new_cluster((route or template).split())
-        if self._templates.get(cluster.template) is cluster:
-            del self._templates[cluster.template]
-        cluster.tokens = template.split()
-        self._templates.setdefault(cluster.template, cluster)
-        cluster.wildcards = [i for i, t in enumerate(cluster.tokens) if t == WILDCARD]
+        self._set_tokens(cluster, template.split())
         cluster.size = size
         self._changed.discard(template_id)
 
@@ -292,6 +337,10 @@ class TemplateMiner:
         leaf = self._search(tokens)
         match = self._best_match(leaf.clusters, tokens) if leaf is not None else None
         if match is None:
+            if self.config.join_by_words:
+                same_words = self._by_words.get(_words(tokens))
+                if same_words:
+                    return same_words[0]
             return self._new_cluster(tokens)
         self._generalise(match, tokens)
         return match
@@ -313,12 +362,19 @@ class TemplateMiner:
         best: Cluster | None = None
         best_key = (-1.0, -1)
         n = len(tokens)
-        masked = WILDCARD in tokens
+        drain = self.config.similarity == "drain"
+        # Positions that may face the same variable in a template: "<*>" itself for
+        # Drain, and for "constants" also a token with a masked part (``uid=<*>``).
+        if drain:
+            varying = [i for i, t in enumerate(tokens) if t == WILDCARD]
+        else:
+            varying = [i for i, t in enumerate(tokens) if WILDCARD in t]
         for cluster in clusters:
-            equal = sum(map(str.__eq__, cluster.tokens, tokens))
-            if masked and cluster.wildcards:  # a "<*>" facing a "<*>" is not a match
-                equal -= sum(1 for i in cluster.wildcards if tokens[i] == WILDCARD)
-            key = (equal / n if n else 1.0, len(cluster.wildcards))
+            template = cluster.tokens
+            equal = sum(map(str.__eq__, template, tokens))
+            both = sum(1 for i in varying if template[i] == tokens[i]) if varying else 0
+            compared = n if drain else n - both
+            key = ((equal - both) / compared if compared else 1.0, len(cluster.wildcards))
             if key > best_key:
                 best, best_key = cluster, key
         if best is None or best_key[0] < self.config.sim_threshold:
@@ -331,11 +387,7 @@ class TemplateMiner:
             return
         merged = [a if a == b else WILDCARD for a, b in zip(template, tokens, strict=True)]
         if merged != template:
-            if self._templates.get(cluster.template) is cluster:
-                del self._templates[cluster.template]
-            cluster.tokens = merged
-            cluster.wildcards = [i for i, t in enumerate(merged) if t == WILDCARD]
-            self._templates.setdefault(cluster.template, cluster)
+            self._set_tokens(cluster, merged)
 
     def _new_cluster(self, tokens: list[str]) -> Cluster:
         wild = [i for i, t in enumerate(tokens) if t == WILDCARD]
@@ -344,7 +396,28 @@ class TemplateMiner:
         self._templates.setdefault(cluster.template, cluster)
         self._changed.add(cluster.template_id)
         self._insert(cluster)
+        self._by_words.setdefault(_words(cluster.tokens), []).append(cluster)
         return cluster
+
+    def _set_tokens(self, cluster: Cluster, tokens: list[str]) -> None:
+        """Change a template, keeping the index by constant words a function of templates.
+
+        The groups under one key stay in id order, so the oldest is the one joined, as
+        in a miner restored from the templates alone.
+        """
+        if self._templates.get(cluster.template) is cluster:
+            del self._templates[cluster.template]
+        old, new = _words(cluster.tokens), _words(tokens)
+        cluster.tokens = tokens
+        cluster.wildcards = [i for i, t in enumerate(tokens) if t == WILDCARD]
+        self._templates.setdefault(cluster.template, cluster)
+        if old == new:
+            return
+        group = self._by_words[old]
+        group.remove(cluster)
+        if not group:
+            del self._by_words[old]
+        bisect.insort(self._by_words.setdefault(new, []), cluster, key=_template_id)
 
     def _insert(self, cluster: Cluster) -> None:
         tokens = cluster.tokens

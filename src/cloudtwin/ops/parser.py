@@ -40,7 +40,7 @@ class LogParser:
     >>> from cloudtwin.ops.reader import LineBatch
     >>> fmt = LogFormat.from_string("<Level> <Content>")
     >>> parser = LogParser(fmt, TemplateMiner())
-    >>> out = parser.parse_batch(LineBatch(["INFO disk a full", "INFO disk b full", "x"],
+    >>> out = parser.parse_batch(LineBatch(["INFO disk 1 full", "INFO disk 2 full", "x"],
     ...                                    [0, 17, 34], [1, 2, 3], 36))
     >>> out.template_ids.tolist(), out.bad_numbers, parser.miner.cluster(1).template
     ([1, 1], [3], 'disk <*> full')

@@ -1,4 +1,4 @@
-"""Named log presets: syslog, JSON lines, and the Loghub-2k systems with their settings."""
+"""Named log presets: syslog, JSON lines, and the header formats of the Loghub-2k systems."""
 
 from __future__ import annotations
 
@@ -7,22 +7,26 @@ from dataclasses import dataclass
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.logformat import LogFormat
 from cloudtwin.ops.masking import GENERIC_MASKS
+from cloudtwin.ops.miner import MinerConfig
 
-__all__ = ["DEFAULT_DEPTH", "DEFAULT_SIM_THRESHOLD", "PRESETS", "Preset", "resolve_format"]
-
-DEFAULT_DEPTH = 4
-DEFAULT_SIM_THRESHOLD = 0.5
+__all__ = ["PRESETS", "Preset", "resolve_format"]
 
 
 @dataclass(frozen=True)
 class Preset:
-    """A log format with the masking and miner settings that suit it."""
+    """A log format, and the masks its messages get (the generic ones unless replaced).
+
+    Every format is mined with the same parse tree settings (the :class:`MinerConfig`
+    defaults): only the header format differs between presets.
+    """
 
     name: str
     format: LogFormat
     masks: tuple[str, ...] = GENERIC_MASKS
-    sim_threshold: float = DEFAULT_SIM_THRESHOLD
-    depth: int = DEFAULT_DEPTH
+
+    def miner_config(self) -> MinerConfig:
+        """The miner settings for this format: the defaults, with this preset's masks."""
+        return MinerConfig(masks=self.masks)
 
 
 _RFC3164 = (
@@ -37,52 +41,39 @@ _RFC5424 = (
 )
 
 
-def _loghub(name: str, fmt: str, masks: list[str], sim: float, depth: int) -> Preset:
-    return Preset(name, LogFormat.from_string(fmt), tuple(masks), sim, depth)
+def _loghub(name: str, fmt: str) -> Preset:
+    return Preset(name, LogFormat.from_string(fmt))
 
 
-#: Presets by lower-case name. The Loghub entries carry the per-system header format,
-#: masking regexes, similarity threshold and depth of the Loghub benchmark for Drain
-#: (Zhu et al., ICSE 2019), so results are comparable with published figures; where
-#: Loghub's field names mislabel a column (the host of Linux lines as `Level`, of
-#: OpenSSH lines as `Component`), the field is named `Host` so it is not stored as one.
+#: Presets by lower-case name. The Loghub entries are the header formats of the Loghub
+#: benchmark (Zhu et al., ICSE 2019) and nothing else: no per-system masks or tree
+#: settings, so they are mined as any format string would be. Where Loghub's field
+#: names mislabel a column (the host of Linux lines as `Level`, of OpenSSH lines as
+#: `Component`), the field is named `Host` so it is not stored as one.
 PRESETS: dict[str, Preset] = {
     "jsonl": Preset("jsonl", LogFormat.from_string("jsonl")),
     "syslog": Preset("syslog", LogFormat.from_pattern("syslog", _RFC3164)),
     "rfc3164": Preset("rfc3164", LogFormat.from_pattern("rfc3164", _RFC3164)),
     "rfc5424": Preset("rfc5424", LogFormat.from_pattern("rfc5424", _RFC5424)),
-    "hdfs": _loghub(
-        "hdfs", "<Date> <Time> <Pid> <Level> <Component>: <Content>",
-        [r"blk_-?\d+", r"(\d+\.){3}\d+(:\d+)?"], 0.5, 4,
-    ),
+    "hdfs": _loghub("hdfs", "<Date> <Time> <Pid> <Level> <Component>: <Content>"),
     "hadoop": _loghub(
-        "hadoop", r"<Date> <Time> <Level> \[<Process>\] <Component>: <Content>",
-        [r"(\d+\.){3}\d+"], 0.5, 4,
+        "hadoop", r"<Date> <Time> <Level> \[<Process>\] <Component>: <Content>"
     ),
-    "spark": _loghub(
-        "spark", "<Date> <Time> <Level> <Component>: <Content>",
-        [r"(\d+\.){3}\d+", r"\b[KGTM]?B\b", r"([\w-]+\.){2,}[\w-]+"], 0.5, 4,
-    ),
+    "spark": _loghub("spark", "<Date> <Time> <Level> <Component>: <Content>"),
     "zookeeper": _loghub(
-        "zookeeper", r"<Date> <Time> - <Level>  \[<Node>:<Component>@<Id>\] - <Content>",
-        [r"(/|)(\d+\.){3}\d+(:\d+)?"], 0.5, 4,
+        "zookeeper", r"<Date> <Time> - <Level>  \[<Node>:<Component>@<Id>\] - <Content>"
     ),
     "bgl": _loghub(
         "bgl",
         "<Label> <Timestamp> <Date> <Node> <Time> <NodeRepeat> <Type> <Component> <Level> "
         "<Content>",
-        [r"core\.\d+"], 0.5, 4,
     ),
     "openssh": _loghub(
-        "openssh", r"<Date> <Day> <Time> <Host> <Component>\[<Pid>\]: <Content>",
-        [r"(\d+\.){3}\d+", r"([\w-]+\.){2,}[\w-]+"], 0.6, 5,
+        "openssh", r"<Date> <Day> <Time> <Host> <Component>\[<Pid>\]: <Content>"
     ),
-    "apache": _loghub(
-        "apache", r"\[<Time>\] \[<Level>\] <Content>", [r"(\d+\.){3}\d+"], 0.5, 4,
-    ),
+    "apache": _loghub("apache", r"\[<Time>\] \[<Level>\] <Content>"),
     "linux": _loghub(
-        "linux", r"<Month> <Date> <Time> <Host> <Component>(\[<PID>\])?: <Content>",
-        [r"(\d+\.){3}\d+", r"\d{2}:\d{2}:\d{2}"], 0.39, 6,
+        "linux", r"<Month> <Date> <Time> <Host> <Component>(\[<PID>\])?: <Content>"
     ),
 }
 
@@ -90,8 +81,8 @@ PRESETS: dict[str, Preset] = {
 def resolve_format(text: str) -> Preset:
     """A preset by name (case-insensitive), or a Loghub format string with generic masks.
 
-    >>> resolve_format("HDFS").depth
-    4
+    >>> resolve_format("HDFS").masks == resolve_format("<Date> <Content>").masks
+    True
     >>> resolve_format("<Level> <Content>").format.fields
     ('Level', 'Content')
     """

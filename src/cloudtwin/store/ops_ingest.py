@@ -223,7 +223,7 @@ def _records_batch(chunk: list[LogRecord], first: int, parser: LogParser) -> Par
 
 
 def _miner_config(preset: Preset) -> MinerConfig:
-    return MinerConfig(depth=preset.depth, sim_threshold=preset.sim_threshold, masks=preset.masks)
+    return preset.miner_config()
 
 
 def _summary(

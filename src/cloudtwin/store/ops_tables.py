@@ -10,8 +10,9 @@ import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 
+from cloudtwin.errors import StoreError
 from cloudtwin.ops.columnar import MinedChunk, line_parameters
-from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+from cloudtwin.ops.miner import MinerConfig, Similarity, TemplateMiner
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.store.database import Store
 
@@ -126,9 +127,11 @@ def ensure_ops_schema(store: Store) -> None:
 def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
     """A miner holding every stored template; tree settings fixed by the first ingest.
 
-    The parse tree's depth, similarity threshold and fan-out are kept in ``ops_miner``
-    so that later ingests extend the same template set; ``config`` only contributes
-    its masks once the store has settings.
+    The parse tree's depth, similarity (measure and threshold), fan-out and joining by
+    constant words are kept in ``ops_miner`` so that later ingests extend the same
+    template set; ``config`` only contributes its masks once the store has settings. A
+    store from before the measure was kept was mined with Drain's and without joining
+    by words, and goes on so.
     """
     con = store.connection
     rows = dict(con.execute("SELECT key, value FROM ops_miner").fetchall())
@@ -138,6 +141,8 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
             sim_threshold=float(rows["sim_threshold"]),
             max_children=int(rows["max_children"]),
             masks=config.masks,
+            similarity=_similarity(rows.get("similarity", "drain")),
+            join_by_words=rows.get("join_by_words", "false") == "true",
         )
     else:
         with store.transaction() as tx:
@@ -145,6 +150,8 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
                 "INSERT INTO ops_miner VALUES (?, ?)",
                 [["depth", str(config.depth)], ["sim_threshold", repr(config.sim_threshold)],
                  ["max_children", str(config.max_children)],
+                 ["similarity", config.similarity],
+                 ["join_by_words", "true" if config.join_by_words else "false"],
                  ["first_masks", json.dumps(list(config.masks))]],
             )
     miner = TemplateMiner(config)
@@ -154,6 +161,14 @@ def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
         miner.restore(tid, template, size, route)
     miner.restore_cache(con.execute("SELECT masked, template_id FROM ops_miner_cache").fetchall())
     return miner
+
+
+def _similarity(text: str) -> Similarity:
+    if text == "drain":
+        return "drain"
+    if text == "constants":
+        return "constants"
+    raise StoreError(f"ops_miner: unknown similarity {text!r}")
 
 
 def source_state(

@@ -17,7 +17,7 @@ from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.executors import ChunkExecutor
 from cloudtwin.ops.masking import Masker
-from cloudtwin.ops.miner import MinerConfig, TemplateMiner
+from cloudtwin.ops.miner import TemplateMiner
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.ops.pca import PcaConfig
 from cloudtwin.ops.presets import Preset, resolve_format
@@ -238,9 +238,7 @@ def parse_log(
     ``on_lines`` gets each batch's lines in order, with the template as known at the end
     of the batch; memory stays bounded by one batch however long the log is.
     """
-    miner = TemplateMiner(
-        MinerConfig(depth=preset.depth, sim_threshold=preset.sim_threshold, masks=preset.masks)
-    )
+    miner = TemplateMiner(preset.miner_config())
     parser = LogParser(preset.format, miner)
     lines = unparsed = 0
     for batch in read_batches(log.stream, log.name):
