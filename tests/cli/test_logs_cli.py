@@ -219,6 +219,10 @@ def test_ingest_on_a_process_pool_stores_what_a_serial_ingest_stores(
         (["--workers", "0", "--executor", "process"], "workers: at least 1, got 0"),
         (["--executor", "threads"], "Invalid value for '--executor'"),
         (["--address", "nowhere"], "address 'nowhere': expected auto or HOST:PORT"),
+        (["--workers", "-5"], "workers: at least 1, got -5"),
+        (["--address", "a" * 100 + ":1"], "not a host name"),
+        (["--address", "a" * 100_000 + ":1"], "expected auto or HOST:PORT"),
+        (["--address", "h:99999"], "expected auto or HOST:PORT"),
     ],
 )
 def test_bad_executor_flags_are_one_line_and_exit_2(
@@ -229,4 +233,5 @@ def test_bad_executor_flags_are_one_line_and_exit_2(
                          "--db", str(tmp_path / "x.duckdb"), *args)
     assert code == 2
     assert message in err
+    assert err.count("\n") == 1 and len(err) < 300
     assert not (tmp_path / "x.duckdb").exists()

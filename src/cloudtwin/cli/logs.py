@@ -221,6 +221,8 @@ def ingest(
     Example:  cloudtwin logs ingest HDFS_2k.log --format hdfs --db ops.duckdb
     """
     preset = log_preset(log_format, masks)
+    if workers is not None and workers < 1:
+        raise LogFormatError(f"workers: at least 1, got {workers}")
     pool = None
     if executor is not IngestExecutor.serial or address is not None:
         pool = build_executor(

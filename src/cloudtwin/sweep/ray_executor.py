@@ -16,6 +16,8 @@ from cloudtwin.sweep.executors import Finished, Job
 
 __all__ = ["CONNECT_TIMEOUT_S", "RayExecutor", "check_address"]
 
+#: The longest host name DNS allows.
+MAX_HOST_CHARS = 253
 #: How long to wait for a cluster's head to answer before calling the address unreachable.
 CONNECT_TIMEOUT_S = 3.0
 
@@ -35,11 +37,15 @@ def check_address(address: str) -> str:
         except SweepError as err:
             raise SweepError(f"address auto ({resolved}): no Ray cluster answers there") from err
     host, sep, port = address.rpartition(":")
-    if not sep or not host or not (port.isascii() and port.isdigit()):
-        raise SweepError(f"address {address!r}: expected auto or HOST:PORT, e.g. 127.0.0.1:6379")
+    if (not sep or not host or len(host) > MAX_HOST_CHARS
+            or not (port.isascii() and port.isdigit() and 0 < int(port) < 65536)):
+        shown = address if len(address) <= 80 else address[:80] + "..."
+        raise SweepError(f"address {shown!r}: expected auto or HOST:PORT, e.g. 127.0.0.1:6379")
     try:
         with socket.create_connection((host, int(port)), timeout=CONNECT_TIMEOUT_S):
             pass
+    except UnicodeError as err:  # a host name no resolver takes (labels over 63 characters)
+        raise SweepError(f"address {address}: not a host name ({err})") from err
     except OSError as err:
         raise SweepError(f"address {address}: no Ray cluster answers there ({err.strerror or err})") from err
     return address
