@@ -8,7 +8,7 @@ and the service's pages render), ignoring keys the report does not read (`run_id
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, model_validator
@@ -112,14 +112,7 @@ class Performance(_Frozen):
     ) -> Performance:
         """The summary of all flows with the per-job and per-tenant ones."""
         return cls(
-            scenario=summary.scenario,
-            strategy=summary.strategy,
-            flows=summary.flows,
-            aggregate_gbps=summary.aggregate_gbps,
-            per_flow_gbps=summary.per_flow_gbps,
-            fct_s=summary.fct_s,
-            completion_s=summary.completion_s,
-            utilization=summary.utilization,
+            **asdict(summary),
             per_job=per_job,
             per_tenant=per_tenant,
             busbw=busbw,
