@@ -2,31 +2,41 @@
 
 Each input runs `cloudtwin` in its own process with a 60 s limit; the outcome is one of
 ok (exit 0), clean (exit 2, one line on stderr, nothing on stdout), traceback, other
-exit, hang (killed at 60 s) or big (peak memory above 4 GiB). Prints one line per input
-that is not ok or clean, then the counts.
+exit, hang (killed at 60 s), big (peak memory above 8 GiB) or left running (a process the
+command started outlived it). Besides the cases below, every module in benchmarks/hostile/
+adds its room's cases (`cases(tmp)`, CLI calls) and probes (`probes(tmp)`, e.g. HTTP requests
+to a running service, each returning its outcome). Prints one line per input, then the
+counts and the number of failures.
 
-    python benchmarks/bad_inputs.py            # from the repository root, next to shared/
+    python benchmarks/bad_inputs.py              # from the repository root, next to shared/
+    python benchmarks/bad_inputs.py --only nic   # the inputs whose label names nic
 """
 
 from __future__ import annotations
 
+import argparse
+import functools
 import gzip
+import importlib.util
 import json
 import os
 import random
-import resource
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 REPO = Path(__file__).resolve().parents[1]
 EX = REPO / "examples"
 HDFS = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
 CLOUDTWIN = Path(sys.executable).with_name("cloudtwin")
 LIMIT_S = 60
-BIG_KB = 4 << 20
+BIG_KB = 8 << 20
 
 
 def scenarios(tmp: Path) -> dict[str, str]:
@@ -285,41 +295,119 @@ def blob_file(tmp: Path) -> Path:
 
 
 def run_one(argv: list[str], stdin: bytes | None) -> tuple[str, float, int, str]:
+    """Run one input in its own session; the outcome, seconds, peak KiB and last stderr line.
+
+    The peak is the child's own (from wait4), and a process the command leaves behind in its
+    session counts as a failure ("left running") and is killed.
+    """
     start = time.perf_counter()
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    try:
-        done = subprocess.run([str(CLOUDTWIN), *argv], input=stdin or b"", capture_output=True,
-                              timeout=LIMIT_S, env={**os.environ, "COLUMNS": "120"})
-    except subprocess.TimeoutExpired:
-        return "hang", time.perf_counter() - start, 0, ""
-    elapsed = time.perf_counter() - start
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    peak_kb = peak if peak > before else 0  # only known when it raised the children's peak
-    err = done.stderr.decode("utf-8", "replace")
-    if "Traceback" in err:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        child = subprocess.Popen([str(CLOUDTWIN), *argv], stdin=subprocess.PIPE, stdout=out,
+                                 stderr=err, env={**os.environ, "COLUMNS": "120"},
+                                 start_new_session=True)
+        assert child.stdin is not None
+        try:
+            child.stdin.write(stdin or b"")
+            child.stdin.close()
+        except BrokenPipeError:
+            pass
+        timer = threading.Timer(LIMIT_S, _kill_group, (child.pid,))
+        timer.start()
+        try:
+            _, status, usage = os.wait4(child.pid, 0)
+        finally:
+            timer.cancel()
+        child.returncode = os.waitstatus_to_exitcode(status)
+        hung = time.perf_counter() - start >= LIMIT_S
+        left = _kill_group(child.pid)
+        elapsed = time.perf_counter() - start
+        peak_kb = usage.ru_maxrss
+        out.seek(0)
+        err.seek(0)
+        stdout, text = out.read(), err.read().decode("utf-8", "replace")
+    if hung:
+        kind = "hang"
+    elif "Traceback" in text:
         kind = "traceback"
     elif peak_kb > BIG_KB:
         kind = "big"
-    elif done.returncode == 0:
+    elif left:
+        kind = "left running"
+    elif child.returncode == 0:
         kind = "ok"
-    elif done.returncode == 2 and err.count("\n") == 1 and not done.stdout:
+    elif child.returncode == 2 and text.count("\n") == 1 and not stdout:
         kind = "clean"
     else:
-        kind = f"exit {done.returncode}"
-    return kind, elapsed, peak_kb, err.strip().splitlines()[-1] if err.strip() else ""
+        kind = f"exit {child.returncode}"
+    return kind, elapsed, peak_kb, text.strip().splitlines()[-1] if text.strip() else ""
+
+
+def _kill_group(pgid: int) -> bool:
+    """Kill whatever is left in a case's session; whether anything was."""
+    try:
+        os.killpg(pgid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def hostile_modules() -> list[ModuleType]:
+    """The per-room catalogues in benchmarks/hostile/, in name order."""
+    folder = Path(__file__).resolve().parent / "hostile"
+    modules = []
+    for path in sorted(folder.glob("[!_]*.py")):
+        spec = importlib.util.spec_from_file_location(f"hostile_{path.stem}", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        modules.append(module)
+    return modules
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default="", help="run only inputs whose label contains this text")
+    args = parser.parse_args()
     counts: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as folder:
         tmp = Path(folder)
         os.chdir(tmp)
-        for label, argv, stdin in cases(tmp):
-            kind, elapsed, _, last = run_one(argv, stdin)
+        runs: list[tuple[str, Callable[[], tuple[str, float, str]]]] = []
+        groups = [("", cases(tmp), [])]
+        for module in hostile_modules():
+            room = tmp / module.__name__
+            room.mkdir()
+            probes = module.probes(room) if hasattr(module, "probes") else []
+            groups.append((module.__name__.removeprefix("hostile_") + ": ", module.cases(room), probes))
+        for prefix, listed, probes in groups:
+            for label, argv, stdin in listed:
+                runs.append((prefix + label, functools.partial(_cli, argv, stdin)))
+            for label, probe in probes:
+                runs.append((prefix + label, functools.partial(_probe, probe)))
+        for label, run in runs:
+            if args.only not in label:
+                continue
+            kind, elapsed, last = run()
             counts[kind] = counts.get(kind, 0) + 1
             flag = "" if kind in ("ok", "clean") else "  <--"
-            print(f"{kind:9} {elapsed:6.1f}s  {label}: {last[:110]}{flag}", flush=True)
+            print(f"{kind:12} {elapsed:6.1f}s  {label}: {last[:110]}{flag}", flush=True)
+    failures = sum(n for kind, n in counts.items() if kind not in ("ok", "clean"))
     print(json.dumps(counts, sort_keys=True))
+    print(f"{failures} failures")
+
+
+def _cli(argv: list[str], stdin: bytes | None) -> tuple[str, float, str]:
+    kind, elapsed, _, last = run_one(argv, stdin)
+    return kind, elapsed, last
+
+
+def _probe(probe: Callable[[], tuple[str, str]]) -> tuple[str, float, str]:
+    start = time.perf_counter()
+    try:
+        kind, last = probe()
+    except Exception as error:  # a probe that breaks is a failure to report, not a crash
+        kind, last = "probe error", f"{type(error).__name__}: {error}"
+    return kind, time.perf_counter() - start, last
 
 
 if __name__ == "__main__":
