@@ -89,8 +89,9 @@ def main() -> None:
     parser.add_argument("--load", type=float, default=0.4)
     parser.add_argument("--skip-a", action="store_true", help="skip case (a)")
     parser.add_argument("--skip-b", action="store_true", help="skip case (b)")
+    parser.add_argument("--strategies", default=",".join(STRATEGIES), help="case (a)'s strategies")
     args = parser.parse_args()
-    strategies = [] if args.skip_a else STRATEGIES
+    strategies = [] if args.skip_a else args.strategies.split(",")
     if strategies:
         print("(a) permutation, leaf-spine 32 x 16 x 16 (512 flows), target < 1 s per strategy")
         print(f"{'strategy':<10} {'wall s':>8} {'CPU s':>8} {'peak MiB':>9} {'utilization':>12}")

@@ -4,8 +4,9 @@
 # see the same machine; the same benchmark scripts (this tree's) drive both.
 #
 # Usage:  benchmarks/engine_vs.sh REV [ROUNDS [FLOWS]]   e.g. benchmarks/engine_vs.sh b1716d5 2
-# (FLOWS: case (b)'s flow count, 100,000 by default.) Compare the CPU seconds first on a
-# shared machine: wall time follows the load.
+# (FLOWS: case (b)'s flow count, 100,000 by default; STRATEGIES=ecmp,pinning in the
+# environment limits the strategies of case (a) and of the collectives, all by default.)
+# Compare the CPU seconds first on a shared machine: wall time follows the load.
 set -euo pipefail
 rev=${1:?usage: benchmarks/engine_vs.sh REV [ROUNDS [FLOWS]]}
 rounds=${2:-2}
@@ -23,8 +24,9 @@ bench() {  # TREE LABEL SCRIPT ARGS...
 for tree in "$old" "$here"; do  # compile (and cache) each tree's kernels first
   (cd "$here" && PYTHONPATH="$tree/src" "$python" benchmarks/engine.py --skip-a --flows 500 >/dev/null)
 done
+only=${STRATEGIES:+--strategies $STRATEGIES}
 for ((i = 1; i <= rounds; i++)); do
-  for case in "benchmarks/engine.py --skip-b" "benchmarks/engine.py --skip-a --flows $flows" "benchmarks/collectives.py"; do
+  for case in "benchmarks/engine.py --skip-b $only" "benchmarks/engine.py --skip-a --flows $flows" "benchmarks/collectives.py $only"; do
     if ((i % 2)); then order=("$old" "$here"); else order=("$here" "$old"); fi
     for tree in "${order[@]}"; do
       if [ "$tree" = "$old" ]; then label="$rev"; else label="this tree"; fi
