@@ -9,7 +9,7 @@ names the file, what it was meant to be and the reason, as the caller's error cl
 >>> folder = pathlib.Path(tempfile.mkdtemp())
 >>> read_bounded(folder, 10, "scenario")  # doctest: +ELLIPSIS
 Traceback (most recent call last):
-cloudtwin.errors.CloudtwinError: ...: scenario is a directory, not a regular file
+cloudtwin.errors.CloudtwinError: ...: the scenario is a directory, not a regular file
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from cloudtwin.errors import CloudtwinError
 
-__all__ = ["read_bounded", "read_bounded_text"]
+__all__ = ["read_bounded", "read_text_bounded"]
 
 #: How much one read() asks for: a file is read in pieces, so a file that grows while it
 #: is read (a /proc file, a log being written) is still cut at the limit.
@@ -29,7 +29,7 @@ _CHUNK_BYTES = 1 << 20
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
-    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISFIFO, "a FIFO"),
     (stat.S_ISCHR, "a character device"),
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
@@ -45,7 +45,7 @@ def read_bounded(
 ) -> bytes:
     """The bytes of the regular file `path`, at most `limit` of them; else `error(line)`.
 
-    Refused, each with one line `"{path}: {what} ..."`: a missing or unreadable path, a
+    Refused, each with one line `"{path}: the {what} ..."`: a missing or unreadable path, a
     symlink loop, anything but a regular file (FIFO, device, directory, socket), and a
     file holding more than `limit` bytes (`hint`, when given, follows: how to raise it).
     The FIFO check comes before the open, and the open does not block, so a FIFO never
@@ -65,19 +65,19 @@ def read_bounded(
         os.close(fd)
 
 
-def read_bounded_text(
+def read_text_bounded(
     path: str | os.PathLike[str],
     limit: int,
     what: str,
     error: Callable[[str], CloudtwinError] = CloudtwinError,
     hint: str = "",
 ) -> str:
-    """`read_bounded` decoded as UTF-8 (a byte-order mark dropped); `error` if it is not text."""
+    """`read_bounded` decoded as UTF-8; `error` when it is not UTF-8 text."""
     data = read_bounded(path, limit, what, error, hint)
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as err:
-        raise error(f"{os.fspath(path)}: {what} is not UTF-8 text (byte {err.start:,})") from None
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{os.fspath(path)}: the {what} is not UTF-8 text") from None
 
 
 def _read_fd(
@@ -104,19 +104,18 @@ def _check_kind(mode: int, name: str, what: str, error: Callable[[str], Cloudtwi
     if stat.S_ISREG(mode):
         return
     kind = next((label for test, label in _KINDS if test(mode)), "not a regular file")
-    raise error(f"{name}: {what} is {kind}, not a regular file")
+    raise error(f"{name}: the {what} is {kind}, not a regular file")
 
 
 def _too_big(name: str, what: str, limit: int, hint: str) -> str:
     tail = f"; {hint}" if hint else ""
-    return f"{name}: {what} is larger than {limit:,} bytes{tail}"
+    return f"{name}: the {what} is larger than {limit:,} bytes, the most it may be{tail}"
 
 
 def _os_reason(err: OSError, name: str, what: str) -> str:
     if err.errno == errno.ENOENT:
         return f"{name}: no such {what} file"
     if err.errno == errno.ELOOP:
-        return f"{name}: {what} path is a symlink loop"
-    reason = err.strerror or type(err).__name__
-    return f"{name}: cannot read {what}: {reason[:1].lower()}{reason[1:]}"
+        return f"{name}: the {what} path is a symlink loop"
+    return f"{name}: cannot read the {what}: {err.strerror or type(err).__name__}"
 

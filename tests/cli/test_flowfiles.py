@@ -58,9 +58,9 @@ def _fifo(tmp_path: Path) -> str:
 @pytest.mark.parametrize(
     ("make", "reason"),
     [
-        (_loop, "flow file path is a symlink loop"),  # was an OSError's traceback
-        (_fifo, "flow file is a FIFO (named pipe), not a regular file"),  # blocked forever
-        (lambda tmp: "/dev/urandom", "flow file is a character device"),
+        (_loop, "the flow file path is a symlink loop"),  # was an OSError's traceback
+        (_fifo, "the flow file is a FIFO, not a regular file"),  # blocked forever
+        (lambda tmp: "/dev/urandom", "the flow file is a character device"),
     ],
 )
 def test_what_is_not_a_flow_file_is_named_in_one_line(tmp_path: Path, make: object, reason: str) -> None:

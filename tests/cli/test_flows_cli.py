@@ -112,7 +112,8 @@ def _parquet(path: Path, rows: int = 2, tenant: list[str] | None = None) -> None
         (lambda p: _parquet(p, rows=11), "f.parquet: 11 rows, more than the 10 flows limits.flows allows"),
         # 10,000 random bytes as hex: a file of over 20,000 bytes
         (lambda p: _parquet(p, tenant=[os.urandom(10_000).hex(), "t"]),
-         "f.parquet: flow file is larger than 9,216 bytes; more than 10 flows can take (limits.flows)"),
+         "f.parquet: the flow file is larger than 9,216 bytes, the most it may be; "
+         "more than 10 flows can take (limits.flows)"),
         # two 10,000-character strings that compress to a small file but take 20,000 bytes read
         (lambda p: _parquet(p, tenant=["a" * 10_000, "b" * 10_000]),
          "f.parquet: more than 9,216 bytes of data uncompressed, more than 10 flows can take (limits.flows)"),

@@ -22,7 +22,7 @@ from rich.progress import (
 )
 
 from cloudtwin.errors import ScenarioError
-from cloudtwin.files import read_bounded_text
+from cloudtwin.files import read_text_bounded
 from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
@@ -85,7 +85,7 @@ MAX_SCENARIO_BYTES = 4 * MAX_TEXT_CHARS
 def read_scenario_text(path: Path) -> str:
     """The text of a scenario file; ScenarioError when it cannot be read, is not a regular
     file (a FIFO never blocks, /dev/zero is never read) or holds more than MAX_SCENARIO_BYTES."""
-    return read_bounded_text(path, MAX_SCENARIO_BYTES, "scenario", ScenarioError)
+    return read_text_bounded(path, MAX_SCENARIO_BYTES, "scenario", ScenarioError)
 
 
 def emit_json(document: object) -> None:

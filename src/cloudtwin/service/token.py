@@ -45,7 +45,7 @@ def _read_token(path: Path) -> str:
     bytes (a FIFO, /dev/zero or a symlink loop as --token-file is one line, not a hang)."""
     data = read_bounded(path, MAX_TOKEN_FILE_BYTES, "token", StoreError)
     if not data.isascii():
-        raise StoreError(f"{path}: token file is not ASCII text")
+        raise StoreError(f"{path}: the token is not ASCII text")
     return data.decode("ascii").strip()
 
 
