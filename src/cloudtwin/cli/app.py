@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(err), exit_code_of(err))
     except typer.TyperException as err:  # a bad flag or argument, found while parsing
         return _usage_error(err)
+    except MemoryError:  # an estimate fell short, or limits were raised past the machine
+        return _fail(
+            "out of memory: the run asked for more memory than this machine could give; make "
+            "the scenario smaller, or lower what --set raised (limits.memory, limits.flows)"
+        )
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("cloudtwin: interrupted", err=True)
         return 130
