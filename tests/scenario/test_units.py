@@ -159,7 +159,7 @@ def test_format_time(seconds: float, text: str) -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["\u0661\u0662", "\uff11\uff12", "1_000", " 5", "5 ", "0x10", "1e400", "nan", "inf", "-inf", "", "+"],
+    ["\u0661\u0662", "\uff11\uff12", "1__0", "_1", "1_", " 5", "5 ", "0x10", "1e400", "nan", "inf", "", "+"],
 )
 def test_numbers_are_ascii_finite_and_bare(text: str) -> None:
     from cloudtwin.scenario.units import parse_int, parse_number
@@ -175,6 +175,10 @@ def test_plain_numbers_read() -> None:
 
     assert (parse_int("-12"), parse_int("+7"), parse_number("2.5e-3"), parse_number(".5")) == (
         -12, 7, 2.5e-3, 0.5
+    )
+    # digits grouped as YAML and Python source group them (examples/vela-hpl.yaml: 3_600_000)
+    assert (parse_int("3_600_000"), parse_number("1_000.5"), parse_size("1_024KiB")) == (
+        3_600_000, 1000.5, 1 << 20
     )
 
 

@@ -132,12 +132,12 @@ def test_csv_and_parquet_rows_read_alike() -> None:
         ("source,destination,bytes\n0,\u0662,1000\n", r"row 1, column destination: expected a host"),
         ("source,destination,bytes\n0,host\uff12,1000\n", r"row 1, column destination: expected a host"),
         ("source,destination,bytes\n0,2,\uff11\uff10\uff10\uff10\n", r"column bytes: .* is not a size"),
-        ("source,destination,bytes\n0,2,1_000\n", r"row 1, column bytes: '1_000' is not a size"),
+        ("source,destination,bytes\n0,2,1__000\n", r"row 1, column bytes: '1__000' is not a size"),
         ("source,destination,bytes,start\n0,2,1000,\u0661\n", r"row 1, column start: .* is not a time"),
         ("source,destination,bytes,start\n0,2,1000,nan\n", r"row 1, column start: 'nan' is not a number"),
         ("source,destination,bytes,start\n0,2,1000,1e400\n", r"row 1, column start: '1e400' is not a finite"),
         ("source,destination,bytes,qps\n0,2,1000,\u0662\n", r"row 1, column qps: expected a whole number"),
-        ("source,destination,bytes,qps\n0,2,1000,1_0\n", r"row 1, column qps: expected a whole number"),
+        ("source,destination,bytes,qps\n0,2,1000,1__0\n", r"row 1, column qps: expected a whole number"),
     ],
 )
 def test_bad_rows_are_named_by_row_and_column(csv: str, message: str) -> None:

@@ -61,7 +61,7 @@ Storage = Literal["shared", "block", "remote-then-local"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Admission(_Model):

@@ -63,7 +63,7 @@ Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LeafSpineFabric(_Model):

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.units import parse_int, parse_number
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "load_yaml"]
 
@@ -49,6 +50,30 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     key_node.start_mark,
                 )
         return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
+        """A plain decimal integer only: YAML 1.1 would also read `1_000`, `0x10`, `1:30`
+        (90) and `010` (8, octal), each a silent surprise in a scenario."""
+        return parse_int(self._number_text(node, "whole number"))
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
+        """A finite decimal number only (not `.inf`, `.nan`, `1_000.5` or `1.0e400`)."""
+        return parse_number(self._number_text(node, "finite number"))
+
+    def _number_text(self, node: yaml.ScalarNode, what: str) -> str:
+        text = str(self.construct_scalar(node))
+        try:
+            parse_number(text)
+        except ValueError:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"{text!r} is not a {what} as cloudtwin reads them (ASCII digits, "
+                "e.g. 1000 or 1.5e3; quote it if it is text)", node.start_mark,
+            ) from None
+        return text
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_yaml_float)
 
 
 def load_yaml(

@@ -27,11 +27,13 @@ __all__ = [
     "parse_time",
 ]
 
-_NUMBER = r"(?P<num>[0-9]+(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
-#: Numbers as users write them, in ASCII only: Python's int() and float() also take other
-#: scripts' digits ('١٢', '１２'), underscores ('1_000') and surrounding whitespace.
-_INT_TEXT = re.compile(r"[+-]?[0-9]+")
-_NUMBER_TEXT = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: ASCII digits, grouped by single underscores if at all (`3_600_000`, as YAML and Python
+#: source write them). Python's int() and float() also take other scripts' digits ('١٢',
+#: '１２'), surrounding whitespace, 'nan' and 'inf': every reader here refuses them.
+DIGITS = r"[0-9]+(?:_[0-9]+)*"
+_NUMBER = rf"(?P<num>{DIGITS}(?:\.[0-9]*)?(?:[eE][+-]?[0-9]+)?)"
+_INT_TEXT = re.compile(rf"[+-]?{DIGITS}")
+_NUMBER_TEXT = re.compile(rf"[+-]?(?:{DIGITS}(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _PATTERN = re.compile(rf"^\s*{_NUMBER}\s*(?P<unit>[A-Za-zµ/]*)\s*$")
 
 #: The slowest rate a link or NIC may have (one bit per second).
@@ -89,15 +91,18 @@ _TIME_UNITS: dict[str, float] = {
 
 
 def parse_int(text: str, what: str = "whole number") -> int:
-    """A whole number written in ASCII digits, with an optional sign; ValueError otherwise.
+    """A whole number written in ASCII digits (grouped by `_` if at all), with an optional
+    sign; ValueError otherwise.
 
     The one reader of whole numbers in user text (flow files, CLI flags, ranges).
 
     >>> parse_int("-12")
     -12
-    >>> parse_int("1_000")
+    >>> parse_int("3_600_000")
+    3600000
+    >>> parse_int("\u0661\u0662")
     Traceback (most recent call last):
-    ValueError: '1_000' is not a whole number (ASCII digits, e.g. 12)
+    ValueError: '١٢' is not a whole number (ASCII digits, e.g. 12)
     """
     if not isinstance(text, str) or not _INT_TEXT.fullmatch(text):
         raise ValueError(f"{text!r} is not a {what} (ASCII digits, e.g. 12)")
@@ -106,7 +111,7 @@ def parse_int(text: str, what: str = "whole number") -> int:
 
 def parse_number(text: str, what: str = "number") -> float:
     """A finite number written in ASCII (`12`, `-1.5`, `2e-3`); ValueError otherwise
-    (`nan`, `inf`, `1e400`, `0x10`, `1_000`, ` 5`, other scripts' digits).
+    (`nan`, `inf`, `1e400`, `0x10`, `1__0`, ` 5`, other scripts' digits).
 
     >>> parse_number("2.5e3")
     2500.0

@@ -22,7 +22,7 @@ import numpy as np
 from cloudtwin.errors import WorkloadError
 from cloudtwin.flows import Flows
 from cloudtwin.scenario.model import FlowsWorkload
-from cloudtwin.scenario.units import parse_int, parse_number, parse_size, parse_time
+from cloudtwin.scenario.units import DIGITS, parse_int, parse_number, parse_size, parse_time
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import NodeKind, Topology
 from cloudtwin.workloads.perftest import qp_flows
@@ -44,7 +44,7 @@ COLUMNS = (*REQUIRED, "start", "tenant", "qps", "path")
 
 _HOST = re.compile(r"^(?:host)?([0-9]+)(?:/nic([0-9]+))?$")
 #: A start given as a bare number of seconds (anything else is a duration with a unit).
-_BARE_NUMBER = re.compile(r"[-+]?[0-9.]+(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf|infinity)", re.I)
+_BARE_NUMBER = re.compile(r"[-+]?[0-9._]+(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf|infinity)", re.I)
 _PATH_SEPARATORS = re.compile(r"\s*(?:->|>|,|\s)\s*")
 
 
@@ -152,7 +152,7 @@ def _bytes(table: FlowTable, row: int, value: object) -> float:
     try:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, str) and re.fullmatch(r"[-+]?[0-9]+(\.0*)?", value.strip()):
+        if isinstance(value, str) and re.fullmatch(rf"[-+]?{DIGITS}(\.0*)?", value.strip()):
             value = int(parse_number(value.strip()))
         return float(parse_size(value))  # type: ignore[arg-type]
     except ValueError as err:
