@@ -104,7 +104,7 @@ def strict_numbers(command: Any) -> Any:
     for param in command.params:
         annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
         if annotation in (int, float):
-            param.process_value = functools.partial(  # type: ignore[method-assign]
+            param.process_value = functools.partial(
                 _strict_value, param.process_value, parse_int if annotation is int else parse_number
             )
     for sub in getattr(command, "commands", {}).values():
