@@ -114,7 +114,7 @@ def _too_big(name: str, what: str, limit: int, hint: str) -> str:
 
 def _os_reason(err: OSError, name: str, what: str) -> str:
     if err.errno == errno.ENOENT:
-        return f"{name}: no such {what} file"
+        return f"{name}: no such {what}" + ("" if what.endswith("file") else " file")
     if err.errno == errno.ELOOP:
         return f"{name}: the {what} path is a symlink loop"
     return f"{name}: cannot read the {what}: {err.strerror or type(err).__name__}"

@@ -61,11 +61,12 @@ def _fifo(tmp_path: Path) -> str:
         (_loop, "the flow file path is a symlink loop"),  # was an OSError's traceback
         (_fifo, "the flow file is a FIFO, not a regular file"),  # blocked forever
         (lambda tmp: "/dev/urandom", "the flow file is a character device"),
+        (lambda tmp: "missing.csv", "missing.csv: no such flow file"),
     ],
 )
 def test_what_is_not_a_flow_file_is_named_in_one_line(tmp_path: Path, make: object, reason: str) -> None:
     scenario, path = _scenario(tmp_path, make(tmp_path))  # type: ignore[operator]
     with pytest.raises(WorkloadError) as caught:
         read_flow_file(scenario, path)  # type: ignore[arg-type]
-    assert reason in str(caught.value)
+    assert reason in str(caught.value) and "file file" not in str(caught.value)
     assert str(caught.value).startswith("workload.file: ") and caught.value.field == "workload.file"
