@@ -51,25 +51,25 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int:
-        """A plain decimal integer only: YAML 1.1 would also read `1_000`, `0x10`, `1:30`
-        (90) and `010` (8, octal), each a silent surprise in a scenario."""
-        return parse_int(self._number_text(node, "whole number"))
-
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float:
-        """A finite decimal number only (not `.inf`, `.nan`, `1_000.5` or `1.0e400`)."""
-        return parse_number(self._number_text(node, "finite number"))
-
-    def _number_text(self, node: yaml.ScalarNode, what: str) -> str:
+    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
+        """A plain decimal integer (`3_600_000` grouped as YAML writes it; `010` is ten).
+        YAML 1.1 would also read `0x10`, `0b11` and `1:30` (90) as numbers, a silent surprise
+        in a scenario: they stay text, which a number field refuses naming its key (and an
+        entries file, which takes `0xff` masks, reads itself)."""
         text = str(self.construct_scalar(node))
         try:
-            parse_number(text)
+            return parse_int(text)
         except ValueError:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"{text!r} is not a {what} as cloudtwin reads them (ASCII digits, "
-                "e.g. 1000 or 1.5e3; quote it if it is text)", node.start_mark,
-            ) from None
-        return text
+            return text
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:
+        """A finite decimal number; `.inf`, `.nan` and `1.0e+400` stay text (refused by a
+        number field, naming its key)."""
+        text = str(self.construct_scalar(node))
+        try:
+            return parse_number(text)
+        except ValueError:
+            return text
 
 
 _UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
