@@ -51,7 +51,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                 )
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_int(self, node: yaml.ScalarNode) -> int | str:
+    def construct_decimal_int(self, node: yaml.ScalarNode) -> int | str:
         """A plain decimal integer (`3_600_000` grouped as YAML writes it; `010` is ten).
         YAML 1.1 would also read `0x10`, `0b11` and `1:30` (90) as numbers, a silent surprise
         in a scenario: they stay text, which a number field refuses naming its key (and an
@@ -62,7 +62,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
         except ValueError:
             return text
 
-    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:
+    def construct_decimal_float(self, node: yaml.ScalarNode) -> float | str:
         """A finite decimal number; `.inf`, `.nan` and `1.0e+400` stay text (refused by a
         number field, naming its key)."""
         text = str(self.construct_scalar(node))
@@ -72,8 +72,8 @@ class _UniqueKeyLoader(yaml.SafeLoader):
             return text
 
 
-_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_yaml_int)
-_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_yaml_float)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_decimal_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_decimal_float)
 
 
 def load_yaml(
