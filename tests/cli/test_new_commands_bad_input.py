@@ -290,7 +290,7 @@ def test_more_listed_flows_than_limits_flows_are_refused(
     # 400,000 rows ran past the 300,000 default before; here 20 rows over a limit of 10
     scenario = _flows(tmp_path, "f.csv", HEADER + "0,1,1000,0\n" * 20)
     err = one_line_error(capsys, "run", str(scenario), "--set", "limits.flows=10")
-    assert "makes 20 flows in one simulation, above limits.flows = 10" in err
+    assert "20 rows, more than the 10 flows limits.flows allows" in err
 
 
 def test_flows_out_onto_a_folder_names_its_own_flag(

@@ -61,6 +61,35 @@ def test_the_limit_can_be_raised_and_the_cli_names_it(
     assert (code, out) == (2, "") and err.count("\n") == 1 and "limits.memory" in err
 
 
+def test_limits_memory_raised_past_the_machine_is_refused_with_the_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # limits.memory=1000TiB on a machine of a few GiB ended in a raw MemoryError
+    import cloudtwin.topology.estimate as estimate
+
+    monkeypatch.setattr(estimate, "machine_memory_bytes", lambda: 1 << 10)
+    scenario = load_scenario(SMALL, "s.yaml", ["limits.memory=1000TiB"])
+    needed = estimate_memory(scenario).total_bytes
+    assert needed > 1 << 10
+    with pytest.raises(LimitError, match=r"more than this machine.s 1.0KiB; raising limits.memory") as err:
+        build_topology(scenario)
+    assert err.value.limit == "limits.memory"
+
+
+def test_a_memory_error_is_one_line_at_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import cloudtwin.cli.run as run_commands
+
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(run_commands, "read_scenario", exhausted)
+    code = main(["run", str(tmp_path / "s.yaml")])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "out of memory" in err
+
+
 @pytest.mark.parametrize(
     ("override", "reason"),
     [

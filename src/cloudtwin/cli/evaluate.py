@@ -17,11 +17,12 @@ from cloudtwin.cli.output import (
     is_cloud_file,
     read_cloud,
     read_scenario,
+    read_scenario_text,
     stdout,
     write_json,
     write_text,
 )
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import ScenarioError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ def _is_federation(path: Path) -> bool:
     from cloudtwin.scenario.loader import parse_yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_scenario_text(path)
+    except ScenarioError:
         return False  # read_scenario says what is wrong with it
     return "sites" in parse_yaml(text, str(path))[0]
 

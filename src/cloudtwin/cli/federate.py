@@ -10,7 +10,7 @@ from typing import Any, TypedDict, cast
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, stdout, write_json
+from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, write_json
 from cloudtwin.errors import FederationError, ScenarioError, needs_extra
 from cloudtwin.intercloud.controller import FederationController
 from cloudtwin.intercloud.dataplane import reachability as twin_reachability
@@ -43,12 +43,7 @@ DB = typer.Option(None, "--db", help="Also write the run's operations data here 
 
 
 def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise ScenarioError(f"{path}: no such scenario file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    text = read_scenario_text(path)
     try:
         return plan_federation(load_federation(text, str(path), overrides or ()))
     except FederationError as err:

@@ -22,9 +22,11 @@ from rich.progress import (
 )
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.files import read_text_bounded
 from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.safe_yaml import MAX_TEXT_CHARS
 from cloudtwin.store.documents import finite_json
 
 __all__ = [
@@ -76,14 +78,14 @@ def read_cloud(path: Path, overrides: list[str] | None) -> CloudScenario:
     return load_cloud(read_scenario_text(path), str(path), overrides or ())
 
 
+#: The most bytes a scenario file may hold: MAX_TEXT_CHARS characters of up to 4 UTF-8 bytes.
+MAX_SCENARIO_BYTES = 4 * MAX_TEXT_CHARS
+
+
 def read_scenario_text(path: Path) -> str:
-    """The text of a scenario file; ScenarioError when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise ScenarioError(f"{path}: no such scenario file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    """The text of a scenario file; ScenarioError when it cannot be read, is not a regular
+    file (a FIFO never blocks, /dev/zero is never read) or holds more than MAX_SCENARIO_BYTES."""
+    return read_text_bounded(path, MAX_SCENARIO_BYTES, "scenario", ScenarioError)
 
 
 def emit_json(document: object) -> None:

@@ -12,6 +12,7 @@ from rich.table import Table
 from cloudtwin.cli.checks import check_out_file, check_plot_file
 from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
 from cloudtwin.errors import WorkloadError
+from cloudtwin.scenario.units import parse_int
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.training import TrainingResult
@@ -39,7 +40,7 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
+        sizes = [parse_int(part.strip()) for part in text.split(",") if part.strip()]
     except ValueError as err:
         raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts") from err
     if not sizes or min(sizes) < 1:

@@ -159,7 +159,7 @@ def compare(
 
 # -- nccl-tests -----------------------------------------------------------------------
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 
 

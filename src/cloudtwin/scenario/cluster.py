@@ -10,7 +10,7 @@ __all__ = ["Cluster", "HplWorkload", "Overheads", "TrainingWorkload"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Overheads(_Model):

@@ -63,7 +63,7 @@ Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LeafSpineFabric(_Model):
@@ -118,7 +118,7 @@ class Hosts(_Model):
     nvlink: Rate = DEFAULT_NVLINK_BPS
 
 
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?$")
 
 #: Host indices one scenario may list in all its host sets (`"0-63"` counts 64): far more
 #: hosts than any fabric within `limits.memory` has, and few enough that expanding them

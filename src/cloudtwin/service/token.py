@@ -8,10 +8,13 @@ import secrets
 from pathlib import Path
 
 from cloudtwin.errors import StoreError
+from cloudtwin.files import read_bounded
 
 __all__ = ["load_or_create_token", "same_token"]
 
 _TOKEN_BYTES = 32
+#: A token file holds one token (43 characters); anything much longer is not one.
+MAX_TOKEN_FILE_BYTES = 4096
 
 
 def load_or_create_token(path: Path) -> tuple[str, bool]:
@@ -20,12 +23,7 @@ def load_or_create_token(path: Path) -> tuple[str, bool]:
     The file is created exclusively with its final mode, so the token is never readable
     by another user, not even for a moment.
     """
-    try:
-        text = path.read_text(encoding="ascii").strip()
-    except FileNotFoundError:
-        text = ""
-    except (OSError, UnicodeDecodeError) as err:
-        raise StoreError(f"token file {path}: cannot read it: {err}") from err
+    text = _read_token(path) if os.path.lexists(path) else ""
     if text:
         _check_mode(path)
         return text, False
@@ -40,6 +38,15 @@ def load_or_create_token(path: Path) -> tuple[str, bool]:
     with os.fdopen(fd, "w", encoding="ascii") as handle:
         handle.write(token + "\n")
     return token, True
+
+
+def _read_token(path: Path) -> str:
+    """The token in an existing file: a regular file of at most MAX_TOKEN_FILE_BYTES ASCII
+    bytes (a FIFO, /dev/zero or a symlink loop as --token-file is one line, not a hang)."""
+    data = read_bounded(path, MAX_TOKEN_FILE_BYTES, "token", StoreError)
+    if not data.isascii():
+        raise StoreError(f"{path}: the token is not ASCII text")
+    return data.decode("ascii").strip()
 
 
 def _check_mode(path: Path) -> None:

@@ -11,6 +11,7 @@ machine.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sized
 from dataclasses import dataclass
 
@@ -180,6 +181,24 @@ def _check_total(estimate: MemoryEstimate, limit: int) -> None:
             "fabric or the workload smaller, or raise limits.memory",
             "limits.memory",
         )
+    machine = machine_memory_bytes()
+    if machine is not None and estimate.total_bytes > machine:
+        raise LimitError(
+            f"the scenario needs about {_human(estimate.total_bytes)} of memory "
+            f"({estimate.describe()}), more than this machine's {_human(machine)}; raising "
+            f"limits.memory (now {_human(limit)}) does not add any: make the fabric or the "
+            "workload smaller",
+            "limits.memory",
+        )
+
+
+def machine_memory_bytes() -> int | None:
+    """The machine's physical memory, or None where the system does not say."""
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page if pages > 0 and page > 0 else None
 
 
 def _traffic_flows(cloud: CloudScenario) -> int:
