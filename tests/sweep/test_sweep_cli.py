@@ -310,3 +310,31 @@ def test_a_terminated_sweep_stores_what_finished_and_says_so(tmp_path: Path) -> 
         time.sleep(0.2)
     assert not _group_alive(driver.pid)
     assert count_points(db) >= done
+
+
+def test_a_plot_of_the_seed_alone_has_the_seed_on_its_x_axis(small: Path, tmp_path: Path) -> None:
+    plot = tmp_path / "seeds.png"
+    code, out, err = in_process("sweep", str(small), "--vary", "seed=1..3", "--executor", "serial",
+                                "--db", str(tmp_path / "s.duckdb"), "--plot", str(plot))
+    assert code == 0, err
+    assert plot.read_bytes()[:4] == b"\x89PNG"
+    assert err.strip().splitlines()[-1] == f"wrote {plot}"
+
+
+def test_the_seed_summary_for_a_plot_has_one_group_per_seed(small: Path) -> None:
+    from cloudtwin.store.sweeps import PointRecord
+    from cloudtwin.sweep import Plan, Task, parse_vary, summarize
+    from cloudtwin.sweep.plot import plot_summary
+
+    task, plan = Task(SMALL, "small.yaml"), Plan((parse_vary("seed=1..3"), parse_vary("fabric.spines=1,2")))
+    points = plan.points(task.digest)
+    documents = {p.key: json.dumps({"aggregate_gbps": p.position}) for p in points}
+    records = {p.key: PointRecord(p.key, p.overrides, "ok", documents[p.key], None, 0.0) for p in points}
+    summary = summarize(plan, points, records, "aggregate_gbps", by_seed=True)
+    assert [(g.values, g.n, g.mean) for g in summary.groups[:2]] == [
+        ({"seed": "1", "fabric.spines": "1"}, 1, 0.0), ({"seed": "1", "fabric.spines": "2"}, 1, 1.0)
+    ]
+    figure = plot_summary(summary, "seed", ["fabric.spines"], "t")
+    legend = figure.axes[0].get_legend()
+    assert [text.get_text() for text in legend.get_texts()] == ["fabric.spines=1", "fabric.spines=2"]
+    assert figure.axes[0].get_xlabel() == "seed"
