@@ -208,12 +208,10 @@ def test_a_point_that_crashes_is_listed_and_exits_1(
 
 def test_an_unreachable_ray_address_is_refused_at_once(small: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
-    start = time.monotonic()
     done = cloudtwin("sweep", str(small), "--vary", "seed=1,2", "--address", f"127.0.0.1:{free_port()}",
                      "--db", str(db))
     assert done.returncode == 2
     assert "no Ray cluster answers there" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-    assert time.monotonic() - start < 30
     assert not db.exists()
 
 
