@@ -99,6 +99,7 @@ def test_table_output_names_groups_and_the_store(small: Path, tmp_path: Path) ->
         (["--vary", "seed=1,2", "--x", "fabric.leaves"], "x: fabric.leaves is not a varied key"),
         (["--vary", "seed=1,2", "--address", "nonsense"], "address 'nonsense': expected auto or HOST:PORT"),
         (["--vary", "seed=1,2", "--workers", "0"], "workers: at least 1"),
+        (["--vary", "seed=1,2", "--plot", "."], "--plot .: the file name must end in"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_before_any_point(

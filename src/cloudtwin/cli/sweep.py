@@ -25,7 +25,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_strategy_list
+from cloudtwin.cli.checks import check_plot_file, check_strategy_list
 from cloudtwin.cli.executors import build_executor
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, wrote
 from cloudtwin.errors import StoreError, SweepError
@@ -100,7 +100,9 @@ _METRIC = typer.Option(
     None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
 )
 _X = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed).")
-_PLOT = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).")
+_PLOT = typer.Option(
+    None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).", callback=check_plot_file
+)
 _CHECK_LIMIT = typer.Option(
     CHECK_LIMIT_S,
     "--check-limit",
