@@ -39,6 +39,7 @@ __all__ = [
     "stdout",
     "write_json",
     "write_text",
+    "wrote",
 ]
 
 BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
@@ -120,6 +121,12 @@ def _file_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def wrote(path: Path, what: str = "") -> None:
+    """Say on stderr which file a command wrote (stdout stays the command's output):
+    `wrote PATH`, or `wrote WHAT to PATH`."""
+    print(f"wrote {what} to {path}" if what else f"wrote {path}", file=sys.stderr, flush=True)
 
 
 def write_text(path: Path, text: str) -> None:

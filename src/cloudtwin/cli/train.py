@@ -10,7 +10,7 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file, check_plot_file
-from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
+from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json, wrote
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.units import parse_int
 
@@ -21,6 +21,7 @@ __all__ = ["hpl", "parse_gpus", "train", "write_plot"]
 
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.pipeline=8 (repeatable).")
+HPL_SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.nb=256 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(
     None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
@@ -112,8 +113,10 @@ def train(
     results = list(prediction.results)
     if out is not None:
         write_json(out, document)
+        wrote(out)
     if plot is not None:
         write_plot(plot, f"{loaded.name}: {prediction.strategy}", results)
+        wrote(plot)
     if as_json:
         emit_json(document)
         return
@@ -123,7 +126,7 @@ def train(
 def hpl(
     scenario: Path = SCENARIO,
     strategy: str = STRATEGY,
-    overrides: list[str] = SET,
+    overrides: list[str] = HPL_SET,
     as_json: bool = JSON,
     out: Path = OUT,
 ) -> None:
@@ -141,6 +144,7 @@ def hpl(
     document = result.to_json()
     if out is not None:
         write_json(out, document)
+        wrote(out)
     if as_json:
         emit_json(document)
         return

@@ -129,6 +129,33 @@ class MigrationResult:
     reason: str = ""
 
     @property
+    def over_limit(self) -> bool:
+        """Whether the migration completed with a pause longer than its downtime limit.
+
+        The switchover test is QEMU's: the pending pages against what the live bandwidth
+        moves within the limit. The pause also sends the pages' headers and the device
+        state, at the final bandwidth, and then resumes, so it can end past the limit (in
+        QEMU as here); the migration converged, but not within the limit.
+        """
+        return self.converged and self.downtime_s > self.downtime_limit_s
+
+    def status(self) -> str:
+        """`converged`, `converged, over the limit` or `did not converge`."""
+        if not self.converged:
+            return "did not converge"
+        return "converged, over the limit" if self.over_limit else "converged"
+
+    def over_limit_note(self) -> str:
+        """Why the pause passed the limit ("" when it did not)."""
+        if not self.over_limit:
+            return ""
+        return (
+            f"downtime {self.downtime_s * 1e3:.1f} ms is over the {self.downtime_limit_s * 1e3:g} ms "
+            "limit (QEMU's switchover test counts the pending pages only, not their headers, "
+            "the device state or the resume)"
+        )
+
+    @property
     def connectivity_downtime_s(self) -> float:
         """How long the VM's address does not answer: stop-and-copy + resume + overlay update."""
         return self.downtime_s + self.overlay_update_s if self.converged else 0.0
