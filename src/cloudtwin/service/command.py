@@ -81,7 +81,9 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     )
     app = create_app(settings)
     typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=number, log_level="warning"))
+    # a request or a job still running a second after SIGTERM does not hold the exit up
+    config = uvicorn.Config(app, host=host, port=number, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
     server.run(sockets=[listener])
 
 

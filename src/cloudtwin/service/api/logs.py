@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.reader import log_stream
 from cloudtwin.service.auth import require_read, require_token
@@ -49,6 +50,8 @@ router = APIRouter(prefix="/api/logs", tags=["logs"])
 read = [Depends(require_read)]
 #: The most log text one request may carry (larger files: `cloudtwin logs ingest`).
 MAX_INGEST_BYTES = 8 * 2**20
+#: The most seconds an ingest job may run (8 MiB take a few seconds; parsing is linear).
+INGEST_DEADLINE_S = 300.0
 
 StoreDep = Annotated[Store, Depends(read_store)]
 Since = Annotated[datetime | None, Query(description="Lines at or after (ISO 8601)")]
@@ -144,7 +147,11 @@ def ingest(
 ) -> JobDetail:
     """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints
     for the same lines read from stdin under the same `--source`."""
-    preset = log_preset(body.format)
+    try:
+        preset = log_preset(body.format)
+    except LogFormatError as err:
+        err.field = "format"
+        raise
     data = body.text.encode("utf-8")
     db, snapshots = request.app.state.settings.db, request.app.state.snapshots
 
@@ -162,4 +169,4 @@ def ingest(
         snapshots.refresh()
         return _json(summaries[0])
 
-    return queue.submit("logs-ingest", body.source, ["ingest"], work).detail()
+    return queue.submit("logs-ingest", body.source, ["ingest"], work, INGEST_DEADLINE_S).detail()
