@@ -189,6 +189,11 @@ class JobQueue:
         self._queue.put(None)
         self._thread.join(timeout=CLOSE_WAIT_S)
 
+    @property
+    def stopped(self) -> bool:
+        """Whether the worker has ended (after `close`, unless a job still runs)."""
+        return not self._thread.is_alive()
+
     def _loop(self) -> None:
         while (job := self._queue.get()) is not None:
             with self._lock:
