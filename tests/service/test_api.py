@@ -138,6 +138,16 @@ def test_an_ingest_format_that_cannot_run_answers_400_naming_format(
     assert reason in answer.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("path", ["/api/logs/search?text=a&", "/api/logs/anomalies?", "/api/logs/timeline?"])
+@pytest.mark.parametrize("field", ["since", "until"])
+def test_a_time_outside_the_years_in_utc_is_400_naming_it(client: TestClient, path: str, field: str) -> None:
+    """9999-12-31T23:59:59-14:00 is in year 10000 in UTC: it was an OverflowError (a 500,
+    found once by the fuzz test)."""
+    answer = client.get(f"{path}{field}=9999-12-31T23:59:59-14:00")
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["field"] == field
+
+
 def test_changes_without_the_token_are_refused_and_write_nothing(client: TestClient, db: Path) -> None:
     before = db.read_bytes()
     request = {"kind": "evaluate", "scenario_yaml": SMALL.read_text(), "strategies": ["ecmp"]}

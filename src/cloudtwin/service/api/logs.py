@@ -69,11 +69,17 @@ def _anomaly(row: AnomalyRow) -> Anomaly:
     return Anomaly.model_validate(_json(row))
 
 
-def _naive(value: datetime | None) -> datetime | None:
-    """Stored times are UTC without a zone: compare like with like."""
+def _naive(value: datetime | None, field: str) -> datetime | None:
+    """Stored times are UTC without a zone: compare like with like. A time whose UTC
+    falls outside years 1 to 9999 (9999-12-31T23:59:59-14:00) is refused naming `field`."""
     if value is None or value.tzinfo is None:
         return value
-    return value.astimezone(UTC).replace(tzinfo=None)
+    try:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        raise LogFormatError(
+            f"{field}: {value.isoformat()} is outside the years 1 to 9999 in UTC", field=field
+        ) from None
 
 
 @router.get("/templates", dependencies=read)
@@ -92,7 +98,7 @@ def search(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
 ) -> LineList:
     """Lines containing a text or of a template, in a time range, in source and line order."""
-    found = search_logs(store, text, template_id, _naive(since), _naive(until), limit)
+    found = search_logs(store, text, template_id, _naive(since, "since"), _naive(until, "until"), limit)
     return LineList(lines=[LogLine.model_validate(_json(line)) for line in found])
 
 
@@ -108,7 +114,7 @@ def anomalies(
 ) -> AnomalyList:
     """Bursts, new and silent templates (or components), scored by surprise (-log10 p)."""
     found = detect_log_anomalies(
-        store, timedelta(seconds=window_s), by, _naive(since), _naive(until),
+        store, timedelta(seconds=window_s), by, _naive(since, "since"), _naive(until, "until"),
         DetectorConfig(history=history, threshold=threshold),
     )
     return AnomalyList(anomalies=[_anomaly(a) for a in found])
@@ -121,9 +127,10 @@ def timeline(
     """Lines per window (windows without lines left out), and the anomalies flagged in them."""
     window = timedelta(seconds=window_s)
     lines: dict[datetime, int] = defaultdict(int)
-    for count in count_logs(store, window, "template", _naive(since), _naive(until)):
+    start, end = _naive(since, "since"), _naive(until, "until")
+    for count in count_logs(store, window, "template", start, end):
         lines[count.window_start] += count.lines
-    found = detect_log_anomalies(store, window, "template", _naive(since), _naive(until)) if lines else []
+    found = detect_log_anomalies(store, window, "template", start, end) if lines else []
     return LogTimeline(
         windows=[w.isoformat() for w in sorted(lines)],
         lines=[lines[w] for w in sorted(lines)],
