@@ -44,6 +44,7 @@ __all__ = [
     "nccl_sizes",
     "nccl_tests",
     "parse_nccl_size",
+    "check_strategies",
     "parse_strategies",
     "record_evaluation",
     "run",
@@ -103,6 +104,19 @@ def parse_strategies(
     if unique and twice:
         raise RoutingError(f"strategies: {', '.join(twice)} named twice")
     return names
+
+
+def check_strategies(names: Sequence[str]) -> None:
+    """Load each strategy now, so that an unknown one is refused before any work starts
+    (RoutingError naming the `strategies` field), not when its run begins."""
+    from cloudtwin.routing.strategy import load_strategy
+
+    for name in names:
+        try:
+            load_strategy(name)
+        except RoutingError as err:
+            reason = str(err).removeprefix("routing.strategy: ")
+            raise RoutingError(f"strategies: {reason}", field="strategies") from None
 
 
 # -- run and compare ------------------------------------------------------------------

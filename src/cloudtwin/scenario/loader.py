@@ -58,7 +58,9 @@ def apply_overrides(data: YamlMapping, overrides: Iterable[str]) -> YamlMapping:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ScenarioError(f"override {item!r}: expected key=value, e.g. fabric.leaves=8")
+            raise ScenarioError(
+                f"override {item!r}: expected key=value, e.g. fabric.leaves=8", field="overrides"
+            )
         try:
             value = load_yaml(raw, key)[0] if raw.strip() else ""
         except ScenarioError as err:
