@@ -287,3 +287,15 @@ def test_thousands_of_sites_joined_by_every_pair_are_refused_before_joining() ->
     with pytest.raises(LimitError) as caught:
         run_cloud(load_cloud(text))
     assert caught.value.field == "limits.sites" and "4,498,500 WAN links" in str(caught.value)
+
+
+def test_a_wan_link_listed_twice_is_refused_naming_the_clouds_field() -> None:
+    from cloudtwin.errors import FederationError
+
+    text = TWO_SITES.replace(
+        "wan: [{between: [east, west], bandwidth: @WAN@, latency: @WANLAT@}]",
+        "wan: [{between: [east, west], bandwidth: 1Gbps}, {between: [west, east], bandwidth: 40Gbps}]",
+    )
+    with pytest.raises(FederationError) as caught:
+        run_cloud(_cloud(text))
+    assert caught.value.field == "federation.wan.1.between"
