@@ -112,6 +112,7 @@ def test_a_damaged_tokens_file_is_one_line(
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     (tmp_path / "state.json.tokens").write_text(tokens)
+    (tmp_path / "state.json.tokens").chmod(0o600)
     err = one_line_error(capsys, "federate", "apply", str(EXAMPLES / "intercloud.yaml"),
                          "--state", str(tmp_path / "state.json"))
     assert "not a tokens file" in err

@@ -134,3 +134,31 @@ def test_an_alltoall_per_tenant_counts_each_jobs_pairs() -> None:
         "tenants: [{name: a, vni: 1, hosts: '0-1'}, {name: b, vni: 2, hosts: '2-3'}]\n"
     )
     assert estimate_flows(load_scenario(text, "s.yaml")) == 2 * 16 * 15
+
+
+THREE_SITES = "sites: [{name: a}, {name: b}, {name: c}]\n"
+
+
+def test_a_federation_above_limits_sites_is_refused_with_its_wan_estimate() -> None:
+    from cloudtwin.scenario.federation import load_federation
+    from cloudtwin.topology.estimate import check_federation
+
+    federation = load_federation(THREE_SITES, "f.yaml", ["limits.sites=2"])
+    with pytest.raises(LimitError) as err:
+        check_federation(federation)
+    assert err.value.field == "limits.sites"
+    # three sites and no wan: list, so a default link joins each of the 3 pairs
+    assert "3 sites joined by 3 WAN links" in str(err.value)
+    assert "raise limits.sites" in str(err.value)
+
+
+def test_a_federation_whose_default_wan_is_too_large_for_memory_is_refused() -> None:
+    from cloudtwin.scenario.federation import load_federation
+    from cloudtwin.topology.estimate import check_federation
+
+    federation = load_federation(THREE_SITES, "f.yaml", ["limits.memory=4KiB"])
+    with pytest.raises(LimitError) as err:
+        check_federation(federation)
+    assert err.value.field == "limits.memory"
+    assert "WAN links 6.7KiB" in str(err.value)  # 3 pairs x 2,300 bytes
+    assert "flows" not in str(err.value)  # a site runs no traffic of its own in a federation

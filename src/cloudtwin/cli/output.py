@@ -94,14 +94,14 @@ def emit_json(document: object) -> None:
     sys.stdout.write(json.dumps(finite_json(document), indent=2, sort_keys=False) + "\n")
 
 
-def write_json(path: Path, document: object) -> None:
+def write_json(path: Path, document: object, mode: int | None = None) -> None:
     """Write JSON to `path` atomically: a crash never leaves a half-written file.
 
-    The file gets the mode of the file it replaces, or the usual mode of a new file
-    (0666 less the umask), not the 0600 of a temporary file.
+    The file gets `mode`, else the mode of the file it replaces, or the usual mode of a
+    new file (0666 less the umask); it has that mode before it appears under its name.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _file_mode(path)
+    mode = _file_mode(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:

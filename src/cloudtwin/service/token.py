@@ -9,6 +9,7 @@ from pathlib import Path
 
 from cloudtwin.errors import StoreError
 from cloudtwin.files import read_bounded
+from cloudtwin.store.private import PRIVATE_MODE, check_private
 
 __all__ = ["load_or_create_token", "same_token"]
 
@@ -25,12 +26,12 @@ def load_or_create_token(path: Path) -> tuple[str, bool]:
     """
     text = _read_token(path) if os.path.lexists(path) else ""
     if text:
-        _check_mode(path)
+        check_private(path, "token file")
         return text, False
     token = secrets.token_urlsafe(_TOKEN_BYTES)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_MODE)
     except FileExistsError as err:
         raise StoreError(f"token file {path}: exists but is empty; remove it to make a new token") from err
     except OSError as err:
@@ -47,12 +48,6 @@ def _read_token(path: Path) -> str:
     if not data.isascii():
         raise StoreError(f"{path}: the token is not ASCII text")
     return data.decode("ascii").strip()
-
-
-def _check_mode(path: Path) -> None:
-    mode = path.stat().st_mode & 0o777
-    if mode & 0o077:
-        raise StoreError(f"token file {path}: mode {mode:o} lets other users read it; chmod 600 it")
 
 
 def same_token(given: str, expected: str) -> bool:
