@@ -104,6 +104,7 @@ def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path,
         assert ratio[0] == "aggregate vs ecmp" and ratio[1] == "1.00x"
         page.wait_for_selector("#job-plot .main-svg")
         assert page.locator("#job-plot .trace.bars .point").count() == 2
+        assert page.evaluate(OVERLAPS) == []
         shot = (SCREENSHOT or tmp_path) / "dashboard.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shot), full_page=True)
@@ -134,6 +135,7 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
         page.wait_for_selector("#plot-aggregate .main-svg")
         assert page.url.endswith("/compare?runs=3,1")
         assert page.locator("#compare-table tbody tr").count() == 5  # 3 + 2 strategies
+        assert_laid_out(page, 2)
 
 
 def test_the_diagnosis_is_drawn_on_the_fabric_and_logs_on_a_timeline(  # type: ignore[no-untyped-def]
