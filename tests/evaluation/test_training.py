@@ -123,6 +123,7 @@ def test_megatron_39b_on_512_gpus_is_near_the_published_measurement() -> None:
     text = (Path(__file__).resolve().parents[2] / "examples" / "vela.yaml").read_text()
     scenario = load_scenario(text, "vela.yaml", [
         "workload.layers=48", "workload.pipeline=2", "cluster.virtualization=bare-metal",
+        "cluster.node=hgx-8nic", "hosts.nics=8", "fabric.hosts_per_leaf=4", "fabric.leaves=48",
         "fabric.host_link=200Gbps", "fabric.uplink=200Gbps", "routing.strategy=pinning",
         "workload.overlap_grad_reduce=false",
     ])
