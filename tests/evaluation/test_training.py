@@ -158,3 +158,13 @@ def test_workload_gpus_sets_the_size_without_a_sweep() -> None:
     assert result.gpus == 32 and result.layout.data == 2
     with pytest.raises(WorkloadError, match="workload.gpus: 24 GPUs"):
         predict_training(load_scenario(SMALL, "small", ["workload.gpus=24"]))
+
+
+def test_interleaving_shrinks_the_bubble_and_keeps_the_breakdown() -> None:
+    # SMALL at 64 GPUs: p = 2, d = 4, m = 8; with v = 2 the bubble is (p-1)/v = 0.5 slot.
+    plain = predict()[0]
+    (inter,) = predict("workload.virtual_stages=2")
+    assert inter.compute_s + inter.exposed_comm_s + inter.bubble_s == pytest.approx(inter.iteration_s)
+    assert inter.bubble_s / inter.pipeline_s == pytest.approx(bubble_fraction(2, 8, 2))  # 0.5/8.5
+    assert inter.bubble_s < plain.bubble_s
+    assert inter.memory_gb > plain.memory_gb
