@@ -54,7 +54,7 @@ MECHANISMS = [
     ("fp32, p 16 (d 12, m 128), interleaved v 2 (layout B)", LAYOUTS["B: t 8, p 16, interleaved v 2"]),
     ("bf16, p 16, interleaved v 2", f"{BF16} {LAYOUTS['B: t 8, p 16, interleaved v 2']}"),
     (
-        "bf16, t 4, p 16, interleaved v 2 (two replicas' rings per node)",
+        "bf16, t 4, p 16 (d 24, m 64), interleaved v 2",
         f"{BF16} --set workload.tensor=4 {LAYOUTS['B: t 8, p 16, interleaved v 2']}",
     ),
 ]
@@ -134,18 +134,27 @@ def training_table() -> str:
     return "\n".join(head + ecmp + pinned)
 
 
+def hpl_commands() -> list[tuple[int, str, str]]:
+    """(NICs per node, routing, command) of each row of the HPL table."""
+    return [
+        (2, "ecmp", HPL),
+        (2, "pinning", f"{HPL} {PINNING}"),
+        (8, "ecmp", f"{HPL} {NICS[8]}"),
+    ]
+
+
 def hpl_table() -> str:
     rows = [
-        "| routing | N | P x Q | time s | TFLOPS | TFLOPS/GPU | single VM TFLOPS/GPU | per GPU vs one VM "
-        "| row / column ring Gbps |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| NICs per node | routing | N | P x Q | time s | TFLOPS | TFLOPS/GPU | single VM TFLOPS/GPU "
+        "| per GPU vs one VM | row / column ring Gbps |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for strategy, command in (("ecmp", HPL), ("pinning", f"{HPL} {PINNING}")):
+    for nics, strategy, command in hpl_commands():
         r = run_json(command)
         assert isinstance(r, dict)
         rows.append(
-            f"| {strategy} | {r['n']:,} | {r['p']} x {r['q']} | {r['time_s']:.0f} | {r['tflops']:,.0f} | "
-            f"{r['tflops_per_gpu']:.2f} | {r['single_vm_tflops_per_gpu']:.2f} | "
+            f"| {nics} | {strategy} | {r['n']:,} | {r['p']} x {r['q']} | {r['time_s']:.0f} "
+            f"| {r['tflops']:,.0f} | {r['tflops_per_gpu']:.2f} | {r['single_vm_tflops_per_gpu']:.2f} | "
             f"**{r['relative_to_single_vm']:.3f}** | {r['ring_gbps']['row']:.1f} / "
             f"{r['ring_gbps']['column']:.1f} |"
         )
@@ -221,7 +230,7 @@ def _row_overrides() -> list[str]:
 
 def test_doc_shows_the_commands_behind_its_tables() -> None:
     commands = console_commands(DOC)
-    for needed in [TRAIN, f"{TRAIN} {PINNING}", HPL, f"{HPL} {PINNING}", VALIDATION]:
+    for needed in [TRAIN, f"{TRAIN} {PINNING}", VALIDATION, *(c for _, _, c in hpl_commands())]:
         assert needed in commands
     for sets in _row_overrides():
         assert sensitivity_command(sets) in commands
@@ -234,7 +243,7 @@ def test_doc_table_matches_fresh_output(name: str) -> None:
 
 def test_other_doc_commands_run(tmp_path: Path) -> None:
     (tmp_path / "examples").symlink_to(REPO / "examples")
-    covered = {TRAIN, f"{TRAIN} {PINNING}", HPL, f"{HPL} {PINNING}", VALIDATION}
+    covered = {TRAIN, f"{TRAIN} {PINNING}", VALIDATION, *(c for _, _, c in hpl_commands())}
     covered |= {sensitivity_command(sets) for sets in _row_overrides()}
     others = [c for c in console_commands(DOC) if c not in covered]
     assert others  # the plot command at least
