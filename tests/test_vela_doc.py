@@ -36,27 +36,27 @@ NICS = {  # the fabric stays non-blocking: 32 NIC ports per leaf, 32 spines
     "--set fabric.hosts_per_leaf=4 --set fabric.leaves=48",
 }
 LAYOUTS = {
-    "A: t 8, p 4 (shipped)": "",
-    "B: t 8, p 16, interleaved v 2": "--set workload.pipeline=16 --set workload.virtual_stages=2",
+    "A: t 8, p 4, d 48 (shipped)": "",
+    "B: t 8, p 16, d 12": "--set workload.pipeline=16",
 }
 OVERLAP = {"on": "", "off": "--set workload.overlap_grad_reduce=false"}
 BF16 = "--set workload.grad_reduce_dtype=bf16"
 P8 = f"{BF16} --set workload.pipeline=8"
-P8V2 = f"{P8} --set workload.virtual_stages=2"
+P16 = "--set workload.pipeline=16"
+V2 = "--set workload.virtual_stages=2"
 MECHANISMS = [
     ("as shipped: t 8, p 4, d 48, m 32, fp32 gradients, overlapped", ""),
     ("gradient reduction not overlapped", OVERLAP["off"]),
     ("sharded optimizer (distributed optimizer, ZeRO-1)", "--set workload.sharded_optimizer=true"),
     ("gradients reduced in bf16", BF16),
     ("bf16, p 8 (d 24, m 64)", P8),
-    ("bf16, p 8, interleaved v 2", P8V2),
-    ("bf16, p 8, interleaved v 2, global batch 3,072 (m 128)", f"{P8V2} --set workload.global_batch=3072"),
-    ("fp32, p 16 (d 12, m 128), interleaved v 2 (layout B)", LAYOUTS["B: t 8, p 16, interleaved v 2"]),
-    ("bf16, p 16, interleaved v 2", f"{BF16} {LAYOUTS['B: t 8, p 16, interleaved v 2']}"),
-    (
-        "bf16, t 4, p 16 (d 24, m 64), interleaved v 2",
-        f"{BF16} --set workload.tensor=4 {LAYOUTS['B: t 8, p 16, interleaved v 2']}",
-    ),
+    ("bf16, p 8, interleaved v 2", f"{P8} {V2}"),
+    ("bf16, p 8, global batch 3,072 (m 128)", f"{P8} --set workload.global_batch=3072"),
+    ("fp32, p 16 (d 12, m 128): layout B", P16),
+    ("fp32, p 16, interleaved v 2", f"{P16} {V2}"),
+    ("bf16, p 16", f"{BF16} {P16}"),
+    ("bf16, p 16, interleaved v 2", f"{BF16} {P16} {V2}"),
+    ("bf16, t 4, p 16 (d 24, m 64)", f"{BF16} --set workload.tensor=4 {P16}"),
 ]
 
 
