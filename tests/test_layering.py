@@ -15,7 +15,7 @@ DESIGN = Path(__file__).resolve().parents[2] / "shared" / "DESIGN.md"
 #: DESIGN.md's package table, from the bottom floor up: a package imports only from the
 #: rows before its own (the shared vocabulary may use itself).
 FLOORS: list[tuple[str, ...]] = [
-    ("errors", "flows", "hashing", "headers"),
+    ("errors", "files", "flows", "hashing", "headers"),
     ("scenario",),
     ("ops",),
     ("topology", "cluster", "store"),

@@ -13,6 +13,7 @@ from rich.table import Table
 from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
+from cloudtwin.files import read_bounded, read_text_bounded
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -29,33 +30,20 @@ _JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout a
 _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set nic.profile=bmv2-like.")
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as err:
-        raise NicError(f"{path}: no such {what} file") from err
-    except OSError as err:
-        raise NicError(f"{path}: cannot read {what}: {err.strerror}") from err
-
-
-def _read_text(path: Path, what: str) -> str:
-    try:
-        return _read_bytes(path, what).decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise NicError(f"{path}: {what} is not UTF-8 text") from err
-
-
-#: An entries file is at most this long (about 40,000 entries), and at most ENTRIES_NODES
-#: YAML values once its aliases are expanded: reading it stays within seconds.
-ENTRIES_CHARS = 4 << 20
+#: The most bytes `nic run` reads of each input: a P4 program (the largest public P4-16
+#: programs are a few hundred KiB), an entries file (about 40,000 entries; at most
+#: ENTRIES_NODES YAML values once its aliases are expanded) and a capture (about 170,000
+#: full-size frames; the packets are held in memory while they run).
+PROGRAM_BYTES = 4 << 20
+ENTRIES_BYTES = 4 << 20
 ENTRIES_NODES = 1_000_000
+PCAP_BYTES = 256 << 20
 
 
 def _read_yaml(path: Path, what: str) -> Any:
+    text = read_text_bounded(path, ENTRIES_BYTES, f"table-{what} file", NicError)
     try:
-        return load_yaml(
-            _read_text(path, what), str(path), f"table-{what} file", ENTRIES_CHARS, ENTRIES_NODES
-        )[0]
+        return load_yaml(text, str(path), f"table-{what} file", ENTRIES_BYTES, ENTRIES_NODES)[0]
     except ScenarioError as err:
         raise NicError(str(err)) from err
 
@@ -118,8 +106,10 @@ def run(
         raise NicError(f"from: {from_!r} is neither network nor host")
     direction = 1 if from_ == "host" else 0
     document = _read_yaml(entries, "entries") if entries is not None else None
-    datapath = load_datapath(_read_text(program, "P4 program"), str(program), document)
-    capture = read_pcap(_read_bytes(pcap, "pcap"), str(pcap))
+    datapath = load_datapath(
+        read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError), str(program), document
+    )
+    capture = read_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:
         _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))

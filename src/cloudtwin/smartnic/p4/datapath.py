@@ -22,7 +22,15 @@ from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
 from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, Program, Table
 
-__all__ = ["BatchResult", "Datapath", "PacketBatch", "TableEntry", "compile_program"]
+__all__ = [
+    "DENSE_CELLS",
+    "BatchResult",
+    "Datapath",
+    "PacketBatch",
+    "SparseCells",
+    "TableEntry",
+    "compile_program",
+]
 
 MAX_PARSER_STEPS = 64
 """A packet still in the parser after this many state visits is rejected (loops)."""
@@ -728,9 +736,44 @@ def _in_array(
     return rows, cells[rows].astype(np.int64)
 
 
-def _add_at(totals: np.ndarray, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+DENSE_CELLS = 1 << 20
+"""A counter of at most this many cells is a numpy array per total; a larger one (up to
+PNA's 2**32 - 1) keeps only the cells packets touched, so its memory follows the traffic."""
+
+
+class SparseCells:
+    """Totals of a large counter array, for the cells packets touched (the others are 0)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.totals: dict[int, int] = {}
+
+    def add(self, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+        """`totals[cells] += amounts`, repeated cells adding up."""
+        if cells.size == 0:
+            return
+        unique, inverse = np.unique(cells, return_inverse=True)
+        if isinstance(amounts, int):
+            sums = np.bincount(inverse.reshape(-1)) * amounts
+        else:
+            sums = np.rint(np.bincount(inverse.reshape(-1), weights=amounts)).astype(np.int64)
+        for cell, amount in zip(unique.tolist(), sums.tolist(), strict=True):
+            self.totals[cell] = self.totals.get(cell, 0) + amount
+
+
+Cells = np.ndarray | SparseCells
+
+
+def _cells(size: int) -> Cells:
+    return np.zeros(size, dtype=np.int64) if size <= DENSE_CELLS else SparseCells(size)
+
+
+def _add_at(totals: Cells, cells: np.ndarray, amounts: np.ndarray | int) -> None:
     """`totals[cells] += amounts`, repeated cells adding up (np.add.at); counted with bincount
     when the totals are few (exact: a batch's sums stay far below 2**53)."""
+    if isinstance(totals, SparseCells):
+        totals.add(cells, amounts)
+        return
     if totals.size > 1 << 16 or cells.size == 0 or cells.min() < 0:
         np.add.at(totals, cells, amounts)
         return
@@ -1016,7 +1059,7 @@ class Datapath:
             for name, table in program.control.tables.items()
         }
         self.counters = {
-            name: (np.zeros(e.size, dtype=np.int64), np.zeros(e.size, dtype=np.int64))
+            name: (_cells(e.size), _cells(e.size))
             for name, e in program.control.externs.items()
             if e.kind == "Counter"
         }
@@ -1038,6 +1081,18 @@ class Datapath:
             for name, (_, init) in program.control.variables.items()
             if init is not None
         ]
+
+    def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Each counter's touched cells: cell -> (packets, bytes), ascending."""
+        out = {}
+        for name, (packets, octets) in self.counters.items():
+            if isinstance(packets, SparseCells) and isinstance(octets, SparseCells):
+                cells = sorted(c for c, p in packets.totals.items() if p)
+                out[name] = {c: (packets.totals[c], octets.totals.get(c, 0)) for c in cells}
+            else:
+                p, b = np.asarray(packets), np.asarray(octets)
+                out[name] = {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
+        return out
 
     def key_width(self, table: Table, expr: Tree) -> int:
         compiler = _Compiler(self)

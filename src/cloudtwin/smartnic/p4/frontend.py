@@ -30,7 +30,7 @@ from cloudtwin.smartnic.p4.program import (
     TableKey,
 )
 
-__all__ = ["ARCHITECTURE_CONSTANTS", "ISTD_FIELDS", "parse_program", "parse_number"]
+__all__ = ["ARCHITECTURE_CONSTANTS", "ISTD_FIELDS", "MAX_EXTERN_CELLS", "parse_program", "parse_number"]
 
 ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
 """What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
@@ -47,6 +47,9 @@ ARCHITECTURE_CONSTANTS = {
     "PNA_MeterColor_t.YELLOW": 1,
     "PNA_MeterColor_t.RED": 2,
 }
+MAX_EXTERN_CELLS = (1 << 32) - 1
+"""The most cells a Counter or Meter may declare (PNA declares their size as a bit<32>)."""
+
 _UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
 _ARCH_TYPES = {
     "packet_in",
@@ -221,8 +224,12 @@ class _Checker:
         if len(args) != 2:
             raise self.fail(node, f"{kind}: expected (size, type) arguments")
         size, unit = self.constant(args[0]), self.constant(args[1])
-        if size < 1:
-            raise self.fail(node, f"{kind} {node.children[-1]}: size must be at least 1")
+        if not 1 <= size <= MAX_EXTERN_CELLS:
+            raise self.fail(
+                node,
+                f"{kind} {node.children[-1]}: size {size} is outside 1..{MAX_EXTERN_CELLS} "
+                "(PNA's size is a bit<32>)",
+            )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
 
     def table(self, control: Control, node: Tree) -> Table:
