@@ -8,12 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import yaml
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
 from cloudtwin.files import read_bounded, read_text_bounded
+from cloudtwin.scenario.loader import line_of
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -40,12 +42,21 @@ ENTRIES_NODES = 1_000_000
 PCAP_BYTES = 256 << 20
 
 
-def _read_yaml(path: Path, what: str) -> Any:
+def _read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
     text = read_text_bounded(path, ENTRIES_BYTES, f"table-{what} file", NicError)
     try:
-        return load_yaml(text, str(path), f"table-{what} file", ENTRIES_BYTES, ENTRIES_NODES)[0]
+        return load_yaml(text, str(path), f"table-{what} file", ENTRIES_BYTES, ENTRIES_NODES)
     except ScenarioError as err:
         raise NicError(str(err)) from err
+
+
+def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
+    """An entries error (`tables.t.3.match: ...`) with the file and line it names in front."""
+    parts = (err.field or "").split(".")
+    if node is None or parts[0] not in ("tables", "meters"):
+        return err
+    line = line_of(node, [int(p) if p.isdigit() else p for p in parts])
+    return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -105,10 +116,15 @@ def run(
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
     direction = 1 if from_ == "host" else 0
-    document = _read_yaml(entries, "entries") if entries is not None else None
-    datapath = load_datapath(
-        read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError), str(program), document
-    )
+    document, node = _read_yaml(entries, "entries") if entries is not None else (None, None)
+    text = read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError)
+    try:
+        datapath = load_datapath(text, str(program), document)
+    except NicError as err:
+        located = err if entries is None else _at_line(err, entries, node)
+        if located is err:
+            raise
+        raise located from err
     capture = read_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:

@@ -40,6 +40,10 @@ GREEN, YELLOW, RED = 0, 1, 2
 Value = np.ndarray | int
 ExprFn = Callable[["_Ctx", np.ndarray], Value]
 StmtFn = Callable[["_Ctx", np.ndarray], None]
+ActionFn = Callable[["_Ctx", np.ndarray, list[np.ndarray]], None]
+
+MAX_ACTION_CALLS = 10_000
+"""The most action runs one action may make through the actions it calls (and they call)."""
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,9 @@ class _Compiler:
         self.roles: dict[str, str] = {}
         self.params: dict[str, str] = {}  # action parameter name -> storage key
         self.control: Control | None = None
+        self.runners: dict[str, ActionFn] = {}  # each action compiled once
+        self.calls: dict[str, int] = {}  # action runs one run of each action makes (itself too)
+        self.compiling: list[str] = []  # the actions being compiled, caller first
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -444,14 +451,28 @@ class _Compiler:
 
         return apply
 
-    def action_runner(self, name: str, node: Tree) -> Callable[[_Ctx, np.ndarray, list[np.ndarray]], None]:
+    def action_runner(self, name: str, node: Tree) -> ActionFn:
+        """The runner of action `name`, compiled once; P4Error when the action reaches itself
+        (P4 has no recursion) or one run of it would run more than MAX_ACTION_CALLS actions."""
+        cached = self.runners.get(name)
+        if cached is not None:
+            self.count_calls(name, node)
+            return cached
         action = self.find_action(name, node)
         if action is None:
             return lambda ctx, mask, params: None
+        if name in self.compiling:
+            chain = " -> ".join([*self.compiling[self.compiling.index(name) :], name])
+            raise self.fail(node, f"action {name} calls itself ({chain}); P4 actions cannot recurse")
         saved = self.params
         self.params = {p: f"param.{action.name}.{p}" for p, _ in action.params}
-        body = self.block(action.body)
-        self.params = saved
+        self.compiling.append(name)
+        self.calls[name] = 1
+        try:
+            body = self.block(action.body)
+        finally:
+            self.compiling.pop()
+            self.params = saved
         keys = [f"param.{action.name}.{p}" for p, _ in action.params]
 
         runs = self.dp.action_runs
@@ -462,7 +483,22 @@ class _Compiler:
                 ctx.values[key] = _column(_fit(value, ctx.widths[key]), ctx.n, ctx.widths[key])
             body(ctx, mask)
 
+        self.runners[name] = run
+        self.count_calls(name, node)
         return run
+
+    def count_calls(self, name: str, node: Tree) -> None:
+        """Add the runs of action `name` to the action being compiled, if any."""
+        if not self.compiling:
+            return
+        caller = self.compiling[-1]
+        self.calls[caller] += self.calls[name]
+        if self.calls[caller] > MAX_ACTION_CALLS:
+            raise self.fail(
+                node,
+                f"action {caller} runs more than {MAX_ACTION_CALLS:,} actions each time it runs "
+                "(actions calling actions several times, nested)",
+            )
 
     def find_action(self, name: str, node: Tree) -> Action | None:
         if name == "NoAction":
