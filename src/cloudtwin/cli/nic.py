@@ -88,6 +88,7 @@ _PORT = typer.Option(
 )
 _NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
 _TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")
+_ALL = typer.Option(False, "--all", help="List every host (--json gives every host too).")
 _BOOT_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False)
 _DB = typer.Option(
     None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
@@ -154,6 +155,7 @@ def offload(
     scenario: Path = _NIC_SCENARIO,
     overrides: list[str] | None = _SET,
     top: int = _TOP,
+    all_hosts: bool = _ALL,
     as_json: bool = _JSON,
 ) -> None:
     """Host cores offload hands back; per host: cores, NIC-core use, pipeline pps, slow path.
@@ -173,7 +175,9 @@ def offload(
     table = Table(title=f"NIC offload: {result.scenario} ({result.traffic})", title_justify="left")
     for name in ("host", "profile", "Gbps", "cores", "no offload", "NIC cores", "Mpps", "slow", "+us"):
         table.add_column(name, justify="left" if name in ("host", "profile") else "right")
-    for i in range(min(top, len(report.host_names))):
+    hosts = len(report.host_names)
+    shown = hosts if all_hosts else min(top, hosts)
+    for i in range(shown):
         table.add_row(
             report.host_names[i] + (" (quarantined)" if report.quarantined[i] else ""),
             report.profile[i],
@@ -186,6 +190,8 @@ def offload(
             f"{report.added_latency_s[i] * 1e6:.1f}",
         )
     stdout.print(table)
+    if shown < hosts:
+        stdout.print(f"{shown} of {hosts} hosts shown; --all lists every host, --json gives them all")
     totals = report.totals()
     stdout.print(
         f"{totals['hosts']} hosts: {totals['host_cores']:.1f} host cores for the datapath, "
