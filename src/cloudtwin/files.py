@@ -49,15 +49,17 @@ def read_bounded(
         raise error(f"{name}: no such {what} file") from None
     except OSError as err:
         raise error(f"{name}: cannot read the {what}: {err.strerror}") from None
-    with os.fdopen(fd, "rb") as handle:
+    try:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
             kind = next((label for test, label in _KINDS if test(mode)), "not a regular file")
             raise error(f"{name}: the {what} is {kind}, not a regular file")
-        try:
+        with os.fdopen(fd, "rb", closefd=False) as handle:
             data = handle.read(limit + 1)
-        except OSError as err:
-            raise error(f"{name}: cannot read the {what}: {err.strerror}") from None
+    except OSError as err:
+        raise error(f"{name}: cannot read the {what}: {err.strerror}") from None
+    finally:
+        os.close(fd)
     if len(data) > limit:
         raise error(f"{name}: the {what} is larger than {limit:,} bytes, the most it may be")
     return data

@@ -30,7 +30,14 @@ from cloudtwin.smartnic.p4.program import (
     TableKey,
 )
 
-__all__ = ["ARCHITECTURE_CONSTANTS", "ISTD_FIELDS", "MAX_EXTERN_CELLS", "MAX_NESTING", "parse_program", "parse_number"]
+__all__ = [
+    "ARCHITECTURE_CONSTANTS",
+    "ISTD_FIELDS",
+    "MAX_EXTERN_CELLS",
+    "MAX_NESTING",
+    "parse_program",
+    "parse_number",
+]
 
 ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
 """What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
@@ -296,7 +303,9 @@ class _Checker:
         default: Tree | None = None
         const_default = False
         size = 1024
-        self.distinct(node, f"table {name}: property", [p.data.removeprefix("table_") for p in node.children[1:]])
+        self.distinct(
+            node, f"table {name}: property", [p.data.removeprefix("table_") for p in node.children[1:]]
+        )
         for prop in node.children[1:]:
             if prop.data == "table_key":
                 for elem in prop.children:
