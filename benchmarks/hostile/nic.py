@@ -42,9 +42,10 @@ def program(locals_: str, apply: str) -> str:
 
 
 def pcap(packets: list[bytes], cut: int = 0) -> bytes:
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+    parts = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)]
     for packet in packets:
-        data += struct.pack("<IIII", 0, 0, len(packet), len(packet)) + packet
+        parts += [struct.pack("<IIII", 0, 0, len(packet), len(packet)), packet]
+    data = b"".join(parts)
     return data[: len(data) - cut] if cut else data
 
 
@@ -112,6 +113,8 @@ def _programs() -> dict[str, str]:
         "duplicate counter": program(counter.format(4) + counter.format(8), "send_to_port(0);"),
         "two mains": base + "PNA_NIC(P(), C(), D()) main;\n",
         "a fine program": base,
+        "a program of 1 MiB": program("", "hdr.h.a = 1;\n" * 80_000 + "send_to_port(0);"),
+        "a program over 1 MiB": program("", "hdr.h.a = 1;\n" * 81_000),
     }
 
 
@@ -129,6 +132,8 @@ def _files(tmp: Path) -> dict[str, Path]:
         "truncated last record.pcap": pcap(small[:100], cut=10),
         "truncated last header.pcap": pcap(small[:100]) + b"\x00" * 7,
         "random bytes.pcap": rng.randbytes(1 << 20),
+        "64 MiB of 60-byte packets.pcap": pcap([small[0]] * ((64 << 20) // 76 - 1)),
+        "over 64 MiB.pcap": pcap([bytes(1500)] * ((64 << 20) // 1516 + 1)),
         "random bytes.p4": rng.randbytes(1 << 16),
         "random bytes.yaml": rng.randbytes(1 << 16),
         "dup.yaml": ENTRIES.format("0x01").encode(),

@@ -107,6 +107,7 @@ BASE = program(TABLE, "t.apply(); send_to_port(0);")
         ),
         (("bit<8> a; bit<8> b;", "bit<8> a; bit<8> a;"), "field a is declared twice"),
         (("table t {", "table t { }\ntable t {"), "table t is declared twice"),
+        (("table t {", "bit<8> v; bit<8> v;\ntable t {"), "C: variable v is declared twice"),
         (("action y() { }", "action y() { } action y() { drop_packet(); }"), "action y is declared twice"),
         (("actions = { x; y; }", "actions = { x; } actions = { y; }"), "property actions is declared twice"),
         (("action x() { }", "action x(bit<8> p, bit<8> p) { }"), "parameter p is declared twice"),

@@ -247,11 +247,9 @@ class _Checker:
 
     def control_local(self, control: Control, node: Tree) -> None:
         if node.data != "const_decl":
-            name = str(node.children[-1] if node.data == "extern_decl" else node.children[0])
-            if node.data == "var_decl":
-                name = str(node.children[1])
+            at = {"extern_decl": -1, "var_decl": 1}.get(node.data, 0)
             kind = node.data.removesuffix("_decl").replace("var", "variable")
-            self.declare(self.locals[control.name], f"{control.name}: {kind}", name, node)
+            self.declare(self.locals[control.name], f"{control.name}: {kind}", str(node.children[at]), node)
         if node.data == "action_decl":
             control.actions[str(node.children[0])] = self.action(node)
         elif node.data == "table_decl":
