@@ -142,7 +142,7 @@ def _nic(program: Path, entries: Path, *extra: str) -> list[str]:
         ("meters: 5\n", "meters: a mapping of meter name"),
         ("tables: " + "[" * 20_000 + "]" * 20_000, "nested more than 64 levels deep"),
         ("tables: {}\ntables: {}\n", "key 'tables' appears twice"),
-        ("# " + "x" * 5_000_000 + "\n", "a table-entries file may have"),
+        ("# " + "x" * 5_000_000 + "\n", "the table-entries file is larger than 4,194,304 bytes"),
     ],
 )
 def test_bad_table_entries_are_one_line(

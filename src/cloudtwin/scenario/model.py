@@ -21,7 +21,7 @@ from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.mobility import Mobility, check_mobility
-from cloudtwin.scenario.nic import Nic
+from cloudtwin.scenario.nic import Nic, check_placement
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -379,6 +379,7 @@ class Scenario(_Model):
         return self
 
     def _check_nic(self) -> None:
+        check_placement(self.nic)
         groups = [(f"nic.groups.{i}.hosts", g.hosts) for i, g in enumerate(self.nic.groups)]
         groups += [(f"nic.boot_faults.{i}.hosts", f.hosts) for i, f in enumerate(self.nic.boot_faults)]
         groups += [(f"nic.pipeline_swaps.{i}.hosts", s.hosts) for i, s in enumerate(self.nic.pipeline_swaps)]
