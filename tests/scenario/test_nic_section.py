@@ -20,10 +20,13 @@ nic:
     [
         (
             "  packet_mix: [[64, .nan], [1500, 1]]\n",
-            r":5: nic\.packet_mix\.0\.1: Input should be a finite number",
+            r":5: nic\.packet_mix\.0\.1: Input should be a (finite|valid) number",
         ),
-        ("  new_flows_per_s: .inf\n", r":5: nic\.new_flows_per_s: Input should be a finite number"),
-        ("  storm: {new_flows_per_s: .inf}\n", r":5: nic\.storm\.new_flows_per_s: Input should be a finite"),
+        ("  new_flows_per_s: .inf\n", r":5: nic\.new_flows_per_s: Input should be a (finite|valid) number"),
+        (
+            "  storm: {new_flows_per_s: .inf}\n",
+            r":5: nic\.storm\.new_flows_per_s: Input should be a (finite|valid) number",
+        ),
         (
             "  groups: [{hosts: '0-3', profile: basic}, {hosts: '3-5', profile: bmv2-like}]\n",
             r"nic\.groups\.1\.hosts: host 3 is also in nic\.groups\.0",
