@@ -61,3 +61,23 @@ def test_a_scenario_validation_error_names_its_key_as_its_field() -> None:
         load_federation(example.read_text(), "intercloud.yaml", ["underlay_mtuu=9000"])
     assert federated.value.field == "underlay_mtuu"
     assert str(federated.value) == "intercloud.yaml: underlay_mtuu: unknown key"
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        FederationError("sites.0", "unknown site 'x'", 404),
+        AccessError("token", "not the admin's"),
+        LimitError("the scenario needs 9 GB, above limits.memory", "limits.memory"),
+        ScenarioError("x.yaml:3: fabric.spinez: unknown key", field="fabric.spinez"),
+    ],
+)
+def test_every_error_survives_pickling_whole(error: CloudtwinError) -> None:
+    """A sweep's worker sends its error back pickled; a custom __init__ must not break that."""
+    import pickle
+
+    from cloudtwin.intercloud.adapters.base import AdapterError
+
+    for err in (error, AdapterError("the site refused")):
+        back = pickle.loads(pickle.dumps(err))
+        assert type(back) is type(err) and str(back) == str(err) and vars(back) == vars(err)

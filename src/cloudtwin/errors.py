@@ -63,6 +63,19 @@ class CloudtwinError(Exception):
             field = match.group(1) if match else None
         self.field = field
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Exception pickles as cls(*args), which a subclass whose __init__ takes other
+        # arguments (FederationError, LimitError) cannot be made from: rebuild without it.
+        return (_rebuild, (type(self), self.args, self.__dict__))
+
+
+def _rebuild(cls: type[CloudtwinError], args: tuple[object, ...], state: dict[str, object]) -> CloudtwinError:
+    """An error as it was pickled (its message, field and every attribute), __init__ not run."""
+    err = cls.__new__(cls)
+    err.args = args
+    err.__dict__.update(state)
+    return err
+
 
 class ScenarioError(CloudtwinError):
     """A scenario file or override is malformed; the message names the key and the reason."""

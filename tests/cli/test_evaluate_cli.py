@@ -45,14 +45,12 @@ def test_evaluate_writes_the_report_and_stores_the_run(tmp_path: Path) -> None:
     assert table.returncode == 0 and "pinning" in table.stdout
 
 
-def test_json_is_the_only_output(tmp_path: Path) -> None:
-    done = cloudtwin(
-        "evaluate", RESILIENCY, "--strategies", "ecmp", "--no-store", "--json", "-o", "r", cwd=tmp_path
-    )
+def test_json_is_the_only_output_and_no_store_without_out_writes_nothing(tmp_path: Path) -> None:
+    done = cloudtwin("evaluate", RESILIENCY, "--strategies", "ecmp", "--no-store", "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     assert document["run_id"] is None and document["scenario"] == "resiliency"
-    assert not (tmp_path / "cloudtwin.duckdb").exists()
+    assert list(tmp_path.iterdir()) == [] and done.stderr == ""  # no ./evaluation-resiliency/
 
 
 @pytest.mark.parametrize(

@@ -66,6 +66,24 @@ def test_custom_masks_replace_the_format_masks(
     assert "mod_jk child init <*> <*>" in plain and "mod_jk child init <*> -<*>" in masked
     code, _, err = run(capsys, "logs", "parse", apache, "-f", "apache", "--mask", "(")
     assert code == 2 and "mask '(' is not a valid pattern" in err
+    code, _, err = run(capsys, "logs", "parse", apache, "-f", "apache", "--mask", r"(?<=x)\d")
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("cloudtwin: error: mask '(?<=x)\\\\d' cannot run in time linear in the line")
+
+
+@pytest.mark.parametrize("columns", [80, 160])
+def test_search_reads_at_80_columns_and_shows_every_message_whole(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, columns: int
+) -> None:
+    monkeypatch.setenv("COLUMNS", str(columns))
+    code, out, _ = run(capsys, "logs", "search", "blockMap", "--db", db, "--limit", "3", "--json")
+    messages = [row["content"] for row in json.loads(out)]
+    code, out, _ = run(capsys, "logs", "search", "blockMap", "--db", db, "--limit", "3")
+    assert code == 0 and len(messages) == 3
+    assert max(len(line) for line in out.splitlines()) <= columns
+    assert out.splitlines()[0].startswith("3 lines of ")  # one source: named once, in the title
+    flat = "".join(out.split())
+    assert all("".join(message.split()) in flat for message in messages)
 
 
 def test_templates_search_and_sql_as_json(db: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -112,6 +112,7 @@ def test_a_damaged_tokens_file_is_one_line(
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     (tmp_path / "state.json.tokens").write_text(tokens)
+    (tmp_path / "state.json.tokens").chmod(0o600)
     err = one_line_error(capsys, "federate", "apply", str(EXAMPLES / "intercloud.yaml"),
                          "--state", str(tmp_path / "state.json"))
     assert "not a tokens file" in err
@@ -141,7 +142,7 @@ def _nic(program: Path, entries: Path, *extra: str) -> list[str]:
         ("meters: 5\n", "meters: a mapping of meter name"),
         ("tables: " + "[" * 20_000 + "]" * 20_000, "nested more than 64 levels deep"),
         ("tables: {}\ntables: {}\n", "key 'tables' appears twice"),
-        ("# " + "x" * 5_000_000 + "\n", "a table-entries file may have"),
+        ("# " + "x" * 5_000_000 + "\n", "the table-entries file is larger than 4,194,304 bytes"),
     ],
 )
 def test_bad_table_entries_are_one_line(
@@ -290,7 +291,7 @@ def test_more_listed_flows_than_limits_flows_are_refused(
     # 400,000 rows ran past the 300,000 default before; here 20 rows over a limit of 10
     scenario = _flows(tmp_path, "f.csv", HEADER + "0,1,1000,0\n" * 20)
     err = one_line_error(capsys, "run", str(scenario), "--set", "limits.flows=10")
-    assert "makes 20 flows in one simulation, above limits.flows = 10" in err
+    assert "20 rows, more than the 10 flows limits.flows allows" in err
 
 
 def test_flows_out_onto_a_folder_names_its_own_flag(

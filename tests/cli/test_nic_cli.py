@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -69,7 +70,8 @@ def _bad(tmp_path: Path, name: str, text: str | bytes) -> str:
         ("program", r"^cloudtwin: error: .*bad\.p4:\d+:\d+: .*outside the supported P4-16 subset$"),
         (
             "entries",
-            r"^cloudtwin: error: tables\.vf_vni\.0\.match\.istd\.input_port: .* does not fit in bit<32>$",
+            r"^cloudtwin: error: .*e\.yaml:3: tables\.vf_vni\.0\.match\.istd\.input_port: .* does not fit "
+            r"in bit<32>$",
         ),
         ("pcap", r"^cloudtwin: error: .*cut\.pcap: record \d+ is truncated"),
         (
@@ -138,3 +140,33 @@ def test_a_run_through_a_quarantined_host_is_refused_in_one_line() -> None:
         "run", "examples/smartnic.yaml", "--set", "workload.size=1MiB", "--set", "nic.boot_faults=[]"
     )
     assert clean.returncode == 0, clean.stderr
+
+
+def test_offload_says_how_many_hosts_it_lists_and_all_lists_every_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cloudtwin.cli.app import main
+
+    assert main(["nic", "offload", str(REPO / "examples" / "smartnic.yaml"), "--top", "3"]) == 0
+    shown = capsys.readouterr().out
+    assert "3 of 128 hosts shown; --all lists every host" in shown
+    assert main(["nic", "offload", str(REPO / "examples" / "smartnic.yaml"), "--all"]) == 0
+    every = capsys.readouterr().out
+    assert "hosts shown" not in every and "host127" in every.replace(" ", "")
+
+
+@pytest.mark.parametrize("flag", ["program", "--entries", "--pcap"])
+def test_a_device_or_fifo_as_any_input_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str
+) -> None:
+    from cloudtwin.cli.app import main
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    inputs = {"program": str(P4 / "vxlan_gateway.p4"), "--pcap": str(P4 / "host-frames.pcap")}
+    for name, bad in (("zero", "/dev/zero"), ("fifo", str(fifo))):
+        args = {**inputs, flag: bad}
+        argv = ["nic", "run", args.pop("program"), *[x for kv in args.items() for x in kv]]
+        assert main(argv) == 2, name
+        err = capsys.readouterr().err.strip()
+        assert err.endswith("not a regular file") and "\n" not in err, err

@@ -29,6 +29,7 @@ def test_train_scaling_json_and_plot(tmp_path: Path) -> None:
         assert set(r["breakdown_s"]) == {"compute", "exposed_comm", "bubble"}
     assert results[0]["scaling_efficiency"] == 1.0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert done.stderr.splitlines() == [f"wrote {plot}"]
 
 
 def test_train_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:

@@ -50,3 +50,13 @@ def test_bad_cluster_and_workload_keys_are_named(text: str, key: str) -> None:
 def test_gpus_per_host_must_match_the_node() -> None:
     with pytest.raises(ScenarioError, match="hosts.gpus: 4 GPUs per host, but a a100-80g-8 node has 8"):
         cluster_spec(load_scenario("hosts: {gpus: 4}"), 100e9)
+
+
+def test_a_node_profile_with_a_sourced_nic_count_must_match_hosts_nics() -> None:
+    # Vela's node: 2 NICs for GPU traffic; the HGX reference node: one per GPU.
+    vela = cluster_spec(load_scenario("hosts: {nics: 2}\ncluster: {node: vela-2nic}"), 100e9)
+    assert vela.nics_per_node == 2 and vela.nic_of_gpu(np.arange(8)).tolist() == [0] * 4 + [1] * 4
+    hgx = cluster_spec(load_scenario("hosts: {nics: 8}\ncluster: {node: hgx-8nic}"), 100e9)
+    assert hgx.nic_of_gpu(np.arange(8)).tolist() == list(range(8))
+    with pytest.raises(ScenarioError, match="hosts.nics: 8 NICs per host, but a vela-2nic node has 2"):
+        cluster_spec(load_scenario("hosts: {nics: 8}\ncluster: {node: vela-2nic}"), 100e9)

@@ -215,3 +215,25 @@ def test_collective_and_perftest_jobs_share_the_fabric() -> None:
         assert set(outcome.resiliency.job_slowdown) == {"ring", "rdma-test"}
         faulted = outcome.resiliency.busbw_faulted
         assert faulted is not None and faulted.busbw_GBps <= busbw.busbw_GBps * (1 + 1e-9)
+
+
+def test_the_reports_timelines_share_one_scale_with_labelled_ticks(small_evaluation) -> None:
+    import re
+
+    from cloudtwin.evaluation.report import render_html
+
+    page = render_html(results(small_evaluation))
+    svgs = re.findall(r'<svg[^>]*class="timeline".*?</svg>', page, re.S)
+    assert len(svgs) == 3
+    scales = {re.search(r'data-y-max="([^"]+)" data-x-max="([^"]+)"', s).groups() for s in svgs}  # type: ignore[union-attr]
+    assert len(scales) == 1, scales  # one rate range and one time span for every strategy
+    ticks = {tuple(re.findall(r'class="ytick"[^>]*>([^<]+)<', s)) for s in svgs}
+    assert len(ticks) == 1
+    (labels,) = ticks
+    assert len(labels) >= 3 and labels[0] == "0 Gbps" and all(t.endswith(" Gbps") for t in labels)
+    bins = [s.resiliency.timeline_binned for s in results(small_evaluation).strategies.values()]
+    peak = max(max(*b.faulted_gbps, *b.baseline_gbps) for b in bins)
+    assert float(labels[-1].split()[0]) >= peak  # the top tick covers every curve
+    assert all(len(re.findall(r'class="xtick"[^>]*>[^<]+ ms<', s)) >= 3 for s in svgs)
+    # the wide complexity table scrolls in its own box instead of running off the page
+    assert '<div class="wide"><table id="complexity">' in page

@@ -123,6 +123,7 @@ def test_megatron_39b_on_512_gpus_is_near_the_published_measurement() -> None:
     text = (Path(__file__).resolve().parents[2] / "examples" / "vela.yaml").read_text()
     scenario = load_scenario(text, "vela.yaml", [
         "workload.layers=48", "workload.pipeline=2", "cluster.virtualization=bare-metal",
+        "cluster.node=hgx-8nic", "hosts.nics=8", "fabric.hosts_per_leaf=4", "fabric.leaves=48",
         "fabric.host_link=200Gbps", "fabric.uplink=200Gbps", "routing.strategy=pinning",
         "workload.overlap_grad_reduce=false",
     ])
@@ -157,3 +158,33 @@ def test_workload_gpus_sets_the_size_without_a_sweep() -> None:
     assert result.gpus == 32 and result.layout.data == 2
     with pytest.raises(WorkloadError, match="workload.gpus: 24 GPUs"):
         predict_training(load_scenario(SMALL, "small", ["workload.gpus=24"]))
+
+
+def test_interleaving_shrinks_the_bubble_and_keeps_the_breakdown() -> None:
+    # SMALL at 64 GPUs: p = 2, d = 4, m = 8; with v = 2 the bubble is (p-1)/v = 0.5 slot.
+    plain = predict()[0]
+    (inter,) = predict("workload.virtual_stages=2")
+    assert inter.compute_s + inter.exposed_comm_s + inter.bubble_s == pytest.approx(inter.iteration_s)
+    assert inter.bubble_s / inter.pipeline_s == pytest.approx(bubble_fraction(2, 8, 2))  # 0.5/8.5
+    assert inter.bubble_s < plain.bubble_s
+    assert inter.memory_gb > plain.memory_gb
+
+
+def test_vela_reduction_is_four_gpus_rings_through_one_100g_nic() -> None:
+    # examples/vela.yaml: 2 NICs per node, so the rings of 4 GPUs share a NIC. Each ring
+    # hop carries 2(d-1)/d of a GPU's fp32 gradients (1.664B parameters: 13.04 GB at
+    # d = 48); four of them through 99 Gbps (100G less the VF's 1%) take 4.21 s, and
+    # stage 0's rings start 3 chunk backwards (0.24 s) after the last stage's.
+    from pathlib import Path
+
+    from cloudtwin.workloads import training as model
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "vela.yaml").read_text()
+    scenario = load_scenario(text, "vela.yaml", ["routing.strategy=pinning"])
+    (result,) = predict_training(scenario, [1536])
+    w = scenario.workload
+    hop = model.data_parallel_bytes_per_hop(w, 48)  # type: ignore[arg-type]
+    assert hop == pytest.approx(13.04e9, rel=1e-3)
+    line_rate_s = 4 * hop / (100e9 * 0.99 / 8)
+    assert line_rate_s == pytest.approx(4.21, rel=1e-2)
+    assert line_rate_s + 0.23 < result.dp_reduction_s < 1.03 * (line_rate_s + 0.25)

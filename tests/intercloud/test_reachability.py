@@ -168,6 +168,9 @@ def test_global_nat_allows_overlap_and_translates() -> None:
         ("sites.1.tenants.1.vni=7001", "sites.1.tenants.1.vni", "VNI 7001 is already used by tenant 'red'"),
         ("networks.1.tenant=green", "networks.1.tenant", "site 'east' has no tenant 'green'"),
         ("wan.0.between.1=pluto", "wan.0.between.1", "unknown site 'pluto'"),
+        # the same WAN link twice, in the same order and in the other: one is refused
+        ("wan.1.between.1=west", "wan.1.between", "'east' and 'west' are joined already by wan.0"),
+        ("wan.2.between.1=east", "wan.2.between", "'west' and 'east' are joined already by wan.0"),
         ("sites.0.tenants.0.address=10.0.0.254/24", "sites.0.tenants.0.address", "do not fit"),
     ],
 )

@@ -460,3 +460,90 @@ def test_any_plan_finishes_with_a_consistent_timeline(
         assert plan.bytes >= (vm.data_bytes * F + disk) * (1 - 1e-9)
     else:
         assert plan.downtime_s == 0.0
+
+
+def test_a_pause_longer_than_the_limit_is_converged_but_over_the_limit() -> None:
+    # An idle VM, whole rounds: nothing is pending after the first pass, so the pause is
+    # only the resume (10 ms): over a 5 ms limit, within the default 300 ms.
+    idle = VmMemory(1 << 30, 0, 0.0)
+    short = plan_migration(idle, MigrationOptions(bandwidth_bps=1e9, downtime_limit_s=0.005, syncs="rounds"))
+    assert short.converged and short.downtime_s == pytest.approx(0.010)
+    assert short.over_limit and short.status() == "converged, over the limit"
+    assert short.over_limit_note().startswith("downtime 10.0 ms is over the 5 ms limit")
+    within = plan_migration(idle, MigrationOptions(bandwidth_bps=1e9, syncs="rounds"))
+    assert not within.over_limit and within.status() == "converged" and within.over_limit_note() == ""
+    # QEMU's syncs stop with just under the threshold unsent (in pages, without their
+    # headers), then resume: 300.5 ms under a 300 ms limit, converged but over it
+    qemu = plan_migration(idle, MigrationOptions(bandwidth_bps=1e9))
+    assert qemu.downtime_s > qemu.downtime_limit_s == 0.3 and qemu.status() == "converged, over the limit"
+
+
+def test_migrate_plan_does_not_call_a_pause_over_the_limit_plainly_converged(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from cloudtwin.cli.app import main
+
+    flags = ["--memory", "1GiB", "--dirty-rate", "100MiB/s", "--working-set", "36MiB", "--bandwidth", "1Gbps"]
+    assert main(["migrate", "plan", *flags, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["downtime_s"] > document["downtime_limit_s"] == 0.3  # 309 ms
+    assert main(["migrate", "plan", *flags]) == 0
+    table = capsys.readouterr().out
+    assert "yes, over the limit" in " ".join(table.split()) and "over the 300 ms" in table
+
+
+def _idle_pass(**options: float) -> MigrationOptions:
+    """100 MiB of data at 100 MB/s with a 300 ms limit: the first pass sends eight 10 MB
+    periods and pauses with the 24.8576 MB it never reached (no dirtying)."""
+    return MigrationOptions(bandwidth_bps=8e8, protected=False, resume_s=0.002, **options)
+
+
+def test_pause_ends_when_its_last_byte_is_in_the_socket_buffer() -> None:
+    vm = VmMemory(memory_bytes=100 * MIB, working_set_bytes=0, dirty_rate_bps=0.0)
+    plain = plan_migration(vm, _idle_pass(final_bandwidth_bps=2e9))
+    buffered = plan_migration(vm, _idle_pass(final_bandwidth_bps=2e9, socket_buffer_bytes=5e6))
+    wire = (100 * MIB - 80e6) * F  # every page of the pause is one the destination never held
+    assert plain.stop_copy_s == pytest.approx(wire / 250e6, rel=1e-12)
+    # the buffer takes the last 5 MB at once; the rest drains at the first-time rate
+    assert buffered.stop_copy_s == pytest.approx((wire - 5e6) / 250e6, rel=1e-12)
+    assert buffered.downtime_s == pytest.approx(buffered.stop_copy_s + 0.002, rel=1e-12)
+    assert buffered.bytes == plain.bytes  # the buffer changes when, not what, is sent
+    # the re-sent rate does not apply: nothing in this pause was sent before
+    faster = plan_migration(
+        vm, _idle_pass(final_bandwidth_bps=2e9, socket_buffer_bytes=5e6, resent_bandwidth_bps=8e10)
+    )
+    assert faster.stop_copy_s == buffered.stop_copy_s
+    whole = plan_migration(vm, _idle_pass(final_bandwidth_bps=2e9, socket_buffer_bytes=30e6))
+    assert whole.stop_copy_s == 0.0 and whole.downtime_s == 0.002
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    working_set_mib=st.integers(8, 128),
+    rate_mib_s=st.integers(1, 60),
+    buffer_mb=st.floats(0, 20),
+    resent_over_first=st.floats(1, 10),
+)
+def test_a_buffer_and_faster_resent_pages_never_lengthen_the_pause(
+    working_set_mib: int, rate_mib_s: int, buffer_mb: float, resent_over_first: float
+) -> None:
+    vm = VmMemory(
+        memory_bytes=256 * MIB, working_set_bytes=working_set_mib * MIB, dirty_rate_bps=rate_mib_s * MIB * 8
+    )
+    base = _idle_pass(final_bandwidth_bps=2e9)
+    plain = plan_migration(vm, base)
+    assume(plain.converged)
+    better = plan_migration(
+        vm,
+        _idle_pass(
+            final_bandwidth_bps=2e9,
+            socket_buffer_bytes=buffer_mb * 1e6,
+            resent_bandwidth_bps=2e9 * resent_over_first,
+        ),
+    )
+    assert better.converged and better.rounds == plain.rounds and better.bytes == plain.bytes
+    assert better.stop_copy_s <= plain.stop_copy_s * (1 + 1e-12)
+    assert (
+        better.stop_copy_s
+        >= max(0.0, plain.stop_copy_s - buffer_mb * 1e6 / 250e6) / resent_over_first - 1e-12
+    )

@@ -8,6 +8,9 @@ import pytest
 
 from cloudtwin.errors import LogFormatError
 from cloudtwin.ops import PRESETS, LogFormat, resolve_format
+from cloudtwin.ops.miner import TemplateMiner
+from cloudtwin.ops.parser import LogParser
+from cloudtwin.ops.reader import LineBatch
 
 Lines = Callable[[str], list[str]]
 Rows = Callable[[str], list[dict[str, str]]]
@@ -49,11 +52,31 @@ def test_a_field_with_spaces_still_parses_through_the_lazy_pattern() -> None:
         ("<Date> <Content", "unbalanced '<'"),
         ("<Date> ( <Content>", "not a valid pattern"),
         ("nosuchpreset", "neither a preset"),
+        (r"(a)\1 <Content>", "cannot run in time linear in the line"),
+        (r"(?=x)x <Content>", "cannot run in time linear in the line"),
+        (r"a{100000}{100000}<Content>", "not a valid pattern"),
+        (r"(?:a{1000}){1000}<Content>", "cannot run in time linear in the line"),
     ],
 )
 def test_bad_formats_name_the_problem(text: str, reason: str) -> None:
     with pytest.raises(LogFormatError, match=reason.replace("(", r"\(")):
         resolve_format(text)
+
+
+def test_a_format_that_backtracks_in_python_parses_in_linear_time() -> None:
+    """`(a+)+b` over a line of a's is exponential in Python's re; RE2 answers at once."""
+    fmt = resolve_format("(a+)+b<Content>").format
+    assert fmt.parse("a" * 5000) is None
+    assert fmt.parse("aaab rest")["Content"] == " rest"  # type: ignore[index]
+
+
+def test_a_format_with_groups_of_its_own_keeps_its_fields_apart() -> None:
+    """The format's own (unnamed) groups do not shift the fields of a batch."""
+    fmt = resolve_format(r"(x|y)<Level> <Component>: <Content>").format
+    parser = LogParser(fmt, TemplateMiner())
+    lines = ["xINFO disk: a 1", "yWARN net: b 2"]
+    out = parser.parse_batch(LineBatch(lines, [0, 16], [1, 2], 32))
+    assert (out.levels, out.components, out.contents) == (["INFO", "WARN"], ["disk", "net"], ["a 1", "b 2"])
 
 
 def test_rfc3164_syslog_with_priority_gives_the_level() -> None:

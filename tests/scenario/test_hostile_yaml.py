@@ -74,3 +74,35 @@ def test_brackets_in_quotes_do_not_count_and_a_huge_text_is_refused() -> None:
     assert load_scenario(BASE.replace("name: t", "name: '[[[[[[[['"), "s.yaml").name == "[" * 8
     with pytest.raises(ScenarioError, match="more than the 1,048,576 a scenario may have"):
         load_scenario(BASE + "x: " + "y" * 2_000_000 + "\n", "big.yaml")
+
+
+@pytest.mark.parametrize(
+    "value", ["1__000", "0x10", "0o17", "0b11", "1:30", ".nan", ".inf", "-.inf", "1.0e+400"]
+)
+def test_yaml_numbers_beyond_plain_decimal_are_refused(value: str) -> None:
+    # YAML 1.1 read these as 1000, 16, 3, 90, NaN, inf: a silent surprise in a scenario
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(BASE, "s.yaml", [f"seed={value}"])
+    assert repr(value) in str(caught.value) and caught.value.field == "seed"
+
+
+def test_a_leading_zero_is_decimal_not_octal_and_digits_may_be_grouped() -> None:
+    assert load_scenario(BASE + "seed: 010\n", "s.yaml").seed == 10
+    assert load_scenario(BASE + "seed: 3_600_000\n", "s.yaml").seed == 3_600_000
+
+
+@pytest.mark.parametrize(
+    ("override", "field"),
+    [
+        ("cluster.overheads.compute=nan", "cluster.overheads.compute"),
+        ("cluster.overheads.nic_latency=-inf", "cluster.overheads.nic_latency"),
+        ("faults=[{kind: link, target: leaf0-spine0, capacity: '\u0661\u0660%'}]", "faults.0.capacity"),
+        ("faults=[{kind: link, target: leaf0-spine0, capacity: 'nan%'}]", "faults.0.capacity"),
+        ("fabric.leaves=\uff12", "fabric.leaves"),
+        ("fabric.leaves=\u0662", "fabric.leaves"),
+    ],
+)
+def test_non_finite_and_non_ascii_numbers_are_refused_naming_the_field(override: str, field: str) -> None:
+    with pytest.raises(ScenarioError) as caught:
+        load_scenario(BASE, "s.yaml", [override])
+    assert caught.value.field == field

@@ -152,3 +152,55 @@ def test_format_size_round_trips(size: int, text: str) -> None:
 def test_format_time(seconds: float, text: str) -> None:
     assert format_time(seconds) == text
     assert parse_time(text) == pytest.approx(seconds, rel=1e-12)
+
+
+# -- one strict ASCII number reader; the formatter and the parser agree -----------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["\u0661\u0662", "\uff11\uff12", "1__0", "_1", "1_", " 5", "5 ", "0x10", "1e400", "nan", "inf", "", "+"],
+)
+def test_numbers_are_ascii_finite_and_bare(text: str) -> None:
+    from cloudtwin.scenario.units import parse_int, parse_number
+
+    with pytest.raises(ValueError, match="not a"):
+        parse_number(text)
+    with pytest.raises(ValueError, match="not a"):
+        parse_int(text)
+
+
+def test_plain_numbers_read() -> None:
+    from cloudtwin.scenario.units import parse_int, parse_number
+
+    assert (parse_int("-12"), parse_int("+7"), parse_number("2.5e-3"), parse_number(".5")) == (
+        -12, 7, 2.5e-3, 0.5
+    )
+    # digits grouped as YAML and Python source group them (examples/vela-hpl.yaml: 3_600_000)
+    assert (parse_int("3_600_000"), parse_number("1_000.5"), parse_size("1_024KiB")) == (
+        3_600_000, 1000.5, 1 << 20
+    )
+
+
+def test_every_size_the_formatter_prints_is_read_back() -> None:
+    # "more than 1EiB" was printed while 1EiB was refused
+    for size in (1, 1023, 1 << 10, 5 << 30, 3 << 40, 7 << 50, 1 << 60):
+        assert parse_size(format_size(size)) == size
+    assert parse_size("1EiB") == 1 << 60
+    with pytest.raises(ValueError, match="more than 1EiB"):
+        parse_size("2EiB")
+
+
+def test_every_rate_and_time_the_formatter_prints_is_read_back() -> None:
+    for rate in (1.0, 999.0, 25e9, 1.6e12, 4e15):
+        assert parse_rate(format_rate(rate)) == pytest.approx(rate, rel=1e-5)
+    for seconds in (1e-9, 2.5e-6, 3e-3, 12.0, 1e6):
+        assert parse_time(format_time(seconds)) == pytest.approx(seconds, rel=1e-3)
+
+
+def test_a_zero_rate_or_size_with_a_unit_is_zero_where_zero_is_allowed() -> None:
+    # `migrate plan --dirty-rate 0MiB/s` was refused while `0` was accepted
+    assert parse_rate("0MiB/s", allow_zero=True) == parse_rate("0", allow_zero=True) == 0.0
+    assert parse_size("0GiB", allow_zero=True) == parse_size("0", allow_zero=True) == 0
+    with pytest.raises(ValueError, match="must be positive"):
+        parse_rate("0MiB/s")

@@ -21,6 +21,7 @@ class Server:
     url: str
     token: str
     output: Path
+    process: subprocess.Popen[bytes]
 
 
 def free_port() -> int:
@@ -59,7 +60,7 @@ def running_server(
             if process.poll() is not None or time.monotonic() > deadline:
                 raise AssertionError(f"cloudtwin serve did not start:\n{output.read_text()}")
             time.sleep(0.2)
-        yield Server(url, token_file.read_text().strip(), output)
+        yield Server(url, token_file.read_text().strip(), output, process)
     finally:
         process.terminate()
         try:

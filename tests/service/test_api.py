@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 from tests.cli.cli_helpers import cloudtwin
 from tests.service.conftest import SMALL, auth
@@ -98,6 +99,53 @@ def test_an_unknown_scenario_key_answers_400_naming_the_field(client: TestClient
     assert answer.json()["error"] == {
         "field": "fabric.spinez", "message": "scenario_yaml:8: fabric.spinez: unknown key"
     }
+
+
+@pytest.mark.parametrize("kind", ["compare", "evaluate", "nccl-tests"])
+def test_an_unknown_strategy_answers_400_naming_the_field(client: TestClient, kind: str) -> None:
+    example = "routing-strategies" if kind == "nccl-tests" else "leaf-spine-perftest"
+    body = {"kind": kind, "example": example, "strategies": ["ecmp", "nosuch"]}
+    answer = client.post("/api/jobs", json=body, headers=auth())
+    assert answer.status_code == 400, answer.text
+    error = answer.json()["error"]
+    assert error["field"] == "strategies" and "unknown strategy 'nosuch'" in error["message"]
+    assert client.get("/api/jobs").json()["jobs"] == []
+
+
+def test_an_override_without_a_value_names_the_overrides_field(client: TestClient) -> None:
+    body = {"example": "leaf-spine-perftest", "overrides": ["fabric.leaves"]}
+    answer = client.post("/api/jobs", json=body, headers=auth())
+    assert answer.status_code == 400
+    assert answer.json()["error"]["field"] == "overrides"
+
+
+@pytest.mark.parametrize(
+    ("log_format", "reason"),
+    [
+        (r"(a)\1 <Content>", "cannot run in time linear"),
+        (r"(?=a)a <Content>", "cannot run in time linear"),
+        ("<Date> ( <Content>", "not a valid pattern"),
+        ("<Date> <Level>", "no <Content>"),
+    ],
+)
+def test_an_ingest_format_that_cannot_run_answers_400_naming_format(
+    client: TestClient, log_format: str, reason: str
+) -> None:
+    body = {"format": log_format, "source": "s", "text": "a b c\n"}
+    answer = client.post("/api/logs/ingest", json=body, headers=auth())
+    assert answer.status_code == 400
+    assert answer.json()["error"]["field"] == "format"
+    assert reason in answer.json()["error"]["message"]
+
+
+@pytest.mark.parametrize("path", ["/api/logs/search?text=a&", "/api/logs/anomalies?", "/api/logs/timeline?"])
+@pytest.mark.parametrize("field", ["since", "until"])
+def test_a_time_outside_the_years_in_utc_is_400_naming_it(client: TestClient, path: str, field: str) -> None:
+    """9999-12-31T23:59:59-14:00 is in year 10000 in UTC: it was an OverflowError (a 500,
+    found once by the fuzz test)."""
+    answer = client.get(f"{path}{field}=9999-12-31T23:59:59-14:00")
+    assert answer.status_code == 400, answer.text
+    assert answer.json()["error"]["field"] == field
 
 
 def test_changes_without_the_token_are_refused_and_write_nothing(client: TestClient, db: Path) -> None:

@@ -1,5 +1,8 @@
 """The dashboard in a real browser: Debian's Chromium driven by Playwright (no browser
-download): open it, start a comparison from a shipped example, wait, check table and plot."""
+download): open it, start a comparison from a shipped example, wait, check table and plot.
+The run, diagnosis and report pages are photographed into the test's folder, and their
+layout is checked from the DOM: no toolbar over a title, legends outside the plot area and
+clear of the axis titles, labelled nodes, timelines on one scale."""
 
 from __future__ import annotations
 
@@ -27,15 +30,57 @@ pytestmark = [
 ]
 
 
-@pytest.fixture
-def browser_page():  # type: ignore[no-untyped-def]
+@pytest.fixture(scope="module")
+def browser():  # type: ignore[no-untyped-def]
+    """One Chromium for the module (each test gets its own page)."""
     with playwright_api.sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
+        launched = p.chromium.launch(executable_path=str(CHROMIUM), args=ARGS, headless=True)
         try:
-            page = browser.new_page(viewport={"width": 1280, "height": 1000})
-            yield page
+            yield launched
         finally:
-            browser.close()
+            launched.close()
+
+
+@pytest.fixture
+def browser_page(browser):  # type: ignore[no-untyped-def]
+    context = browser.new_context(viewport={"width": 1280, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
+
+
+#: Every plot of the page: the toolbar (modebar) clear of the titles, each legend outside
+#: its plot area and clear of the axis titles. Returns what overlaps (empty when nothing).
+OVERLAPS = """() => {
+  const box = (e) => e.getBoundingClientRect();
+  const meets = (a, b) => a.width > 0 && a.height > 0 && b.width > 0 && b.height > 0
+    && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const found = [];
+  for (const plot of document.querySelectorAll(".js-plotly-plot")) {
+    const titles = [...plot.querySelectorAll(".gtitle")].map(box);
+    const axes = [...plot.querySelectorAll(".xtitle, .ytitle")].map(box);
+    const areas = [...plot.querySelectorAll(".nsewdrag")].map(box);
+    for (const bar of plot.querySelectorAll(".modebar")) {
+      if (titles.some((t) => meets(box(bar), t))) found.push(plot.id + ": toolbar over the title");
+    }
+    for (const legend of plot.querySelectorAll(".legend")) {
+      const b = box(legend);
+      if (areas.some((a) => meets(b, a))) found.push(plot.id + ": legend inside the plot area");
+      if (axes.some((a) => meets(b, a))) found.push(plot.id + ": legend over an axis title");
+      if (titles.some((t) => meets(b, t))) found.push(plot.id + ": legend over the title");
+    }
+  }
+  return found;
+}"""
+
+
+def assert_laid_out(page, plots: int) -> None:  # type: ignore[no-untyped-def]
+    """The page drew `plots` plots, each with a title, and nothing overlaps."""
+    assert page.locator(".js-plotly-plot").count() == plots
+    assert page.locator(".js-plotly-plot .gtitle").count() == plots
+    assert page.evaluate(OVERLAPS) == []
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
 
 
 def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]
@@ -59,6 +104,7 @@ def test_start_a_comparison_and_see_its_table_and_plot(db: Path, tmp_path: Path,
         assert ratio[0] == "aggregate vs ecmp" and ratio[1] == "1.00x"
         page.wait_for_selector("#job-plot .main-svg")
         assert page.locator("#job-plot .trace.bars .point").count() == 2
+        assert page.evaluate(OVERLAPS) == []
         shot = (SCREENSHOT or tmp_path) / "dashboard.png"
         shot.parent.mkdir(parents=True, exist_ok=True)
         page.screenshot(path=str(shot), full_page=True)
@@ -80,6 +126,8 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
             page.wait_for_selector(f"#plot-{name} .main-svg")
         assert page.locator("#tradeoff tbody tr").count() == 2
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
+        assert_laid_out(page, 3)
+        assert page.locator("#plot-timeline .legend").count() == 1
         page.goto(server.url + "/")
         page.check("input.pick[value='1']")
         page.check("input.pick[value='3']")
@@ -87,6 +135,7 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
         page.wait_for_selector("#plot-aggregate .main-svg")
         assert page.url.endswith("/compare?runs=3,1")
         assert page.locator("#compare-table tbody tr").count() == 5  # 3 + 2 strategies
+        assert_laid_out(page, 2)
 
 
 def test_the_diagnosis_is_drawn_on_the_fabric_and_logs_on_a_timeline(  # type: ignore[no-untyped-def]
@@ -108,8 +157,16 @@ def test_the_diagnosis_is_drawn_on_the_fabric_and_logs_on_a_timeline(  # type: i
         page.wait_for_selector("#plot-fabric .main-svg")
         assert page.locator("tr.suspect td").nth(1).inner_text() == "leaf1-spine2"
         assert page.locator("#plot-fabric .legendtext", has_text="#1 leaf1-spine2").count() == 1
+        page.screenshot(path=str(tmp_path / "diagnosis.png"), full_page=True)
+        assert_laid_out(page, 1)
+        # every switch is named on the drawing, and a suspect node is marked (and listed) too
+        labels = [t for t in page.locator("#plot-fabric .textpoint").all_text_contents() if t]
+        assert {"spine0", "spine3", "leaf0", "leaf3", "host0nic0"} <= set(labels), labels
+        assert len(labels) == 4 + 4 + 16  # switches, and the NICs (host over nic)
+        assert page.locator("#plot-fabric .legendtext", has_text="#3 spine2").count() == 1
         page.goto(server.url + "/logs?text=down")
         page.wait_for_selector("#plot-logs .main-svg")
+        assert_laid_out(page, 1)
         assert page.locator("#anomalies tbody tr").count() > 0
         assert page.locator("#lines tbody tr").count() > 0
 
@@ -118,8 +175,42 @@ def test_a_refused_start_says_why(db: Path, tmp_path: Path, browser_page) -> Non
     page = browser_page
     with running_server(db, tmp_path) as server:
         page.goto(server.url + "/")
+        header = page.locator("#job p").first
+        page.click("#start-button")  # no token at all
+        page.wait_for_selector("#job-error:not([hidden])")
+        assert "token is required" in page.locator("#job-error").inner_text()
+        assert header.inner_text().strip() == "compare leaf-spine-perftest: refused (no token)"
         page.fill("#token", "not-the-token")
         page.click("#start-button")
-        page.wait_for_selector("#job-error:not([hidden])")
-        assert "token" in page.locator("#job-error").inner_text()
+        page.wait_for_selector("#job-error:not([hidden]) >> text=not this service's")
         assert page.locator("#job-state").inner_text() == "refused"
+        assert header.inner_text().strip() == "compare leaf-spine-perftest: refused"
+
+
+def test_the_report_puts_its_timelines_on_one_scale_and_fits_the_window(  # type: ignore[no-untyped-def]
+    db: Path, tmp_path: Path, browser_page
+) -> None:
+    from cloudtwin.evaluation.report import render_html
+    from cloudtwin.evaluation.results import Results
+    from cloudtwin.service.views import run_document
+    from cloudtwin.store.database import Store
+
+    with Store(db) as store:  # run 3: ecmp, spray and pinning
+        report = tmp_path / "report.html"
+        report.write_text(render_html(Results.from_json(run_document(store, 3))))
+    page = browser_page
+    page.goto(report.as_uri())
+    page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+    timelines = page.locator("svg.timeline")
+    assert timelines.count() == 3
+    scales = {(t.get_attribute("data-y-max"), t.get_attribute("data-x-max")) for t in timelines.all()}
+    assert len(scales) == 1, scales  # one y range (and one time range) for all of them
+    for timeline in timelines.all():
+        ticks = timeline.locator("text.ytick").all_text_contents()
+        assert len(ticks) >= 3 and all(t.endswith("Gbps") for t in ticks), ticks
+        assert len(timeline.locator("text.xtick").all_text_contents()) >= 3
+    assert len({tuple(t.locator("text.ytick").all_text_contents()) for t in timelines.all()}) == 1
+    # wide tables scroll in their own box; the page itself is never wider than the window
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+    complexity = page.locator("#complexity")
+    assert complexity.evaluate("e => getComputedStyle(e.parentElement).overflowX") == "auto"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import stat
@@ -108,3 +109,38 @@ def test_a_foreign_host_name_on_this_machine_needs_the_token(db: Path, tmp_path:
         assert rebound.status_code == 401
         bearer = {"Host": f"attacker.example:{port}", "Authorization": f"Bearer {server.token}"}
         assert httpx.get(server.url + "/api/runs", headers=bearer).status_code == 200
+
+
+def test_the_socket_accepts_connections_before_the_url_is_printed() -> None:
+    """`serve` prints its URL right after `_listen`: a client reading it must get in."""
+    from cloudtwin.service.command import _listen
+
+    listener = _listen("127.0.0.1", 0)
+    try:
+        with socket.create_connection(listener.getsockname()[:2], timeout=10):
+            pass
+    finally:
+        listener.close()
+
+
+def test_a_db_that_is_not_duckdb_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    notes = tmp_path / "notes.duckdb"
+    notes.write_text("not a database\n" * 10)
+    token = tmp_path / "token"
+    done = cloudtwin("serve", "--db", str(notes), "--token-file", str(token), "--port", "0")
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"cloudtwin: error: db: {notes} is not a DuckDB database"]
+    assert not token.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["notes.duckdb"]
+
+
+def test_a_db_that_is_a_folder_or_a_fifo_is_refused_naming_db(tmp_path: Path) -> None:
+    from cloudtwin.errors import StoreError
+    from cloudtwin.store.database import check_store_file
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    for path in (tmp_path, fifo):
+        with pytest.raises(StoreError, match="^db: .* is not a regular file") as caught:
+            check_store_file(path)
+        assert caught.value.field == "db"
+    check_store_file(tmp_path / "missing.duckdb")  # a store yet to be made

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import duckdb
@@ -110,4 +111,37 @@ def test_a_running_job_stops_at_its_next_report_and_a_failing_one_says_why() -> 
     broken = queue.submit("test", "s", ["x"], lambda progress: 1 / 0)
     assert queue.wait(broken, 10) and broken.state == JobState.FAILED
     assert broken.error == "internal error: ZeroDivisionError: division by zero"
+    queue.close()
+
+
+def test_a_job_of_this_process_writing_the_store_leaves_reads_on_the_last_copy(tmp_path: Path) -> None:
+    """The service's own job holds the file read-write: a refresh waits instead of failing."""
+    db = tmp_path / "s.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+        con.execute("INSERT INTO t VALUES (1)")
+    snapshots = Snapshots(db, tmp_path, interval_s=0.0)
+    assert snapshots.refresh()
+    with duckdb.connect(str(db)) as writing:
+        writing.execute("INSERT INTO t VALUES (2)")
+        assert not snapshots.refresh()
+        assert _count(snapshots) == 1
+    assert snapshots.refresh() and _count(snapshots) == 2
+    snapshots.close()
+
+
+def test_a_job_past_its_deadline_fails_at_its_next_report() -> None:
+    queue = JobQueue()
+    reports = []
+
+    def work(progress: Callable[[str, int, int], None]) -> dict[str, object]:
+        while True:
+            time.sleep(0.01)
+            progress("step", len(reports), 0)
+            reports.append(1)
+
+    job = queue.submit("test", "x", ["step"], work, deadline_s=0.0)
+    assert queue.wait(job, 60)
+    assert job.state == JobState.FAILED and job.error is not None
+    assert job.error.startswith("deadline: the job ran longer than its 0 s")
     queue.close()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -130,6 +132,14 @@ def test_storm_dips_then_recovers() -> None:
 def test_no_storm_below_the_insertion_rate() -> None:
     result = storm(100e9, 20e9, 1000, 50_000, 100_000, 0.01, 0.05, 0.01)
     assert result.dip_bps == pytest.approx(0.0, abs=1.0) and result.recovery_s == 0.0
+
+
+@pytest.mark.parametrize("duration_s", [1e6, 1e9, math.inf, math.nan])
+def test_a_storm_too_long_to_step_is_refused_with_its_estimate(duration_s: float) -> None:
+    # duration: 1000000s asked for 10^10 steps and ended in an allocation traceback
+    with pytest.raises(NicError, match=r"steps of 0.1 ms, more than the 300,000") as caught:
+        storm(100e9, 20e9, 1000, 50_000, 100_000, 0.1, duration_s, 0.01)
+    assert caught.value.field == "nic.storm.duration"
 
 
 def _chain(seed: int = 1) -> tuple[list[SignedStage], object]:

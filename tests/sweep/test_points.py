@@ -95,3 +95,32 @@ def test_size_matches_expansion_and_points_are_distinct(counts: list[int], zippe
     assert len(points) == p.size == len(set(points))
     expected = counts[0] if zipped else len(list(itertools.product(*[range(n) for n in counts])))
     assert p.size == expected
+
+
+def test_value_checks_take_each_probe_once_and_the_last_corner() -> None:
+    p = plan("fabric.spines=2,4", "seed=1..1000", "routing.strategy=ecmp,pinning")
+    assert p.value_checks() == [
+        ("fabric.spines=2", "seed=1", "routing.strategy=ecmp"),
+        ("fabric.spines=4", "seed=1", "routing.strategy=ecmp"),
+        ("fabric.spines=2", "seed=1000", "routing.strategy=ecmp"),
+        ("fabric.spines=2", "seed=1", "routing.strategy=pinning"),
+        ("fabric.spines=4", "seed=1000", "routing.strategy=pinning"),
+    ]
+    big = plan("fabric.spines=1..1000", "fabric.leaves=1..1000")
+    assert big.size == 1_000_000 and big.value_checks() == [
+        ("fabric.spines=1", "fabric.leaves=1"),
+        ("fabric.spines=1000", "fabric.leaves=1"),
+        ("fabric.spines=1", "fabric.leaves=1000"),
+        ("fabric.spines=1000", "fabric.leaves=1000"),
+    ]
+
+
+def test_value_checks_under_zip_take_the_pairs_holding_a_probe() -> None:
+    zipped = plan("seed=5,1..3", "fabric.leaves=4..100", "fabric.spines=1..97", zipped=True)
+    assert zipped.value_checks() == [
+        ("seed=5", "fabric.leaves=4", "fabric.spines=1"),
+        ("seed=5", "fabric.leaves=100", "fabric.spines=97"),
+        ("seed=1", "fabric.leaves=4", "fabric.spines=1"),
+        ("seed=3", "fabric.leaves=4", "fabric.spines=1"),
+    ]
+    assert set(zipped.value_checks()) <= set(zipped.overrides())

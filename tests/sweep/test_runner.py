@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import os
 import signal
+import subprocess
+import sys
+import time
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +17,7 @@ import pytest
 
 from cloudtwin.store.database import Store
 from cloudtwin.sweep import Plan, PoolExecutor, SerialExecutor, Task, parse_vary, run_points
+from cloudtwin.sweep.executors import run_batch
 
 SMALL = """name: small
 fabric: {kind: leaf-spine, leaves: 4, spines: 2, hosts_per_leaf: 2}
@@ -100,12 +105,48 @@ def test_a_crash_is_reported_not_stored_and_retried_next_run(tmp_path: Path) -> 
     assert len(stored(db)) == 2
 
 
-def test_short_points_are_batched(tmp_path: Path) -> None:
-    task = small_task()
+class Instant(Task):
+    """A task whose points cost nothing to run (what is tested is around them)."""
+
+    def __call__(self, overrides: Sequence[str]) -> dict[str, Any]:
+        return {"aggregate_gbps": 1.0}
+
+
+class FixedCost(SerialExecutor):
+    """Runs points in this process but reports each as taking `seconds`, so that batching,
+    which follows the measured time per point, does not depend on the machine's load."""
+
+    def __init__(self, seconds: float) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.sizes: list[int] = []
+
+    def submit(self, handle: int, payload: Any) -> None:
+        super().submit(handle, payload)
+        self.sizes.append(len(payload))
+        handle, outcomes = self._done[-1]
+        self._done[-1] = (handle, [replace(o, seconds=self.seconds) for o in outcomes])
+
+
+@pytest.mark.parametrize(
+    ("seconds", "sizes"),
+    [
+        # the first two batches (the window of one worker) go before any time is known;
+        # then 1 ms a point, 0.1 s a batch: 100 wanted, but never more than the 58 queued
+        (0.001, [1, 1, 58]),
+        # 40 ms a point: 0.1 / 0.04 = 2.5, so batches of 2 (the estimate stays 40 ms)
+        (0.04, [1, 1] + [2] * 29),
+        # points longer than a batch run one at a time
+        (0.5, [1] * 60),
+    ],
+)
+def test_short_points_are_batched(tmp_path: Path, seconds: float, sizes: list[int]) -> None:
+    task, executor = Instant(SMALL, "small.yaml", "run"), FixedCost(seconds)
     with Store(tmp_path / "s.duckdb") as store:
-        run = run_points(plan("seed=1..60").points(task.digest), task, store, SerialExecutor(), "small")
-    assert run.executed == 60
-    assert run.batches < 30
+        run = run_points(plan("seed=1..60").points(task.digest), task, store, executor, "small",
+                         target_batch_s=0.1)
+    assert run.executed == 60 and run.batches == len(sizes)
+    assert executor.sizes == sizes
 
 
 def test_a_killed_worker_loses_nothing_and_duplicates_nothing(tmp_path: Path) -> None:
@@ -138,3 +179,77 @@ def test_the_pool_stops_its_workers(tmp_path: Path, workers: int) -> None:
     for pid in set(seen):
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+class OutOfMemory(Task):
+    """A task whose point asks for more memory than the machine has."""
+
+    def __call__(self, overrides: Sequence[str]) -> dict[str, Any]:
+        raise MemoryError("Unable to allocate 224. GiB for an array")
+
+
+def test_a_point_out_of_memory_is_an_error_naming_limits_memory() -> None:
+    (outcome,) = run_batch(OutOfMemory(SMALL, "small.yaml", "run"), [("seed=1",)])
+    assert outcome.status == "error" and outcome.result is None
+    assert (outcome.error or "").startswith("limits.memory: the point ran out of memory (Unable to allocate")
+
+
+def test_an_error_in_the_driver_stops_the_workers(tmp_path: Path) -> None:
+    task, executor = small_task(), PoolExecutor(2)
+    seen: list[int] = []
+
+    def fail(done: int, total: int) -> None:
+        seen.extend(executor.worker_pids())
+        if done:
+            raise MemoryError("the driver ran out of memory")
+
+    with Store(tmp_path / "s.duckdb") as store, pytest.raises(MemoryError):
+        run_points(plan("seed=1..6").points(task.digest), task, store, executor, "small", progress=fail)
+    assert seen and not [pid for pid in set(seen) if _alive(pid)]
+
+
+DRIVER = """
+import math, sys
+from cloudtwin.sweep.executors import PoolExecutor
+pool = PoolExecutor(1, preload=())
+pool.start(math.factorial)
+pool.submit(1, 10**7)  # minutes in one call into C: the worker's watch thread cannot run
+while not pool.worker_pids():
+    pass
+print(pool.worker_pids()[0], flush=True)
+sys.stdin.read()
+"""
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process runs (a zombie nobody reaped has ended)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def _cpu_ticks(pid: int) -> int:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return int(fields[11]) + int(fields[12])
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc (Linux)")
+def test_a_killed_driver_leaves_no_worker_computing() -> None:
+    driver = subprocess.Popen([sys.executable, "-c", DRIVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    assert driver.stdout is not None
+    worker = int(driver.stdout.readline())
+    try:
+        while _alive(worker) and _cpu_ticks(worker) < 20:  # inside the long call
+            pass
+        driver.kill()
+        driver.wait()
+        deadline = time.monotonic() + 60  # a bound on the wait, not a measured duration
+        while _alive(worker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(worker), "the worker outlived its driver"
+    finally:
+        if _alive(worker):
+            os.kill(worker, signal.SIGKILL)

@@ -61,6 +61,35 @@ def test_the_limit_can_be_raised_and_the_cli_names_it(
     assert (code, out) == (2, "") and err.count("\n") == 1 and "limits.memory" in err
 
 
+def test_limits_memory_raised_past_the_machine_is_refused_with_the_estimate(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # limits.memory=1000TiB on a machine of a few GiB ended in a raw MemoryError
+    import cloudtwin.topology.estimate as estimate
+
+    monkeypatch.setattr(estimate, "machine_memory_bytes", lambda: 1 << 10)
+    scenario = load_scenario(SMALL, "s.yaml", ["limits.memory=1000TiB"])
+    needed = estimate_memory(scenario).total_bytes
+    assert needed > 1 << 10
+    with pytest.raises(LimitError, match=r"more than this machine.s 1.0KiB; raising limits.memory") as err:
+        build_topology(scenario)
+    assert err.value.limit == "limits.memory"
+
+
+def test_a_memory_error_is_one_line_at_the_cli(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import cloudtwin.cli.run as run_commands
+
+    def exhausted(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(run_commands, "read_scenario", exhausted)
+    code = main(["run", str(tmp_path / "s.yaml")])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "") and err.count("\n") == 1 and "out of memory" in err
+
+
 @pytest.mark.parametrize(
     ("override", "reason"),
     [
@@ -105,3 +134,31 @@ def test_an_alltoall_per_tenant_counts_each_jobs_pairs() -> None:
         "tenants: [{name: a, vni: 1, hosts: '0-1'}, {name: b, vni: 2, hosts: '2-3'}]\n"
     )
     assert estimate_flows(load_scenario(text, "s.yaml")) == 2 * 16 * 15
+
+
+THREE_SITES = "sites: [{name: a}, {name: b}, {name: c}]\n"
+
+
+def test_a_federation_above_limits_sites_is_refused_with_its_wan_estimate() -> None:
+    from cloudtwin.scenario.federation import load_federation
+    from cloudtwin.topology.estimate import check_federation
+
+    federation = load_federation(THREE_SITES, "f.yaml", ["limits.sites=2"])
+    with pytest.raises(LimitError) as err:
+        check_federation(federation)
+    assert err.value.field == "limits.sites"
+    # three sites and no wan: list, so a default link joins each of the 3 pairs
+    assert "3 sites joined by 3 WAN links" in str(err.value)
+    assert "raise limits.sites" in str(err.value)
+
+
+def test_a_federation_whose_default_wan_is_too_large_for_memory_is_refused() -> None:
+    from cloudtwin.scenario.federation import load_federation
+    from cloudtwin.topology.estimate import check_federation
+
+    federation = load_federation(THREE_SITES, "f.yaml", ["limits.memory=4KiB"])
+    with pytest.raises(LimitError) as err:
+        check_federation(federation)
+    assert err.value.field == "limits.memory"
+    assert "WAN links 6.7KiB" in str(err.value)  # 3 pairs x 2,300 bytes
+    assert "flows" not in str(err.value)  # a site runs no traffic of its own in a federation

@@ -181,6 +181,7 @@ def test_the_hosts_nic_tiers_slow_a_migration_between_sites() -> None:
         ),
         (("host: 0, network", "host: 9, network"), "mobility.vms.0.host"),
         (("network: web, memory", "network: nope, memory"), "mobility.vms.0.network"),
+        (("mobility:", "  limits: {sites: 5}\nmobility:"), "federation.limits"),
     ],
 )
 def test_bad_cloud_input_is_one_line_naming_the_field(change: tuple[str, str], field: str) -> None:
@@ -264,6 +265,7 @@ def test_hpl_and_a_collective_run_beside_the_migration_in_one_cloud() -> None:
           "federation.sites.0.fabric.hosts_per_leaf=64", "federation.sites.0.fabric.leaves=16"], "limits.flows"),
         (["federation.sites.1.fabric={kind: fat-tree, k: 96}", "limits.flows=100000000000"], "limits.memory"),
         (["limits.migrations=1"], "limits.migrations"),
+        (["limits.sites=1"], "limits.sites"),
         (["federation.traffic.0.pattern=all-pairs", "limits.flows=10"], "limits.flows"),
     ],
 )
@@ -284,4 +286,16 @@ def test_thousands_of_sites_joined_by_every_pair_are_refused_before_joining() ->
     text = "federation:\n  sites:\n" + "".join(f"    - {{name: s{i}}}\n" for i in range(3000))
     with pytest.raises(LimitError) as caught:
         run_cloud(load_cloud(text))
-    assert caught.value.field == "limits.memory" and "WAN links" in str(caught.value)
+    assert caught.value.field == "limits.sites" and "4,498,500 WAN links" in str(caught.value)
+
+
+def test_a_wan_link_listed_twice_is_refused_naming_the_clouds_field() -> None:
+    from cloudtwin.errors import FederationError
+
+    text = TWO_SITES.replace(
+        "wan: [{between: [east, west], bandwidth: @WAN@, latency: @WANLAT@}]",
+        "wan: [{between: [east, west], bandwidth: 1Gbps}, {between: [west, east], bandwidth: 40Gbps}]",
+    )
+    with pytest.raises(FederationError) as caught:
+        run_cloud(_cloud(text))
+    assert caught.value.field == "federation.wan.1.between"

@@ -223,6 +223,8 @@ def test_migrate_run_cli_json_and_store(tmp_path) -> None:
     for m in result["migrations"]:
         assert {"converged", "total_time_s", "downtime_s", "bytes", "rounds", "timeline"} <= set(m)
     assert (tmp_path / "rounds.png").stat().st_size > 0
+    wrote = [f"wrote run {result['run_id']} to {db}", f"wrote {tmp_path / 'rounds.png'}"]
+    assert done.stderr.splitlines() == wrote
     import duckdb
 
     with duckdb.connect(str(db), read_only=True) as con:

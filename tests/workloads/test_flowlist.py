@@ -121,6 +121,23 @@ def test_csv_and_parquet_rows_read_alike() -> None:
         ("source,destination,size\n0,2,1000\n", r"flows.csv: unknown column 'size'"),
         ("source,bytes\n0,1000\n", r"flows.csv: column 'destination' is missing"),
         ("", r"flows.csv: empty file"),
+        # silently wrong before: the first of two `bytes` columns was used
+        ("source,destination,bytes,bytes\n0,2,1000,5\n", r"flows.csv: column 'bytes' appears more than once"),
+        # a loop was simulated, loading leaf0's links twice
+        (
+            "source,destination,bytes,path\n0,2,1000,host0/nic0 leaf0 spine0 leaf0 spine1 leaf1 host2/nic0\n",
+            r"row 1, column path: visits leaf0 twice \(a path may not loop\)",
+        ),
+        # other scripts' digits were read as numbers: Arabic-Indic 2, full-width 2 and 1000
+        ("source,destination,bytes\n0,\u0662,1000\n", r"row 1, column destination: expected a host"),
+        ("source,destination,bytes\n0,host\uff12,1000\n", r"row 1, column destination: expected a host"),
+        ("source,destination,bytes\n0,2,\uff11\uff10\uff10\uff10\n", r"column bytes: .* is not a size"),
+        ("source,destination,bytes\n0,2,1__000\n", r"row 1, column bytes: '1__000' is not a size"),
+        ("source,destination,bytes,start\n0,2,1000,\u0661\n", r"row 1, column start: .* is not a time"),
+        ("source,destination,bytes,start\n0,2,1000,nan\n", r"row 1, column start: 'nan' is not a number"),
+        ("source,destination,bytes,start\n0,2,1000,1e400\n", r"row 1, column start: '1e400' is not a finite"),
+        ("source,destination,bytes,qps\n0,2,1000,\u0662\n", r"row 1, column qps: expected a whole number"),
+        ("source,destination,bytes,qps\n0,2,1000,1__0\n", r"row 1, column qps: expected a whole number"),
     ],
 )
 def test_bad_rows_are_named_by_row_and_column(csv: str, message: str) -> None:

@@ -85,3 +85,45 @@ def test_reduction_bytes() -> None:
     sharded = w.model_copy(update={"sharded_optimizer": True})
     # reduce-scatter of fp32 gradients + all-gather of bf16 weights, (d-1)/d of each per hop
     assert model.data_parallel_bytes_per_hop(sharded, 4) == pytest.approx(3 / 4 * 6 * params)
+
+
+def test_interleaved_schedule_times_by_hand() -> None:
+    # v = 2 model chunks per GPU: a microbatch crosses 2 stage boundaries per GPU each
+    # way, the bubble is (p-1)/v slots, and the cool-down step is one chunk's backward.
+    times = model.StageTimes(forward_s=1.0, backward_s=2.0, tp_comm_s=0.4, p2p_s=0.05,
+                             optimizer_s=0.0, overlap_window_s=0.0, virtual_stages=2)
+    assert times.slot_s == pytest.approx(1 + 2 + 0.4 + 2 * 2 * 0.05)  # 3.6
+    assert times.bubble_s(4) == pytest.approx(3 / 2 * 3.6)  # 5.4
+    assert times.pipeline_s(4, 8) == pytest.approx(8 * 3.6 + 5.4)
+    assert times.ring_offsets_s(4).tolist() == pytest.approx([3 * 1.15, 2 * 1.15, 1.15, 0.0])
+    assert times.bubble_s(4) / times.pipeline_s(4, 8) == pytest.approx(model.bubble_fraction(4, 8, 2))
+
+
+def test_interleaving_keeps_more_activations_on_the_first_stage() -> None:
+    # Korthikanti et al. 2022: L (1 + (p-1)/(p v)) layers' activations; p = 4, v = 2: 11/8.
+    w = TrainingWorkload(tensor=8, pipeline=4)
+    plain = model.memory_per_gpu(w, 8).activations
+    interleaved = model.memory_per_gpu(w.model_copy(update={"virtual_stages": 2}), 8).activations
+    assert interleaved == pytest.approx(plain * 11 / 8)
+
+
+def test_interleaving_needs_micro_batches_in_multiples_of_the_pipeline() -> None:
+    # Megatron's interleaved schedule runs micro-batches in groups of p.
+    w = TrainingWorkload(tensor=8, pipeline=4, virtual_stages=2, global_batch=96)
+    with pytest.raises(WorkloadError, match=r"workload.virtual_stages: .* 6 micro-batches"):
+        model.layout(w, 32 * 16, 1536)  # d = 16: 96 / 16 = 6 micro-batches
+    assert model.layout(w.model_copy(update={"global_batch": 128}), 32 * 16, 1536).micro_batches == 8
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"pipeline": 1, "virtual_stages": 2}, "needs pipeline > 1"),
+        ({"layers": 64, "pipeline": 8, "virtual_stages": 3}, "does not divide the 64 layers"),
+    ],
+)
+def test_bad_virtual_stages_are_named(fields: dict[str, int], message: str) -> None:
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=f"workload.virtual_stages: .*{message}"):
+        TrainingWorkload(**fields)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import sys
+from collections.abc import Callable
 from importlib import import_module
+from typing import Any
 
 import typer
 
@@ -12,6 +15,7 @@ from cloudtwin.cli import diagnose, evaluate, federate, logs, migrate, nccl, nic
 from cloudtwin.cli import run as run_commands
 from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
+from cloudtwin.scenario.units import parse_int, parse_number
 
 app = typer.Typer(
     name="cloudtwin",
@@ -74,7 +78,8 @@ for _name, _target in PEER_COMMANDS.items():
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input (a CloudtwinError or a bad flag) is one line and exit code 2."""
     try:
-        code = app(args=argv, prog_name="cloudtwin", standalone_mode=False)
+        command = strict_numbers(typer.main.get_command(app))
+        code = command.main(args=argv, prog_name="cloudtwin", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code
         return code if isinstance(code, int) else (0 if code is None else 1)
@@ -82,10 +87,44 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(str(err), exit_code_of(err))
     except typer.TyperException as err:  # a bad flag or argument, found while parsing
         return _usage_error(err)
+    except MemoryError:  # an estimate fell short, or limits were raised past the machine
+        return _fail(
+            "out of memory: the run asked for more memory than this machine could give; make "
+            "the scenario smaller, or lower what --set raised (limits.memory, limits.flows)"
+        )
     except (typer.Abort, KeyboardInterrupt):
         typer.echo("cloudtwin: interrupted", err=True)
         return 130
     return code if isinstance(code, int) else 0
+
+
+def strict_numbers(command: Any) -> Any:
+    """`command` with every int and float flag read by the one strict number parser first:
+    the flags' own coercion takes ' 5' and 'nan' as numbers."""
+    for param in command.params:
+        annotation = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+        if annotation in (int, float):
+            param.process_value = functools.partial(
+                _strict_value, param.process_value, parse_int if annotation is int else parse_number
+            )
+    for sub in getattr(command, "commands", {}).values():
+        strict_numbers(sub)
+    return command
+
+
+def _strict_value(
+    process: Callable[[Any, Any], Any],
+    parse: Callable[[str], float],
+    ctx: Any,
+    value: Any,
+) -> Any:
+    for item in value if isinstance(value, list | tuple) else [value]:
+        if isinstance(item, str):
+            try:
+                parse(item)
+            except ValueError as err:
+                raise typer.BadParameter(str(err), ctx=ctx) from None
+    return process(ctx, value)
 
 
 def _usage_error(err: Exception) -> int:

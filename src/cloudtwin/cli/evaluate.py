@@ -17,11 +17,12 @@ from cloudtwin.cli.output import (
     is_cloud_file,
     read_cloud,
     read_scenario,
+    read_scenario_text,
     stdout,
     write_json,
     write_text,
 )
-from cloudtwin.errors import StoreError
+from cloudtwin.errors import ScenarioError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 
 if TYPE_CHECKING:
@@ -54,8 +55,8 @@ def _is_federation(path: Path) -> bool:
     from cloudtwin.scenario.loader import parse_yaml
 
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        text = read_scenario_text(path)
+    except ScenarioError:
         return False  # read_scenario says what is wrong with it
     return "sites" in parse_yaml(text, str(path))[0]
 
@@ -90,6 +91,7 @@ def evaluate(
 
     Writes DIR/report.html (self-contained), DIR/report.md and DIR/results.json, records
     the run in the store (--db), and prints the trade-off table and a recommendation.
+    With --no-store and no --out, nothing is written to the disk.
 
     Example:  cloudtwin evaluate examples/resiliency.yaml --strategies ecmp,adaptive,pinning --out report
     """
@@ -105,26 +107,48 @@ def evaluate(
         _evaluate_cloud(scenario, names, out, None if no_store else db, overrides, as_json)
         return
     loaded = read_scenario(scenario, overrides)
-    folder = out if out is not None else Path(f"evaluation-{loaded.name}")
+    folder = _report_folder(out, no_store, loaded.name)
     talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
     say = (lambda m: talk.log(m)) if talk else None
     result = usecases.evaluate(loaded, names, say)
+    if folder is not None:
+        _make_folder(folder)
+        for name, text in result.files.items():
+            write_text(folder / name, text)
+    if not no_store:
+        with Store(db) as store:
+            result = usecases.record_evaluation(store, result)
+    run_id = result.run_id
+    stored = f"; stored as run {run_id} in {db}" if run_id is not None else ""
+    if as_json:
+        emit_json(result.to_json())
+        if folder is not None:
+            typer.echo(_wrote(folder, stored), err=True)
+        return
+    print_document(result.results, f"{loaded.name}: three-fold evaluation")
+    stdout.print(_wrote(folder, stored), highlight=False)
+
+
+def _report_folder(out: Path | None, no_store: bool, name: str) -> Path | None:
+    """Where the report goes: --out, else `evaluation-NAME` unless --no-store (which
+    writes nothing to the disk unless --out names a folder)."""
+    if out is not None:
+        return out
+    return None if no_store else Path(f"evaluation-{name}")
+
+
+def _make_folder(folder: Path) -> None:
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise StoreError(f"--out {folder}: cannot create the report directory: {err}") from err
-    for name, text in result.files.items():
-        write_text(folder / name, text)
-    if not no_store:
-        with Store(db) as store:
-            result = usecases.record_evaluation(store, result)
-    if as_json:
-        emit_json(result.to_json())
-        return
-    print_document(result.results, f"{loaded.name}: three-fold evaluation")
-    run_id = result.run_id
-    stored = f"; stored as run {run_id} in {db}" if run_id is not None else ""
-    stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)
+
+
+def _wrote(folder: Path | None, stored: str) -> str:
+    """The one line that says what was written where."""
+    if folder is None:
+        return "Wrote no report (--no-store without --out; --out DIR writes one)."
+    return f"Wrote {folder}/report.html, report.md, results.json{stored}."
 
 
 def _evaluate_cloud(
@@ -135,18 +159,16 @@ def _evaluate_cloud(
     from cloudtwin.evaluation.cloud import cloud_html, evaluate_cloud
 
     cloud = read_cloud(scenario, overrides)
-    folder = out if out is not None else Path(f"evaluation-{cloud.name}")
+    folder = _report_folder(out, db is None, cloud.name)
     talk = Console(stderr=True) if sys.stderr.isatty() and not as_json else None
     say = (lambda m: talk.log(m)) if talk else None
     evaluation = evaluate_cloud(cloud, names, say)
     document = evaluation.to_json()
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise StoreError(f"--out {folder}: cannot create the report directory: {err}") from err
-    write_text(folder / "report.md", evaluation.markdown())
-    write_text(folder / "report.html", cloud_html(evaluation))
-    write_json(folder / "results.json", document)
+    if folder is not None:
+        _make_folder(folder)
+        write_text(folder / "report.md", evaluation.markdown())
+        write_text(folder / "report.html", cloud_html(evaluation))
+        write_json(folder / "results.json", document)
     stored = ""
     if db is not None and evaluation.runs is not None and evaluation.runs[1].traffic is not None:
         with Store(db) as store:
@@ -154,6 +176,8 @@ def _evaluate_cloud(
         stored = f"; its operations data in {db} (cloudtwin diagnose --db {db})"
     if as_json:
         emit_json(document)
+        if folder is not None:
+            typer.echo(_wrote(folder, stored), err=True)
         return
     stdout.print(evaluation.markdown(), highlight=False, markup=False)
-    stdout.print(f"Wrote {folder}/report.html, report.md, results.json{stored}.", highlight=False)
+    stdout.print(_wrote(folder, stored), highlight=False)

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, stdout, write_json
+from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, write_json
 from cloudtwin.errors import FederationError, ScenarioError, needs_extra
 from cloudtwin.intercloud.controller import FederationController
 from cloudtwin.intercloud.dataplane import reachability as twin_reachability
 from cloudtwin.intercloud.federate import apply_plan, modelled_adapter, new_token, run_agents
 from cloudtwin.intercloud.plan import FederationPlan, plan_federation
 from cloudtwin.scenario.federation import load_federation
+from cloudtwin.store.private import PRIVATE_MODE, check_private
 
 __all__ = ["app"]
 
@@ -43,12 +45,7 @@ DB = typer.Option(None, "--db", help="Also write the run's operations data here 
 
 
 def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise ScenarioError(f"{path}: no such scenario file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    text = read_scenario_text(path)
     try:
         return plan_federation(load_federation(text, str(path), overrides or ()))
     except FederationError as err:
@@ -119,12 +116,22 @@ class _Tokens(TypedDict, total=False):
     sites: dict[str, str]
 
 
+#: A tokens file holds an admin token and one per site: far less than this.
+_TOKENS_MAX_BYTES = 1 << 20
+
+
 def _read_tokens(state: Path) -> _Tokens:
+    """The tokens beside `state` ({} when there are none yet); refused when another user
+    could read them (as `cloudtwin serve` refuses its token file) or when it is too big."""
     path = _tokens_path(state)
     try:
-        tokens = json.loads(path.read_text(encoding="utf-8"))
+        info = check_private(path, "tokens file", field="tokens")
     except FileNotFoundError:
         return {}
+    if info.st_size > _TOKENS_MAX_BYTES:
+        raise FederationError("tokens", f"{path}: {info.st_size:,} bytes is not a tokens file")
+    try:
+        tokens = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError, RecursionError) as err:
         raise FederationError("tokens", f"{path}: cannot read the tokens file") from err
     sites = tokens.get("sites", {}) if isinstance(tokens, dict) else None
@@ -170,9 +177,7 @@ def apply(
     for site in planned.scenario.sites:
         sites.setdefault(site.name, new_token())
     apply_plan(controller, planned, tokens["admin"], sites)
-    path = _tokens_path(state)
-    write_json(path, tokens)
-    path.chmod(0o600)
+    write_json(_tokens_path(state), tokens, mode=PRIVATE_MODE)
     agents = {s.name: (sites[s.name], modelled_adapter(s.flavour)) for s in planned.scenario.sites}
     run_agents(controller, agents)
     _show_status(controller, as_json)
@@ -327,24 +332,41 @@ ADAPTER = typer.Option(
     "linux (namespaces, as root) | command (a program speaking JSON lines).",
 )
 ADAPTER_COMMAND = typer.Option(None, "--adapter-command", help="The subprocess adapter's command line.")
+ADAPTER_TIMEOUT = typer.Option(
+    30.0, "--adapter-timeout", help="Seconds the command adapter has to answer each request (a whole line).",
+    min=0.01,
+)
 PERIOD = typer.Option(5.0, "--period", help="Seconds between reconciles.", min=0.01)
 ONCE = typer.Option(False, "--once", help="Reconcile once and exit (exit code 2 if it fails).")
 NS_PREFIX = typer.Option("ctw", "--prefix", help="Namespace name prefix of the linux adapter.")
 
 
-def _agent_adapter(kind: str, command: str | None, site: str, prefix: str, gateway: str):  # noqa: ANN202
+def _adapter_argv(kind: str, command: str | None) -> list[str] | None:
+    """The command adapter's argv (None for the other adapters), checked before anything runs."""
     import shlex
 
+    if kind not in ADAPTERS:
+        raise FederationError("adapter", f"unknown adapter {kind!r}; expected one of {', '.join(ADAPTERS)}")
+    if kind != "command":
+        return None
+    try:
+        argv = shlex.split(command or "")
+    except ValueError as err:  # "No closing quotation", "No escaped character"
+        raise FederationError("adapter_command", f"cannot split the command line: {err}") from err
+    if not argv:
+        raise FederationError("adapter_command", "the command adapter needs the program's command line")
+    return argv
+
+
+def _agent_adapter(  # noqa: ANN202
+    kind: str, argv: list[str] | None, site: str, prefix: str, gateway: str, timeout_s: float
+):
     from cloudtwin.intercloud.adapters.dove import DoveLikeAdapter
     from cloudtwin.intercloud.adapters.openstack import OpenStackLikeAdapter
     from cloudtwin.intercloud.adapters.process import ProcessAdapter
 
-    if kind not in ADAPTERS:
-        raise FederationError("adapter", f"unknown adapter {kind!r}; expected one of {', '.join(ADAPTERS)}")
-    if kind == "command":
-        if not command:
-            raise FederationError("adapter_command", "the command adapter needs the program's command line")
-        return ProcessAdapter(shlex.split(command))
+    if argv is not None:
+        return ProcessAdapter(argv, timeout_s=timeout_s)
     if kind == "linux":
         from cloudtwin.intercloud.adapters.linux import LinuxAdapter
 
@@ -357,6 +379,7 @@ def agent(
     controller: str = CONTROLLER,
     adapter: str = ADAPTER,
     adapter_command: str | None = ADAPTER_COMMAND,
+    adapter_timeout: float = ADAPTER_TIMEOUT,
     period: float = PERIOD,
     once: bool = ONCE,
     prefix: str = NS_PREFIX,
@@ -376,6 +399,7 @@ def agent(
         from cloudtwin.intercloud.agent import Agent
         from cloudtwin.intercloud.client import FederationClient
 
+    argv = _adapter_argv(adapter, adapter_command)
     token = os.environ.get(SITE_TOKEN_ENV)
     if not token:
         raise FederationError("token", f"the site's token is needed in {SITE_TOKEN_ENV}", 401)
@@ -385,7 +409,7 @@ def agent(
     except httpx.HTTPError as err:
         client.close()
         raise FederationError("controller", f"cannot reach {controller}: {err}") from err
-    made = _agent_adapter(adapter, adapter_command, site, prefix, gateway)
+    made = _agent_adapter(adapter, argv, site, prefix, gateway, adapter_timeout)
     try:
         while True:
             try:
@@ -427,10 +451,31 @@ def serve(
     controller, tokens = _controller(state)
     if not os.environ.get(TOKEN_ENV):
         path = _tokens_path(state)
-        write_json(path, tokens)
-        path.chmod(0o600)
+        write_json(path, tokens, mode=PRIVATE_MODE)
         typer.echo(f"admin token in {path}", err=True)
-    uvicorn.run(federation_app(controller), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(federation_app(controller), host=host, port=port, log_level="warning")
+    _announcing_server()(config).run()
+
+
+def _url(sockname: tuple[str, int]) -> str:
+    host, port = sockname[0], sockname[1]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def _announcing_server():  # noqa: ANN202 - a uvicorn.Server subclass, made once uvicorn is imported
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """Prints the URL it serves on once its socket accepts (the port the system chose for 0)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            listening = [s for server in self.servers for s in server.sockets]
+            if self.started and listening:
+                url = _url(listening[0].getsockname())
+                typer.echo(f"cloudtwin: federation controller on {url} (API schema at {url}openapi.json)")
+
+    return AnnouncingServer
 
 
 app.command("plan")(plan)

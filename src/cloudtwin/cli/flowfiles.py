@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cloudtwin.errors import WorkloadError
+from cloudtwin.files import read_bounded
 from cloudtwin.scenario.model import FlowsWorkload, Scenario
 
 if TYPE_CHECKING:
@@ -51,8 +52,6 @@ def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
             table = flow_table_from_arrow(_read_parquet(path, origin, scenario.limits.flows), origin)
         else:
             table = flow_table_from_csv(_read_csv(path, origin, scenario.limits.flows), origin)
-    except FileNotFoundError:
-        raise WorkloadError(f"{origin}: no such file ({path})") from None
     except UnicodeDecodeError:
         raise WorkloadError(f"{origin}: not a text (CSV) file") from None
     return scenario.model_copy(update={"workload": workload.with_table(table)})
@@ -63,28 +62,35 @@ def read_flow_file(scenario: Scenario, scenario_path: Path) -> Scenario:
 BYTES_PER_FLOW = 512
 
 
-def _most_bytes(path: Path, origin: str, flows: int) -> int:
-    """The bytes a flow file may hold (BYTES_PER_FLOW per allowed flow); WorkloadError
-    unless `path` is a regular file (or missing: the caller's open says so)."""
-    if path.exists() and not path.is_file():
-        raise WorkloadError(f"{origin}: not a regular file ({path})")
+def _most_bytes(flows: int) -> int:
+    """The bytes a flow file may hold: BYTES_PER_FLOW per allowed flow."""
     return BYTES_PER_FLOW * flows + 4096
 
 
-def _too_big(origin: str, most: int, flows: int, what: str = "") -> WorkloadError:
+def _hint(flows: int) -> str:
+    return f"more than {flows:,} flows can take (limits.flows); raise limits.flows for a longer list"
+
+
+def _file_error(line: str) -> WorkloadError:
+    """A flow file that cannot be read, named by its field: `workload.file: PATH: reason`."""
+    return WorkloadError(f"workload.file: {line}")
+
+
+def _too_many_rows(origin: str, rows: int, flows: int) -> WorkloadError:
     return WorkloadError(
-        f"{origin}: more than {most:,} bytes{what}, more than {flows:,} flows can take "
-        "(limits.flows); raise limits.flows for a longer list"
+        f"{origin}: {rows:,} rows, more than the {flows:,} flows limits.flows allows; "
+        "raise limits.flows for a longer list"
     )
 
 
 def _read_csv(path: Path, origin: str, flows: int) -> str:
-    """The text of a CSV flow file: a regular file, at most BYTES_PER_FLOW per allowed flow."""
-    most = _most_bytes(path, origin, flows)
-    with path.open("rb") as handle:
-        data = handle.read(most + 1)
-    if len(data) > most:
-        raise _too_big(origin, most, flows)
+    """The text of a CSV flow file: a regular file of at most BYTES_PER_FLOW per allowed
+    flow, read in pieces (memory follows the file, not the limit), and refused when it
+    holds more lines than `flows` rows and a header before any row is parsed."""
+    data = read_bounded(path, _most_bytes(flows), "flow file", _file_error, _hint(flows))
+    lines = data.count(b"\n") + (not data.endswith(b"\n"))
+    if lines - 1 > flows:  # blank lines count here: the parse skips them, but so many are not a list
+        raise _too_many_rows(origin, lines - 1, flows)
     return data.decode("utf-8")
 
 
@@ -95,20 +101,18 @@ def _read_parquet(path: Path, origin: str, flows: int) -> pa.Table:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    most = _most_bytes(path, origin, flows)
-    if path.stat().st_size > most:
-        raise _too_big(origin, most, flows)
+    most = _most_bytes(flows)
+    data = read_bounded(path, most, "flow file", _file_error, _hint(flows))
     try:
-        with pq.ParquetFile(path) as parquet:
+        with pq.ParquetFile(pa.BufferReader(data)) as parquet:
             meta = parquet.metadata
             if meta.num_rows > flows:
+                raise _too_many_rows(origin, meta.num_rows, flows)
+            unpacked = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
+            if unpacked > most:
                 raise WorkloadError(
-                    f"{origin}: {meta.num_rows:,} rows, more than the {flows:,} flows "
-                    "limits.flows allows; raise limits.flows for a longer list"
+                    f"{origin}: more than {most:,} bytes of data uncompressed, {_hint(flows)}"
                 )
-            data = sum(meta.row_group(i).total_byte_size for i in range(meta.num_row_groups))
-            if data > most:
-                raise _too_big(origin, most, flows, " of data uncompressed")
             return parquet.read()
     except (pa.ArrowInvalid, OSError) as err:
         if isinstance(err, FileNotFoundError):

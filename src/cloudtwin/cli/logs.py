@@ -17,9 +17,12 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 import typer
+from rich import box
 from rich.console import Console
+from rich.padding import Padding
 from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TransferSpeedColumn
 from rich.table import Table
+from rich.text import Text
 
 from cloudtwin.cli.executors import build_executor
 from cloudtwin.errors import LimitError, LogFormatError
@@ -322,7 +325,10 @@ def search(
     with Store(db, read_only=True) as store:
         found = search_logs(store, text, template, t0, t1, limit)
     columns = ["source", "line", "ts", "level", "component", "template_id", "content"]
-    _print_rows(_table(found, columns), as_json)
+    if as_json:
+        _print_rows(_table(found, columns), as_json)
+    else:
+        _print_lines(found)
 
 
 @app.command()
@@ -402,6 +408,54 @@ def anomalies(
             QueryLimits(max_cells=max_cells),
         )
     _print_anomalies(found, key, as_json)
+
+
+#: The widest a search table shows a source name or a component (their ends are kept).
+_NAME_WIDTH = 24
+#: Below this many columns, found lines are listed as a heading and the message under it.
+_TABLE_COLUMNS = 120
+
+
+def _print_lines(found: Sequence[Any]) -> None:
+    """Found lines, readable at 80 columns: one source goes in the title, long names keep
+    their ends, and the message takes the width left (a table on wide terminals; on
+    narrow ones each line's fields, then its message indented under them)."""
+    console = _stdout()
+    sources = sorted({line.source for line in found})
+    title = f"{len(found)} lines" + (f" of {sources[0]}" if len(sources) == 1 else "")
+    rows = [
+        ([_tail(line.source)] if len(sources) > 1 else [])
+        + [str(line.line), _when(line.ts), line.level or "", _tail(line.component or ""),
+           f"#{line.template_id}"]
+        for line in found
+    ]
+    if console.width < _TABLE_COLUMNS:
+        console.print(title, no_wrap=True, overflow="ellipsis", markup=False)
+        for row, line in zip(rows, found, strict=True):
+            console.print("  ".join(cell for cell in row if cell), no_wrap=True, overflow="ellipsis",
+                          markup=False, highlight=False)
+            console.print(Padding(Text(line.content, overflow="fold"), (0, 0, 0, 4)), soft_wrap=False)
+        return
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for name in (["source"] if len(sources) > 1 else []) + ["line", "ts", "level", "component"]:
+        table.add_column(name, no_wrap=True, justify="right" if name == "line" else "left")
+    table.add_column("template", no_wrap=True, justify="right")
+    table.add_column("content", ratio=1, overflow="fold")
+    for row, line in zip(rows, found, strict=True):
+        table.add_row(*row, line.content)
+    console.print(table)
+
+
+def _when(ts: datetime | None) -> str:
+    """A line's time, to the millisecond when it has a fraction of a second."""
+    if ts is None:
+        return ""
+    return ts.isoformat(sep=" ", timespec="milliseconds" if ts.microsecond else "seconds")
+
+
+def _tail(text: str, width: int = _NAME_WIDTH) -> str:
+    """``text``, or its last ``width - 1`` characters after an ellipsis."""
+    return text if len(text) <= width else "…" + text[-(width - 1):]
 
 
 def _table(items: Sequence[Any], columns: list[str]) -> tuple[list[str], list[tuple[Any, ...]]]:

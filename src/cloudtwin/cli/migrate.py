@@ -19,6 +19,7 @@ from cloudtwin.cli.output import (
     read_scenario,
     stdout,
     write_json,
+    wrote,
 )
 from cloudtwin.errors import MobilityError
 from cloudtwin.store.database import DEFAULT_DB
@@ -197,10 +198,11 @@ def _table(title: str, migrations: Named) -> Table:
     for column in ("vm", "converged", "rounds", "total (s)", "downtime (ms)", "GB sent", "notes"):
         table.add_column(column)
     for vm, result in migrations:
-        notes = "; ".join(result.actions + ([result.reason] if result.reason else []))
+        extra = [text for text in (result.reason, result.over_limit_note()) if text]
+        notes = "; ".join(result.actions + extra)
         table.add_row(
             vm,
-            "yes" if result.converged else "no",
+            {"converged": "yes", "did not converge": "no"}.get(result.status(), "yes, over the limit"),
             str(result.rounds),
             f"{result.total_time_s:.3f}",
             f"{result.downtime_s * 1e3:.1f}",
@@ -216,6 +218,7 @@ def _plot(path: Path, migrations: Named) -> None:
     figure = rounds_figure(migrations)
     path.parent.mkdir(parents=True, exist_ok=True)
     figure.savefig(path, dpi=120, bbox_inches="tight")
+    wrote(path)
 
 
 @app.command("run")
@@ -258,8 +261,10 @@ def run(
 
         with Store(db) as store:
             document["run_id"] = save_migration_run(store, name, document, outcome.log_rows())
+        wrote(db, f"run {document['run_id']}")
     if out is not None:
         write_json(out, document)
+        wrote(out)
     if as_json:
         emit_json(document)
     else:

@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import typer
+import yaml
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
+from cloudtwin.files import read_bounded, read_text_bounded
+from cloudtwin.scenario.loader import line_of
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -29,35 +32,32 @@ _JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout a
 _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set nic.profile=bmv2-like.")
 
 
-def _read_bytes(path: Path, what: str) -> bytes:
-    try:
-        return path.read_bytes()
-    except FileNotFoundError as err:
-        raise NicError(f"{path}: no such {what} file") from err
-    except OSError as err:
-        raise NicError(f"{path}: cannot read {what}: {err.strerror}") from err
-
-
-def _read_text(path: Path, what: str) -> str:
-    try:
-        return _read_bytes(path, what).decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise NicError(f"{path}: {what} is not UTF-8 text") from err
-
-
-#: An entries file is at most this long (about 40,000 entries), and at most ENTRIES_NODES
-#: YAML values once its aliases are expanded: reading it stays within seconds.
-ENTRIES_CHARS = 4 << 20
+#: The most bytes `nic run` reads of each input, so that each is read and parsed within
+#: seconds: a P4 program (the shipped ones are a few KiB; the parser takes about 10 s a
+#: MiB), an entries file (about 40,000 entries; at most ENTRIES_NODES YAML values once its
+#: aliases are expanded) and a capture (about 44,000 full-size frames or a million
+#: minimum-size ones; the packets are held in memory while they run).
+PROGRAM_BYTES = 1 << 20
+ENTRIES_BYTES = 4 << 20
 ENTRIES_NODES = 1_000_000
+PCAP_BYTES = 64 << 20
 
 
-def _read_yaml(path: Path, what: str) -> Any:
+def _read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
+    text = read_text_bounded(path, ENTRIES_BYTES, f"table-{what} file", NicError)
     try:
-        return load_yaml(
-            _read_text(path, what), str(path), f"table-{what} file", ENTRIES_CHARS, ENTRIES_NODES
-        )[0]
+        return load_yaml(text, str(path), f"table-{what} file", ENTRIES_BYTES, ENTRIES_NODES)
     except ScenarioError as err:
         raise NicError(str(err)) from err
+
+
+def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
+    """An entries error (`tables.t.3.match: ...`) with the file and line it names in front."""
+    parts = (err.field or "").split(".")
+    if node is None or parts[0] not in ("tables", "meters"):
+        return err
+    line = line_of(node, [int(p) if p.isdigit() else p for p in parts])
+    return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -89,6 +89,7 @@ _PORT = typer.Option(
 )
 _NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
 _TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")
+_ALL = typer.Option(False, "--all", help="List every host (--json gives every host too).")
 _BOOT_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False)
 _DB = typer.Option(
     None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
@@ -117,9 +118,16 @@ def run(
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
     direction = 1 if from_ == "host" else 0
-    document = _read_yaml(entries, "entries") if entries is not None else None
-    datapath = load_datapath(_read_text(program, "P4 program"), str(program), document)
-    capture = read_pcap(_read_bytes(pcap, "pcap"), str(pcap))
+    document, node = _read_yaml(entries, "entries") if entries is not None else (None, None)
+    text = read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError)
+    try:
+        datapath = load_datapath(text, str(program), document)
+    except NicError as err:
+        located = err if entries is None else _at_line(err, entries, node)
+        if located is err:
+            raise
+        raise located from err
+    capture = read_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:
         _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))
@@ -148,6 +156,7 @@ def offload(
     scenario: Path = _NIC_SCENARIO,
     overrides: list[str] | None = _SET,
     top: int = _TOP,
+    all_hosts: bool = _ALL,
     as_json: bool = _JSON,
 ) -> None:
     """Host cores offload hands back; per host: cores, NIC-core use, pipeline pps, slow path.
@@ -167,7 +176,9 @@ def offload(
     table = Table(title=f"NIC offload: {result.scenario} ({result.traffic})", title_justify="left")
     for name in ("host", "profile", "Gbps", "cores", "no offload", "NIC cores", "Mpps", "slow", "+us"):
         table.add_column(name, justify="left" if name in ("host", "profile") else "right")
-    for i in range(min(top, len(report.host_names))):
+    hosts = len(report.host_names)
+    shown = hosts if all_hosts else min(top, hosts)
+    for i in range(shown):
         table.add_row(
             report.host_names[i] + (" (quarantined)" if report.quarantined[i] else ""),
             report.profile[i],
@@ -180,6 +191,8 @@ def offload(
             f"{report.added_latency_s[i] * 1e6:.1f}",
         )
     stdout.print(table)
+    if shown < hosts:
+        stdout.print(f"{shown} of {hosts} hosts shown; --all lists every host, --json gives them all")
     totals = report.totals()
     stdout.print(
         f"{totals['hosts']} hosts: {totals['host_cores']:.1f} host cores for the datapath, "

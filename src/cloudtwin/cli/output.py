@@ -22,9 +22,11 @@ from rich.progress import (
 )
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.files import read_text_bounded
 from cloudtwin.scenario.cloud import CloudScenario
 from cloudtwin.scenario.loader import load_scenario
 from cloudtwin.scenario.model import Scenario
+from cloudtwin.scenario.safe_yaml import MAX_TEXT_CHARS
 from cloudtwin.store.documents import finite_json
 
 __all__ = [
@@ -37,6 +39,7 @@ __all__ = [
     "stdout",
     "write_json",
     "write_text",
+    "wrote",
 ]
 
 BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
@@ -76,14 +79,14 @@ def read_cloud(path: Path, overrides: list[str] | None) -> CloudScenario:
     return load_cloud(read_scenario_text(path), str(path), overrides or ())
 
 
+#: The most bytes a scenario file may hold: MAX_TEXT_CHARS characters of up to 4 UTF-8 bytes.
+MAX_SCENARIO_BYTES = 4 * MAX_TEXT_CHARS
+
+
 def read_scenario_text(path: Path) -> str:
-    """The text of a scenario file; ScenarioError when it cannot be read."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError as err:
-        raise ScenarioError(f"{path}: no such scenario file") from err
-    except (OSError, UnicodeDecodeError) as err:
-        raise ScenarioError(f"{path}: cannot read scenario: {err}") from err
+    """The text of a scenario file; ScenarioError when it cannot be read, is not a regular
+    file (a FIFO never blocks, /dev/zero is never read) or holds more than MAX_SCENARIO_BYTES."""
+    return read_text_bounded(path, MAX_SCENARIO_BYTES, "scenario", ScenarioError)
 
 
 def emit_json(document: object) -> None:
@@ -91,14 +94,14 @@ def emit_json(document: object) -> None:
     sys.stdout.write(json.dumps(finite_json(document), indent=2, sort_keys=False) + "\n")
 
 
-def write_json(path: Path, document: object) -> None:
+def write_json(path: Path, document: object, mode: int | None = None) -> None:
     """Write JSON to `path` atomically: a crash never leaves a half-written file.
 
-    The file gets the mode of the file it replaces, or the usual mode of a new file
-    (0666 less the umask), not the 0600 of a temporary file.
+    The file gets `mode`, else the mode of the file it replaces, or the usual mode of a
+    new file (0666 less the umask); it has that mode before it appears under its name.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    mode = _file_mode(path)
+    mode = _file_mode(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -118,6 +121,12 @@ def _file_mode(path: Path) -> int:
         umask = os.umask(0)
         os.umask(umask)
         return 0o666 & ~umask
+
+
+def wrote(path: Path, what: str = "") -> None:
+    """Say on stderr which file a command wrote (stdout stays the command's output):
+    `wrote PATH`, or `wrote WHAT to PATH`."""
+    print(f"wrote {what} to {path}" if what else f"wrote {path}", file=sys.stderr, flush=True)
 
 
 def write_text(path: Path, text: str) -> None:

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 __all__ = ["compare", "run"]
 
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
-SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.leaves=8 (repeatable).")
+SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.spines=4 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(
     None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file

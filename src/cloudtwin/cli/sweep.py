@@ -25,15 +25,16 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_strategy_list
+from cloudtwin.cli.checks import check_plot_file, check_strategy_list
 from cloudtwin.cli.executors import build_executor
-from cloudtwin.cli.output import emit_json, read_scenario_text, stdout
+from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, wrote
 from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.sweep import CHECK_LIMIT_S
 
 if TYPE_CHECKING:
     from cloudtwin.store.sweeps import PointRecord
-    from cloudtwin.sweep import Executor, Plan, Point, Summary, SweepRun
+    from cloudtwin.sweep import Executor, Plan, Point, Summary, SweepRun, Task
 
 __all__ = ["sweep"]
 
@@ -99,7 +100,18 @@ _METRIC = typer.Option(
     None, "--metric", "-m", help="Dotted path of the result number to summarise (default per command)."
 )
 _X = typer.Option(None, "--x", help="Varied key for the plot's x axis (default: the first but seed).")
-_PLOT = typer.Option(None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).")
+_PLOT = typer.Option(
+    None, "--plot", help="Write a plot of the metric against --x (PNG, SVG, PDF).", callback=check_plot_file
+)
+_CHECK_LIMIT = typer.Option(
+    CHECK_LIMIT_S,
+    "--check-limit",
+    min=0.0,
+    help=(
+        "Seconds the checks before the first point may take; a larger sweep checks each "
+        "varied value once instead of every point, and is refused if even that takes longer."
+    ),
+)
 _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout and nothing else.")
 
 
@@ -137,6 +149,25 @@ def _executor(name: ExecutorName, address: str | None, workers: int | None) -> E
 #: Checks of fewer points than this (about a second) show no progress.
 _QUIET_CHECKS = 5000
 
+def _check(plan: Plan, task: Task, limit_s: float, quiet: bool) -> None:
+    """Check the sweep before it starts, with progress when that takes a while; say so on
+    stderr when only each varied value was checked."""
+    from cloudtwin.sweep import check_plan
+
+    if plan.check_count() < _QUIET_CHECKS:
+        checked = check_plan(plan, task, limit_s=limit_s, limit_name="--check-limit")
+    else:
+        with _progress("sweep: checking", quiet) as checking:
+            checked = check_plan(plan, task, checking, limit_s, limit_name="--check-limit")
+    if checked.sampled:
+        typer.echo(
+            f"sweep: checked each varied value once ({checked.checked:,} checks; every point would "
+            f"take about {checked.full * checked.per_check_s:,.0f} s); a point that fails when it "
+            "runs is stored with its error",
+            err=True,
+        )
+
+
 def _number(value: float) -> str:
     """Four significant digits, without an exponent for the sizes results come in."""
     if math.isnan(value):
@@ -159,13 +190,17 @@ def _table(summary: Summary, title: str) -> Table:
 
 
 def _series_keys(plan: Plan, x: str) -> list[str]:
+    """The keys whose combinations are the plot's lines: every varied key but the seed and
+    the x axis (and, under zip, the keys paired with the x axis)."""
     from cloudtwin.sweep import SEED
 
-    tied = {v.key for v in plan.paired} if plan.zipped else {x}
+    tied = {v.key for v in plan.paired} if plan.zipped and x != SEED else {x}
     return [k for k in plan.keys if k != SEED and k not in tied]
 
 
 def _write_plot(path: Path, summary: Summary, plan: Plan, x: str, title: str) -> None:
+    """Plot the summary against `x`; with the seed on the x axis, the summary must be per
+    seed (`summarize(..., by_seed=True)`)."""
     from cloudtwin.sweep.plot import plot_summary
 
     figure = plot_summary(summary, x, _series_keys(plan, x), title)
@@ -174,6 +209,7 @@ def _write_plot(path: Path, summary: Summary, plan: Plan, x: str, title: str) ->
         figure.savefig(path, dpi=120, bbox_inches="tight")
     except (OSError, ValueError) as err:
         raise StoreError(f"plot {path}: cannot write the plot: {err}") from err
+    wrote(path)
 
 
 def _report(run: SweepRun, db: Path) -> str:
@@ -255,6 +291,7 @@ def sweep(
     metric: str = _METRIC,
     x: str = _X,
     plot: Path = _PLOT,
+    check_limit: float = _CHECK_LIMIT,
     as_json: bool = _JSON,
 ) -> None:
     """Run a command at every point of a parameter sweep and summarise a metric over seeds.
@@ -273,7 +310,7 @@ def sweep(
     from cloudtwin import __version__
     from cloudtwin.store.database import Store
     from cloudtwin.store.sweeps import load_points
-    from cloudtwin.sweep import SEED, Plan, Task, check_plan, parse_vary, run_points, summarize
+    from cloudtwin.sweep import SEED, Plan, Task, parse_vary, run_points, summarize
 
     names = tuple(s.strip() for s in (strategies or "").split(",") if s.strip())
     task = Task(read_scenario_text(scenario), str(scenario), command.value, tuple(overrides or ()), names)
@@ -282,11 +319,7 @@ def sweep(
     axis = x or (others[0] if others else plan.keys[0])
     if axis not in plan.keys:
         raise SweepError(f"x: {axis} is not a varied key (varied: {', '.join(plan.keys)})")
-    if plan.check_count() < _QUIET_CHECKS:
-        check_plan(plan, task)
-    else:
-        with _progress("sweep: checking", as_json) as checking:
-            check_plan(plan, task, checking)
+    _check(plan, task, check_limit, as_json)
     chosen = _executor(executor, address, workers)
     name = task.scenario([]).name
     points = plan.points(task.digest)
@@ -307,7 +340,8 @@ def sweep(
     failures = _failures(points, records, run)
     title = f"{name}: {summary.metric} ({command.value}) over {', '.join(plan.keys)}"
     if plot is not None:
-        _write_plot(plot, summary, plan, axis, title)
+        plotted = summarize(plan, points, records, summary.metric, by_seed=True) if axis == SEED else summary
+        _write_plot(plot, plotted, plan, axis, title)
     if as_json:
         emit_json(
             {

@@ -10,8 +10,9 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file, check_plot_file
-from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json
+from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json, wrote
 from cloudtwin.errors import WorkloadError
+from cloudtwin.scenario.units import parse_int
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.training import TrainingResult
@@ -20,6 +21,7 @@ __all__ = ["hpl", "parse_gpus", "train", "write_plot"]
 
 SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.pipeline=8 (repeatable).")
+HPL_SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.nb=256 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(
     None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file
@@ -39,7 +41,7 @@ def parse_gpus(text: str | None) -> list[int] | None:
     if text is None:
         return None
     try:
-        sizes = [int(part) for part in text.split(",") if part.strip()]
+        sizes = [parse_int(part.strip()) for part in text.split(",") if part.strip()]
     except ValueError as err:
         raise WorkloadError(f"gpus: {text!r} is not a comma-separated list of GPU counts") from err
     if not sizes or min(sizes) < 1:
@@ -111,8 +113,10 @@ def train(
     results = list(prediction.results)
     if out is not None:
         write_json(out, document)
+        wrote(out)
     if plot is not None:
         write_plot(plot, f"{loaded.name}: {prediction.strategy}", results)
+        wrote(plot)
     if as_json:
         emit_json(document)
         return
@@ -122,7 +126,7 @@ def train(
 def hpl(
     scenario: Path = SCENARIO,
     strategy: str = STRATEGY,
-    overrides: list[str] = SET,
+    overrides: list[str] = HPL_SET,
     as_json: bool = JSON,
     out: Path = OUT,
 ) -> None:
@@ -140,6 +144,7 @@ def hpl(
     document = result.to_json()
     if out is not None:
         write_json(out, document)
+        wrote(out)
     if as_json:
         emit_json(document)
         return

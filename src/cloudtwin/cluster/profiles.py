@@ -6,7 +6,7 @@ lists the sources. Nothing is fitted to the Vela results.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 __all__ = ["BARE_METAL", "NODE_PROFILES", "VM_OVERHEADS", "NodeProfile", "VirtualizationOverheads"]
 
@@ -18,6 +18,8 @@ class NodeProfile:
     Rates are per GPU unless the name says otherwise. `gemm_efficiency_max` is the best
     fraction of the dense-math peak a large matrix multiply reaches (measured);
     `hbm_efficiency` the fraction of HBM bandwidth a streaming kernel reaches.
+    `gpu_nics` is how many NICs carry GPU traffic on this kind of node; None leaves it to
+    the scenario (`hosts.nics`), a number makes `hosts.nics` match it.
     """
 
     name: str
@@ -36,6 +38,7 @@ class NodeProfile:
     sockets: int
     host_memory_bytes: float
     kernel_launch_s: float
+    gpu_nics: int | None = None
 
 
 A100_80G_8 = NodeProfile(
@@ -57,7 +60,18 @@ A100_80G_8 = NodeProfile(
     kernel_launch_s=5e-6,  # typical CUDA kernel launch + scheduling gap
 )
 
-NODE_PROFILES: dict[str, NodeProfile] = {A100_80G_8.name: A100_80G_8}
+VELA_2NIC = replace(A100_80G_8, name="vela-2nic", gpu_nics=2)
+"""Vela's node: two SR-IOV virtual functions for GPUDirect RDMA over RoCE, 100G each (IBM's
+job templates for Vela ask for `numRoceGdr: 2` with a `gdr-2vf` NCCL topology; the 2024
+infrastructure paper's fabric is built on 100 Gb/s interfaces). docs/reproducing-vela.md."""
+
+HGX_8NIC = replace(A100_80G_8, name="hgx-8nic", gpu_nics=8)
+"""The HGX A100 reference design: one NIC per GPU on its PCIe switch (what the Vela
+model assumed before its NIC count was sourced; kept as the well-provisioned comparison)."""
+
+NODE_PROFILES: dict[str, NodeProfile] = {
+    profile.name: profile for profile in (A100_80G_8, VELA_2NIC, HGX_8NIC)
+}
 
 
 @dataclass(frozen=True)

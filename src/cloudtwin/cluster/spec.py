@@ -61,6 +61,11 @@ def cluster_spec(scenario: Scenario, nic_rate_bps: float) -> ClusterSpec:
             f"hosts.gpus: {scenario.hosts.gpus} GPUs per host, but a {profile.name} node has "
             f"{profile.gpus}"
         )
+    if profile.gpu_nics is not None and scenario.hosts.nics != profile.gpu_nics:
+        raise ScenarioError(
+            f"hosts.nics: {scenario.hosts.nics} NICs per host, but a {profile.name} node has "
+            f"{profile.gpu_nics} for GPU traffic"
+        )
     virtualized = cluster.virtualization == "vm"
     base = VM_OVERHEADS if virtualized else BARE_METAL
     given = cluster.overheads

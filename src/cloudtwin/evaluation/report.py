@@ -14,7 +14,9 @@ The conclusions and the recommendation are computed from the numbers:
 from __future__ import annotations
 
 import html
+import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from cloudtwin.evaluation.evaluate import Evaluation
@@ -386,44 +388,93 @@ def render_markdown(document: Results) -> str:
 _COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
-def _timeline_svg(name: str, timeline: TimelineBins, marks: list[float], color: str) -> str:
-    width, height, pad = 460, 200, 44
+@dataclass(frozen=True)
+class _Scale:
+    """The axes every timeline of a report shares, so that their curves compare by eye."""
+
+    t0_s: float
+    t1_s: float
+    top_gbps: float
+    x_step_ms: float
+    y_step_gbps: float
+
+    @classmethod
+    def of(cls, timelines: list[TimelineBins]) -> _Scale:
+        """The time span and the rate range (from 0) covering every one of `timelines`."""
+        shown = [t for t in timelines if t.t_s]
+        t0 = min((t.t_s[0] for t in shown), default=0.0)
+        t1 = max((t.t_s[-1] for t in shown), default=0.0)
+        peak = max((max(*t.baseline_gbps, *t.faulted_gbps) for t in shown), default=0.0)
+        peak = max(peak, 1e-6)
+        y_step = nice_step(peak)
+        top = y_step * math.ceil(peak / y_step - 1e-9)  # the first tick at or above the peak
+        t1 = max(t1, t0 + 1e-9)
+        return cls(t0, t1, top, nice_step(1e3 * (t1 - t0)), y_step)
+
+
+def nice_step(span: float, ticks: int = 4) -> float:
+    """A round tick step (1, 2, 2.5 or 5 times a power of ten) giving about `ticks` ticks.
+
+    >>> nice_step(1399.3), nice_step(260.1), nice_step(0.7)
+    (500.0, 100.0, 0.2)
+    """
+    raw = span / ticks
+    power = 10.0 ** math.floor(math.log10(raw))
+    return next(m * power for m in (1, 2, 2.5, 5, 10) if m * power >= raw * (1 - 1e-9))
+
+
+def _ticks(low: float, high: float, step: float) -> list[float]:
+    first = math.ceil(low / step - 1e-9)
+    return [round(k * step, 12) for k in range(first, math.floor(high / step + 1e-9) + 1)]
+
+
+def _timeline_svg(name: str, timeline: TimelineBins, marks: list[float], color: str, scale: _Scale) -> str:
+    width, height, left, right, top_px, bottom = 460, 210, 64, 12, 22, 30
     t = timeline.t_s
     if not t:
         return ""
-    span = max(t[-1] - t[0], 1e-12)
-    top = max(max(timeline.baseline_gbps), max(timeline.faulted_gbps), 1e-9)
+    plot_w, plot_h = width - left - right, height - top_px - bottom
 
-    def xy(x: float, y: float) -> str:
-        return (
-            f"{pad + (x - t[0]) / span * (width - pad - 10):.1f},{height - 24 - y / top * (height - 44):.1f}"
-        )
+    def px(x_s: float) -> float:
+        return left + (x_s - scale.t0_s) / (scale.t1_s - scale.t0_s) * plot_w
+
+    def py(gbps: float) -> float:
+        return top_px + plot_h - gbps / scale.top_gbps * plot_h
 
     def steps(values: list[float]) -> str:
         points = []
         for i, (x, y) in enumerate(zip(t, values, strict=True)):
             if i:
-                points.append(xy(x, values[i - 1]))
-            points.append(xy(x, y))
+                points.append(f"{px(x):.1f},{py(values[i - 1]):.1f}")
+            points.append(f"{px(x):.1f},{py(y):.1f}")
         return " ".join(points)
 
+    floor = top_px + plot_h
     lines = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        f'aria-label="throughput timeline of {html.escape(name)}">',
-        f'<text x="{pad}" y="14" font-size="12" font-weight="bold">{html.escape(name)}</text>',
-        f'<line x1="{pad}" y1="{height - 24}" x2="{width - 10}" y2="{height - 24}" stroke="#444"/>',
-        f'<line x1="{pad}" y1="20" x2="{pad}" y2="{height - 24}" stroke="#444"/>',
-        f'<text x="2" y="28" font-size="10">{top:.0f}</text>',
-        f'<text x="2" y="{height - 26}" font-size="10">0 Gbps</text>',
-        f'<text x="{pad}" y="{height - 8}" font-size="10">{1e3 * t[0]:.1f} ms</text>',
-        f'<text x="{width - 70}" y="{height - 8}" font-size="10">{1e3 * t[-1]:.1f} ms</text>',
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="timeline" width="{width}" height="{height}" '
+        f'role="img" aria-label="throughput timeline of {html.escape(name)}" '
+        f'data-y-max="{scale.top_gbps:g}" data-x-max="{1e3 * scale.t1_s:g}">',
+        f'<text x="{left}" y="14" font-size="12" font-weight="bold">{html.escape(name)}</text>',
+    ]
+    for gbps in _ticks(0.0, scale.top_gbps, scale.y_step_gbps):
+        y = py(gbps)
+        lines.append(f'<line x1="{left}" y1="{y:.1f}" x2="{width - right}" y2="{y:.1f}" stroke="#e4e4e4"/>')
+        lines.append(f'<text class="ytick" x="{left - 4}" y="{y + 3:.1f}" font-size="10" '
+                     f'text-anchor="end">{gbps:g} Gbps</text>')
+    for ms in _ticks(1e3 * scale.t0_s, 1e3 * scale.t1_s, scale.x_step_ms):
+        x = px(ms / 1e3)
+        lines.append(f'<line x1="{x:.1f}" y1="{floor}" x2="{x:.1f}" y2="{floor + 4}" stroke="#444"/>')
+        lines.append(f'<text class="xtick" x="{x:.1f}" y="{floor + 15}" font-size="10" '
+                     f'text-anchor="middle">{ms:g} ms</text>')
+    lines += [
+        f'<line x1="{left}" y1="{floor}" x2="{width - right}" y2="{floor}" stroke="#444"/>',
+        f'<line x1="{left}" y1="{top_px}" x2="{left}" y2="{floor}" stroke="#444"/>',
     ]
     for mark in marks:
-        if t[0] <= mark <= t[-1]:
-            x = xy(mark, 0).split(",")[0]
-            lines.append(
-                f'<line x1="{x}" y1="20" x2="{x}" y2="{height - 24}" stroke="#999" stroke-dasharray="3,3"/>'
-            )
+        if scale.t0_s <= mark <= scale.t1_s:
+            x = px(mark)
+            lines.append(f'<line x1="{x:.1f}" y1="{top_px}" x2="{x:.1f}" y2="{floor}" stroke="#999" '
+                         'stroke-dasharray="3,3"/>')
     lines.append(
         f'<polyline fill="none" stroke="#aaa" stroke-width="1.5" stroke-dasharray="5,3" '
         f'points="{steps(timeline.baseline_gbps)}"/>'
@@ -457,10 +508,15 @@ def _bar_svg(title: str, values: dict[str, float], unit: str) -> str:
     return "\n".join(parts)
 
 
-def _html_table(header: list[str], rows: list[list[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+def _html_table(header: list[str], rows: list[list[str]], table_id: str | None = None) -> str:
+    """A table in a box of its own that scrolls sideways when the window is narrower than
+    the table (headers like `routes_per_switch_max` may also break after an underscore)."""
+    head = "".join(f"<th>{html.escape(h).replace('_', '_<wbr>')}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    named = f' id="{table_id}"' if table_id else ""
+    table = f"<table{named}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f'<div class="wide">{table}</div>'
+
 
 
 def render_html(document: Results) -> str:
@@ -468,8 +524,9 @@ def render_html(document: Results) -> str:
     strategies = document.strategies
     c = document.conclusions
     marks = [f.at_s for f in document.faults]
+    scale = _Scale.of([s.resiliency.timeline_binned for s in strategies.values()])
     timelines = "\n".join(
-        _timeline_svg(name, s.resiliency.timeline_binned, marks, _COLORS[i % len(_COLORS)])
+        _timeline_svg(name, s.resiliency.timeline_binned, marks, _COLORS[i % len(_COLORS)], scale)
         for i, (name, s) in enumerate(strategies.items())
     )
     bins = len(next(iter(strategies.values())).resiliency.timeline_binned.t_s)
@@ -508,6 +565,7 @@ table {{ border-collapse: collapse; margin: 0.5em 0 1.5em; font-size: 13px; }}
 th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 .plots svg {{ margin: 0 1em 1em 0; }}
+.wide {{ overflow-x: auto; max-width: 100%; }}
 </style></head>
 <body>
 <h1>{title}</h1>
@@ -532,7 +590,7 @@ without; dotted lines: fault events){nvlink}.</p>
 <h2>Per tenant</h2>
 {_html_table(*_group_rows(document, "tenant"))}
 <h2>Complexity: raw counts</h2>
-{_html_table(*_complexity_rows(document))}
+{_html_table(*_complexity_rows(document), table_id="complexity")}
 <p>Reaction timings (s): {html.escape(_pairs(document.reaction_timings_s))}</p>
 {migrations}<script>document.documentElement.dataset.rendered = "{len(strategies)} strategies";</script>
 </body></html>

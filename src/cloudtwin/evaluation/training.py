@@ -150,15 +150,14 @@ def _one(
     # Engine time 0: the last stage's reduction may start (its last backward ends
     # `overlap_window_s` later). Stage k ends (p-1-k) backward slots after the last
     # stage (1F1B cool-down), so its rings start that much later; stage 0 ends last.
-    start = (p - 1 - np.arange(p)) * times.backward_slot_s
+    start = times.ring_offsets_s(p)
     stage0_end = float(start[0])
     done, flows = fabric_reduction_s(scenario, topology, spec, w, lay, start, strategy)
     dp_exposed = max(0.0, done - (stage0_end + times.overlap_window_s)) if done else 0.0
-    slot = times.slot_s
-    pipeline = (m + p - 1) * slot
+    pipeline = times.pipeline_s(p, m)
     compute = m * (times.forward_s + times.backward_s) + times.optimizer_s
-    exposed = m * (times.tp_comm_s + 2 * times.p2p_s) + dp_exposed
-    bubble = (p - 1) * slot
+    exposed = m * (times.slot_s - times.forward_s - times.backward_s) + dp_exposed
+    bubble = times.bubble_s(p)
     iteration = pipeline + dp_exposed + times.optimizer_s
     tokens = w.global_batch * w.sequence / iteration
     flops = model.model_flops(w) / iteration / gpus
@@ -177,6 +176,9 @@ def _base_gpus(w: TrainingWorkload, spec: ClusterSpec) -> int:
     replica = w.tensor * w.pipeline
     for data in range(1, spec.gpus // replica + 1):
         if w.global_batch % (data * w.micro_batch):
+            continue
+        micro_batches = w.global_batch // (data * w.micro_batch)
+        if w.virtual_stages > 1 and micro_batches % w.pipeline:
             continue
         if model.memory_per_gpu(w, data).total <= spec.profile.gpu_memory_bytes:
             return data * replica

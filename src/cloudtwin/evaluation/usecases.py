@@ -44,6 +44,7 @@ __all__ = [
     "nccl_sizes",
     "nccl_tests",
     "parse_nccl_size",
+    "check_strategies",
     "parse_strategies",
     "record_evaluation",
     "run",
@@ -105,6 +106,19 @@ def parse_strategies(
     return names
 
 
+def check_strategies(names: Sequence[str]) -> None:
+    """Load each strategy now, so that an unknown one is refused before any work starts
+    (RoutingError naming the `strategies` field), not when its run begins."""
+    from cloudtwin.routing.strategy import load_strategy
+
+    for name in names:
+        try:
+            load_strategy(name)
+        except RoutingError as err:
+            reason = str(err).removeprefix("routing.strategy: ")
+            raise RoutingError(f"strategies: {reason}", field="strategies") from None
+
+
 # -- run and compare ------------------------------------------------------------------
 
 
@@ -159,7 +173,7 @@ def compare(
 
 # -- nccl-tests -----------------------------------------------------------------------
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]?)\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*([0-9]+)\s*([KMGT]?)\s*$", re.IGNORECASE)
 _POWER = {"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
 
 

@@ -21,9 +21,9 @@ from cloudtwin.topology.topology import NodeKind, Topology
 __all__ = ["FabricState", "cable_links", "expand_faults", "resolve_target"]
 
 _PREFIXES = {"leaf": NodeKind.LEAF, "spine": NodeKind.SPINE, "agg": NodeKind.AGG, "core": NodeKind.CORE}
-_SWITCH = re.compile(r"^(leaf|spine|agg|core)(\d+)$")
-_NIC = re.compile(r"^host(\d+)(?:/nic(\d+))?$")
-_CABLE = re.compile(r"^([a-z]+\d+)-([a-z]+\d+)(?:#(\d+))?$")
+_SWITCH = re.compile(r"^(leaf|spine|agg|core)([0-9]+)$")
+_NIC = re.compile(r"^host([0-9]+)(?:/nic([0-9]+))?$")
+_CABLE = re.compile(r"^([a-z]+[0-9]+)-([a-z]+[0-9]+)(?:#([0-9]+))?$")
 
 
 @dataclass(frozen=True, eq=False)

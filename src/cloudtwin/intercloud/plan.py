@@ -267,10 +267,18 @@ def _assign_vnis(scenario: FederationScenario, given: dict[int, str]) -> np.ndar
 def _check_wan(
     scenario: FederationScenario, sites: dict[str, int], seg_site: np.ndarray, seg_network: np.ndarray
 ) -> None:
+    listed: dict[frozenset[str], int] = {}
     for i, link in enumerate(scenario.wan):
         for k, name in enumerate(link.between):
             if name not in sites:
                 raise FederationError(f"wan.{i}.between.{k}", f"unknown site {name!r}")
+        pair = frozenset(link.between)  # a WAN link is full duplex: [a, b] and [b, a] are one link
+        if pair in listed:
+            raise FederationError(
+                f"wan.{i}.between",
+                f"sites {link.between[0]!r} and {link.between[1]!r} are joined already by wan.{listed[pair]}",
+            )
+        listed[pair] = i
     for i, fault in enumerate(scenario.gateway_faults):
         if fault.site not in sites:
             raise FederationError(f"gateway_faults.{i}.site", f"unknown site {fault.site!r}")

@@ -68,7 +68,11 @@ class MigrationOptions:
 
     `bandwidth_bps` is the path's bandwidth for a plan (in an engine run the path gives
     it); `max_bandwidth_bps` is QEMU's cap on the live rounds (None: no cap);
-    `final_bandwidth_bps` is the bandwidth of the stop-and-copy (default: the path's).
+    `final_bandwidth_bps` is the bandwidth of the stop-and-copy (default: the path's): the
+    rate at which the destination takes pages it has never held; `resent_bandwidth_bps`
+    the rate for pages it already holds (default: the same); `socket_buffer_bytes` what
+    the path buffers between the sending and the receiving process (the pause ends when
+    the last byte is written into it, as QEMU measures downtime; default 0: unbuffered).
     A migration that has not converged after `max_rounds` rounds, `timeout_s`, or two
     rounds in a row whose dirty set did not shrink, is handed to `policy`.
 
@@ -82,6 +86,8 @@ class MigrationOptions:
     downtime_limit_s: float = DEFAULT_DOWNTIME_LIMIT_S
     max_bandwidth_bps: float | None = None
     final_bandwidth_bps: float | None = None
+    resent_bandwidth_bps: float | None = None
+    socket_buffer_bytes: float = 0.0
     resume_s: float = DEFAULT_RESUME_S
     overlay_update_s: float = DEFAULT_OVERLAY_UPDATE_S
     device_state_bytes: int = 0
@@ -122,6 +128,7 @@ class MigrationOptions:
         optional: tuple[tuple[str, float | None], ...] = (
             ("max_bandwidth", self.max_bandwidth_bps),
             ("final_bandwidth", self.final_bandwidth_bps),
+            ("resent_bandwidth", self.resent_bandwidth_bps),
         )
         for name, maybe in optional:
             if maybe is not None and not maybe > 0:
@@ -139,6 +146,7 @@ class MigrationOptions:
             ("resume", self.resume_s),
             ("overlay_update", self.overlay_update_s),
             ("rtt", self.rtt_s),
+            ("socket_buffer", self.socket_buffer_bytes),
         ):
             if value < 0:
                 raise MobilityError(f"{name}: must not be negative, got {value}")
@@ -152,6 +160,12 @@ class MigrationOptions:
         """The rate cap of a live round (QEMU's max-bandwidth and the streams)."""
         cap = self.max_bandwidth_bps if self.max_bandwidth_bps is not None else float("inf")
         return min(cap, self.stream_cap_bps)
+
+    def resent_cap_bps(self) -> float:
+        """The stop-and-copy rate of pages the destination already holds (the streams apply)."""
+        if self.resent_bandwidth_bps is None:
+            return self.final_cap_bps()
+        return min(self.resent_bandwidth_bps, self.stream_cap_bps)
 
     def final_cap_bps(self) -> float:
         """The rate cap of the stop-and-copy (not QEMU's max-bandwidth; the streams only)."""

@@ -61,7 +61,7 @@ def rounds_figure(migrations: Sequence[tuple[str, MigrationResult]]) -> Any:
                 axis.annotate(
                     word, (event["time_s"], 1), xycoords=("data", "axes fraction"), fontsize=7, va="top"
                 )
-        status = "converged" if result.converged else "did not converge"
+        status = result.status()
         axis.set_title(
             f"{vm}: {status}, {result.total_time_s:.2f} s, "
             f"downtime {result.downtime_s * 1e3:.0f} ms",

@@ -79,16 +79,21 @@ class ChunkMiner:
 
 #: The group that takes a whole line the format's header does not fit.
 _REST = "cloudtwin_rest"
-#: A named group; those of fields nothing stores are not captured in a chunk.
-_UNUSED = re.compile(r"(?<!\\)\(\?P<(\w+)>")
+_NAMED = re.compile(r"\(\?P?<(\w+)>")
+#: A chunk's pattern: Python's over the chunk's text, or (a format with regular
+#: expressions of the user's) RE2's, run by Arrow over each of its lines.
+ChunkPattern = re.Pattern[str] | str
 
 
-def chunk_pattern(fmt: LogFormat) -> re.Pattern[str] | None:
-    """The format's pattern for a whole chunk's text: one match per line, always.
+def chunk_pattern(fmt: LogFormat) -> ChunkPattern | None:
+    """The format's pattern for a whole chunk: one match per line, always.
 
-    A line the header fits gives its fields; any other line (or an empty one) is taken
-    by a last alternative, so splitting the chunk by it lines up with its lines. No
-    part of it matches a newline, so no match runs into the next line.
+    Only the fields a chunk stores are captured. A line the header fits gives its fields;
+    any other line (or an empty one) is taken by a last alternative, so splitting the
+    chunk by it lines up with its lines. No part of it matches a newline, so no match
+    runs into the next line. A format with regular expressions of the user's gets an RE2
+    pattern for Arrow's ``extract_regex`` instead, which gives nulls where a line does
+    not fit. None when neither can be built (every line then goes through the format).
     """
     if fmt.kind != "regex":
         return None
@@ -105,14 +110,51 @@ def chunk_pattern(fmt: LogFormat) -> re.Pattern[str] | None:
             inner = inner[: -len(tail)]
             break
     kept = {"Content", "Pri", fmt.level_field, fmt.component_field, *fmt.time_fields}
-    inner = _UNUSED.sub(lambda m: m.group(0) if m.group(1) in kept else "(?:", inner)
+    inner = _without_newlines(_capturing_only(inner, kept))
+    if fmt.in_re2:
+        line = "^[ \\t]*" + inner + "[ \\t]*$"
+        try:
+            pc.extract_regex(pa.array([""], pa.string()), pattern=line)
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+            return None
+        return line
     try:
-        return re.compile(
-            "^(?:[ \\t]*" + _without_newlines(inner) + "[ \\t]*|(?P<" + _REST + ">.*))$",
-            re.MULTILINE,
-        )
+        return re.compile("^(?:[ \\t]*" + inner + "[ \\t]*|(?P<" + _REST + ">.*))$", re.MULTILINE)
     except re.error:
         return None
+
+
+def _capturing_only(pattern: str, kept: set[str | None]) -> str:
+    """``pattern`` with every group but the named ones in ``kept`` made non-capturing."""
+    out = []
+    in_class = False
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            out.append(pattern[i : i + 2])
+            i += 2
+            continue
+        if in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+            start = i + 1 + (pattern[i + 1 : i + 2] == "^")
+            if pattern[start : start + 1] == "]":  # a leading ] is a member
+                out.append(pattern[i : start + 1])
+                i = start + 1
+                continue
+        elif ch == "(":
+            named = _NAMED.match(pattern, i)
+            if named is None and pattern[i + 1 : i + 2] != "?" or (
+                named is not None and named.group(1) not in kept
+            ):
+                out.append("(?:")
+                i = named.end() if named is not None else i + 1
+                continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
 
 
 def _without_newlines(pattern: str) -> str:
@@ -165,7 +207,7 @@ def _lines_array(data: bytes) -> tuple[pa.Array, npt.NDArray[np.int64], npt.NDAr
 
 
 def mine_chunk(
-    chunk: Chunk, fmt: LogFormat, miner: TemplateMiner, pattern: re.Pattern[str] | None = None
+    chunk: Chunk, fmt: LogFormat, miner: TemplateMiner, pattern: ChunkPattern | None = None
 ) -> MinedChunk:
     """Split, parse and mine one chunk's lines with ``miner`` (which it changes)."""
     texts, starts, lengths = _lines_array(chunk.data)
@@ -216,29 +258,27 @@ def _split(
     data: bytes,
     texts: pa.Array,
     fmt: LogFormat,
-    pattern: re.Pattern[str] | None,
+    pattern: ChunkPattern | None,
     too_long: npt.NDArray[np.bool_],
 ) -> tuple[dict[str, pa.Array], npt.NDArray[np.object_]]:
     """Every line's header fields (null where it does not fit) and why a line does not fit.
 
-    One ``split`` by the chunk pattern over the chunk's text splits every line the
-    header fits; the others go one by one through the format's own parser.
+    One ``split`` by the chunk pattern over the chunk's text (or one ``extract_regex``
+    over its lines, in RE2) splits every line the header fits; the others go one by one
+    through the format's own parser.
     """
     n = len(texts)
     names = _stored_fields(fmt)
     reasons = np.full(n, None, dtype=object)
     reasons[too_long] = f"line longer than {MAX_LINE_BYTES} bytes (cut)"
-    found = _split_chunk(data, pattern, n)
+    found = _header_fields(data, texts, pattern, names)
     if found is None:
         columns = {name: pa.nulls(n, pa.string()) for name in names}
         slow = np.ones(n, dtype=bool)
     else:
-        assert pattern is not None
-        at = pattern.groupindex
-        columns = {name: found(at[name]) for name in names}
-        rest = pc.is_valid(found(at[_REST]))
+        columns, missed = found
         blank = pc.fill_null(pc.equal(pc.utf8_trim_whitespace(columns["Content"]), ""), True)
-        slow = np.asarray(pc.or_(rest, blank).to_numpy(zero_copy_only=False), dtype=bool)
+        slow = np.asarray(pc.or_(missed, blank).to_numpy(zero_copy_only=False), dtype=bool)
     slow &= ~too_long
     rows = np.flatnonzero(slow)
     if len(rows):
@@ -250,6 +290,25 @@ def _stored_fields(fmt: LogFormat) -> list[str]:
     """The fields a chunk keeps: the message, level, component and time."""
     wanted = {"Content", "Pri", fmt.level_field, fmt.component_field, *fmt.time_fields}
     return [f for f in fmt.fields if f in wanted and (f != "Level" or "Pri" not in fmt.fields)]
+
+
+def _header_fields(
+    data: bytes, texts: pa.Array, pattern: ChunkPattern | None, names: list[str]
+) -> tuple[dict[str, pa.Array], pa.Array] | None:
+    """The stored fields of every line (null where the header does not fit them) and which
+    lines it does not fit; None when the chunk cannot be split at once."""
+    if isinstance(pattern, str):
+        if not len(texts):
+            return None
+        found = pc.extract_regex(texts, pattern=pattern)
+        by_name = {f.name: column for f, column in zip(found.type, found.flatten(), strict=True)}
+        return {name: by_name[name] for name in names}, pc.is_null(found)
+    split = _split_chunk(data, pattern, len(texts))
+    if split is None:
+        return None
+    assert pattern is not None
+    at = pattern.groupindex
+    return {name: split(at[name]) for name in names}, pc.is_valid(split(at[_REST]))
 
 
 def _split_chunk(

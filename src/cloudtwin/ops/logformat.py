@@ -6,9 +6,10 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from cloudtwin.errors import LogFormatError
+from cloudtwin.ops.patterns import LinearPattern, compile_linear
 
 __all__ = ["FormatKind", "LogFormat", "ParsedLine"]
 
@@ -50,16 +51,23 @@ class LogFormat:
     text: str
     kind: FormatKind = "regex"
     fields: tuple[str, ...] = ()
-    pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    fast_pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
-    batch_pattern: re.Pattern[str] | None = field(default=None, compare=False, repr=False)
+    pattern: LinearPattern | None = field(default=None, compare=False, repr=False)
+    fast_pattern: LinearPattern | None = field(default=None, compare=False, repr=False)
+    batch_pattern: LinearPattern | None = field(default=None, compare=False, repr=False)
+    #: Whether its patterns run in RE2: the format has regular expression text of the
+    #: user's (Python's ``re`` runs only formats of plain text, whose patterns are ours).
+    in_re2: bool = field(default=False, compare=False)
 
     @classmethod
-    def from_string(cls, text: str) -> LogFormat:
-        """Compile a Loghub format string, or ``jsonl`` for JSON lines."""
+    def from_string(cls, text: str, trusted: bool = False) -> LogFormat:
+        """Compile a Loghub format string, or ``jsonl`` for JSON lines.
+
+        Regular expression text in it runs in RE2, in time linear in the line, unless
+        the format is ``trusted`` (a preset, whose patterns are known not to backtrack).
+        """
         if text.strip().lower() in ("jsonl", "json"):
             return cls(text="jsonl", kind="jsonl", fields=JSON_FIELDS)
-        return _compile_regex_format(text)
+        return _compile_regex_format(text, trusted)
 
     @classmethod
     def from_pattern(cls, name: str, pattern: str) -> LogFormat:
@@ -105,11 +113,12 @@ class LogFormat:
             fields["Level"] = SYSLOG_SEVERITIES[int(pri) % 8]
         return fields
 
-    def match(self, line: str) -> re.Match[str] | None:
-        """The regex match of a line: the fast pattern, else the careful one (short lines).
+    def match(self, line: str) -> Any:
+        """The regex match of a line (None if none): the fast pattern, else the careful one
+        (short lines).
 
-        Both patterns are built to run in time linear in the line, so no line can stall
-        a parse; a line neither fits is reported as unparsed.
+        Both run in RE2, in time linear in the line whatever the user's pattern, so no
+        line can stall a parse; a line neither fits is reported as unparsed.
         """
         assert self.pattern is not None
         match = self.fast_pattern.match(line) if self.fast_pattern is not None else None
@@ -135,7 +144,7 @@ def _role_field(fields: tuple[str, ...], names: tuple[str, ...]) -> str | None:
 #: A field followed by a space may hold up to this many words in the careful pattern.
 MAX_FIELD_WORDS = 3
 #: A field followed by a plain character (``:`` or ``]``) is at most this long.
-MAX_FIELD_CHARS = 1024
+MAX_FIELD_CHARS = 1000
 #: A field followed by another kind of text may be at most this long where it is lazy.
 MAX_LAZY_FIELD = 256
 #: The careful pattern (fields holding spaces) is tried only on lines up to this long.
@@ -174,7 +183,12 @@ def _field_patterns(name: str, literal: str, final: bool) -> tuple[str, str]:
     return lazy, lazy
 
 
-def _compile_regex_format(text: str) -> LogFormat:
+def _user_regex(literal: str) -> bool:
+    """Whether a format's literal text has regular expression operators (not only escapes)."""
+    return any(ch in "*+?{}[]|()^$" for ch in re.sub(r"\\.", "", literal))
+
+
+def _compile_regex_format(text: str, trusted: bool) -> LogFormat:
     names: list[str] = []
     careful: list[str] = []
     fast: list[str] = []
@@ -207,15 +221,17 @@ def _compile_regex_format(text: str) -> LogFormat:
         raise LogFormatError(f"format {text!r} has an unbalanced '{stray.group(0)}'")
     if "Content" not in names:
         raise LogFormatError(f"format {text!r} has no <Content> placeholder")
-    try:
-        pattern = re.compile("^" + "".join(careful) + "$")
-        # Surrounding whitespace is allowed here, so batches need not strip every line.
-        fast_pattern = re.compile(r"^\s*" + "".join(fast) + r"\s*$")
-        # The same, for a batch joined by newlines (one match per line, or fall back).
-        batch_pattern = re.compile(r"^[ \t]*" + "".join(fast) + r"[ \t]*$", re.MULTILINE)
-    except re.error as err:
-        raise LogFormatError(f"format {text!r} is not a valid pattern: {err}") from err
-    return LogFormat(text, "regex", tuple(names), pattern, fast_pattern, batch_pattern)
+    in_re2 = not trusted and _user_regex(_PLACEHOLDER.sub("", text))
+
+    def compiled(pattern: str) -> LinearPattern:
+        return compile_linear(pattern, "format", text) if in_re2 else re.compile(pattern)
+
+    pattern = compiled("^" + "".join(careful) + "$")
+    # Surrounding whitespace is allowed here, so batches need not strip every line.
+    fast_pattern = compiled(r"^\s*" + "".join(fast) + r"\s*$")
+    # The same, for a batch joined by newlines (one match per line, or fall back).
+    batch_pattern = compiled(r"(?m)^[ \t]*" + "".join(fast) + r"[ \t]*$")
+    return LogFormat(text, "regex", tuple(names), pattern, fast_pattern, batch_pattern, in_re2)
 
 
 _JSON_MESSAGE_KEYS = ("message", "msg", "content", "log")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -11,6 +10,7 @@ import numpy.typing as npt
 from cloudtwin.ops.logformat import LogFormat
 from cloudtwin.ops.miner import TemplateMiner
 from cloudtwin.ops.parameters import extract_parameters
+from cloudtwin.ops.patterns import LinearPattern
 from cloudtwin.ops.reader import MAX_LINE_BYTES, LineBatch
 
 __all__ = ["LogParser", "ParsedBatch"]
@@ -63,12 +63,16 @@ class LogParser:
         out.template_ids = self.miner.add_batch(out.contents)
         return out
 
-    def _split_regex(self, batch: LineBatch, exact: re.Pattern[str]) -> ParsedBatch:
-        """The common case, in list comprehensions: a regex format, no over-long line."""
+    def _split_regex(self, batch: LineBatch, exact: LinearPattern) -> ParsedBatch:
+        """The common case, in list comprehensions: a regex format, no over-long line.
+
+        A row holds every group of the pattern, the format's own unnamed ones included,
+        so a field is found by its group number.
+        """
         texts = batch.texts
-        names = list(exact.groupindex)
-        content_at = exact.groupindex["Content"] - 1
-        rows = self._split_joined(texts, len(names))
+        at: dict[str, int] = {name: k - 1 for name, k in exact.groupindex.items()}
+        content_at = at["Content"]
+        rows = self._split_joined(texts, exact.groups)
         if rows is None:
             matches = [self.format.match(t) for t in texts]
             groups = [m.groups() if m is not None else None for m in matches]
@@ -81,9 +85,9 @@ class LogParser:
         out.numbers = batch.numbers
         out.offsets = batch.offsets
         out.contents = [g[content_at].strip() for g in rows]
-        out.levels = self._column(rows, names, self._level)
-        out.components = self._column(rows, names, self._component)
-        time_at = [names.index(f) for f in self._time]
+        out.levels = self._column(rows, at, self._level)
+        out.components = self._column(rows, at, self._component)
+        time_at = [at[f] for f in self._time]
         if len(time_at) == 1:
             out.time_texts = [g[time_at[0]] for g in rows]
         elif time_at:
@@ -108,12 +112,11 @@ class LogParser:
 
     @staticmethod
     def _column(
-        rows: list[tuple[str, ...]], names: list[str], name: str | None
+        rows: list[tuple[str, ...]], at: dict[str, int], name: str | None
     ) -> list[str | None]:
-        if name is None or name not in names:
+        if name is None or name not in at:
             return [None] * len(rows)
-        at = names.index(name)
-        return [g[at] for g in rows]
+        return [g[at[name]] for g in rows]
 
     def _split_each(self, batch: LineBatch) -> ParsedBatch:
         out = ParsedBatch(end_offset=batch.end_offset)

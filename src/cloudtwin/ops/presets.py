@@ -42,7 +42,7 @@ _RFC5424 = (
 
 
 def _loghub(name: str, fmt: str) -> Preset:
-    return Preset(name, LogFormat.from_string(fmt))
+    return Preset(name, LogFormat.from_string(fmt, trusted=True))
 
 
 #: Presets by lower-case name. The Loghub entries are the header formats of the Loghub

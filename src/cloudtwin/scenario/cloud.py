@@ -136,6 +136,8 @@ class CloudScenario(_Model):
 
 
 def _check_sites(cloud: CloudScenario) -> None:
+    if "limits" in cloud.federation.model_fields_set:
+        raise ValueError("federation.limits: a cloud's limits are its own (limits: at the top level)")
     names = [s.name for s in cloud.federation.sites]
     for i, name in enumerate(names):
         if name in names[:i]:

@@ -10,7 +10,7 @@ __all__ = ["Cluster", "HplWorkload", "Overheads", "TrainingWorkload"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Overheads(_Model):
@@ -28,7 +28,7 @@ class Overheads(_Model):
 class Cluster(_Model):
     """GPU nodes on the fabric's hosts: one node (one VM) per host."""
 
-    node: Literal["a100-80g-8"] = "a100-80g-8"
+    node: Literal["a100-80g-8", "vela-2nic", "hgx-8nic"] = "a100-80g-8"
     virtualization: Literal["vm", "bare-metal"] = "vm"
     overheads: Overheads = Field(default_factory=Overheads)
 
@@ -47,6 +47,7 @@ class TrainingWorkload(_Model):
     precision: Literal["bf16", "fp16"] = "bf16"
     tensor: int = Field(8, ge=1)
     pipeline: int = Field(4, ge=1)
+    virtual_stages: int = Field(1, ge=1, le=64)  # model chunks per GPU: interleaved 1F1B when > 1
     gpus: int | None = Field(None, ge=1)
     layout: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
     sharded_optimizer: bool = False
@@ -66,6 +67,13 @@ class TrainingWorkload(_Model):
         if self.layers % self.pipeline:
             raise ValueError(
                 f"workload.pipeline: {self.pipeline} does not divide the {self.layers} layers"
+            )
+        if self.virtual_stages > 1 and self.pipeline == 1:
+            raise ValueError("workload.virtual_stages: an interleaved schedule needs pipeline > 1")
+        if self.layers % (self.pipeline * self.virtual_stages):
+            raise ValueError(
+                f"workload.virtual_stages: pipeline {self.pipeline} x virtual_stages "
+                f"{self.virtual_stages} does not divide the {self.layers} layers"
             )
         return self
 

@@ -6,7 +6,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
-from cloudtwin.scenario.units import parse_rate, parse_time
+from cloudtwin.scenario.units import parse_number, parse_rate, parse_time
 
 __all__ = [
     "DEFAULT_BFD_DETECT_S",
@@ -40,7 +40,7 @@ def _parse_capacity(value: object) -> object:
     bit/s, and must be above 1 bit/s so that it cannot be read as a fraction."""
     if isinstance(value, str) and value.strip().endswith("%"):
         try:
-            percent = float(value.strip()[:-1])
+            percent = parse_number(value.strip()[:-1].strip())
         except ValueError as err:
             raise ValueError(f"{value!r} is not a percentage") from err
         if not 0 < percent <= 100:
@@ -61,7 +61,7 @@ Positive = Annotated[float, BeforeValidator(parse_time), Field(gt=0)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Flap(_Model):

@@ -16,6 +16,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.loader import (
     YamlMapping,
     apply_overrides,
@@ -187,7 +188,7 @@ class FederatedTraffic(_Model):
 
 
 class FederationScenario(_Model):
-    """A whole multi-site scenario."""
+    """A whole multi-site scenario; `limits` bounds what `cloudtwin federate evaluate` runs."""
 
     name: str = Field("federation", min_length=1)
     seed: int = Field(1, ge=0)
@@ -201,6 +202,7 @@ class FederationScenario(_Model):
     networks: tuple[FederatedNetworkSpec, ...] = ()
     gateway_faults: tuple[GatewayFault, ...] = ()
     traffic: tuple[FederatedTraffic, ...] = ()
+    limits: Limits = Field(default_factory=Limits)
 
     @field_validator("global_pool")
     @classmethod

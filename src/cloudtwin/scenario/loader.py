@@ -21,6 +21,7 @@ __all__ = [
     "YamlMapping",
     "apply_overrides",
     "check_hosts",
+    "line_of",
     "load_scenario",
     "parse_yaml",
     "scenario_from_data",
@@ -58,7 +59,9 @@ def apply_overrides(data: YamlMapping, overrides: Iterable[str]) -> YamlMapping:
         key, sep, raw = item.partition("=")
         key = key.strip()
         if not sep or not key:
-            raise ScenarioError(f"override {item!r}: expected key=value, e.g. fabric.leaves=8")
+            raise ScenarioError(
+                f"override {item!r}: expected key=value, e.g. fabric.leaves=8", field="overrides"
+            )
         try:
             value = load_yaml(raw, key)[0] if raw.strip() else ""
         except ScenarioError as err:
@@ -179,7 +182,7 @@ def _describe(
         if own and own.group(1) in first["input"]:
             loc, message = [*loc, own.group(1)], message[own.end() :]
             key = f"{key}.{own.group(1)}"
-    line = _line_of(node, loc)
+    line = line_of(node, loc)
     where = f"{source}:{line}" if line else source
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
         return f"{where}: {key}: {message}", key
@@ -209,7 +212,8 @@ def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:
     return cleaned
 
 
-def _line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+def line_of(node: yaml.Node | None, loc: list[Any]) -> int | None:
+    """The line (from 1) of the deepest key or item of `loc` found in the YAML node tree."""
     line = None
     for part in loc:
         if isinstance(node, yaml.MappingNode):

@@ -20,9 +20,7 @@ def _rate_or_zero(value: object) -> float:
     """A rate that may be zero (a VM that dirties nothing); negative rates are refused."""
     if isinstance(value, str) and value.strip().startswith("-"):
         raise ValueError(f"must not be negative, got {value!r}")
-    if value in (0, "0"):
-        return 0.0
-    return parse_rate(value)  # type: ignore[arg-type]
+    return parse_rate(value, allow_zero=True)  # type: ignore[arg-type]
 
 
 def _positive_time(value: object) -> float:
@@ -41,7 +39,9 @@ def _size(value: object) -> int:
 
 
 def _size_or_zero(value: object) -> int:
-    return 0 if value in (0, "0") else _size(value)
+    if isinstance(value, str) and value.strip().startswith("-"):
+        raise ValueError(f"must not be negative, got {value!r}")
+    return parse_size(value, allow_zero=True)  # type: ignore[arg-type]
 
 
 def _rate(value: object) -> float:
@@ -61,7 +61,7 @@ Storage = Literal["shared", "block", "remote-then-local"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class Admission(_Model):

@@ -21,7 +21,7 @@ from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.mobility import Mobility, check_mobility
-from cloudtwin.scenario.nic import Nic
+from cloudtwin.scenario.nic import Nic, check_placement
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
 __all__ = [
@@ -63,7 +63,7 @@ Duration = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class LeafSpineFabric(_Model):
@@ -118,7 +118,7 @@ class Hosts(_Model):
     nvlink: Rate = DEFAULT_NVLINK_BPS
 
 
-_RANGE = re.compile(r"^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$")
+_RANGE = re.compile(r"^\s*([0-9]+)\s*(?:-\s*([0-9]+)\s*)?$")
 
 #: Host indices one scenario may list in all its host sets (`"0-63"` counts 64): far more
 #: hosts than any fabric within `limits.memory` has, and few enough that expanding them
@@ -379,6 +379,7 @@ class Scenario(_Model):
         return self
 
     def _check_nic(self) -> None:
+        check_placement(self.nic)
         groups = [(f"nic.groups.{i}.hosts", g.hosts) for i, g in enumerate(self.nic.groups)]
         groups += [(f"nic.boot_faults.{i}.hosts", f.hosts) for i, f in enumerate(self.nic.boot_faults)]
         groups += [(f"nic.pipeline_swaps.{i}.hosts", s.hosts) for i, s in enumerate(self.nic.pipeline_swaps)]

@@ -18,6 +18,7 @@ __all__ = [
     "ProfileName",
     "Storm",
     "Tier",
+    "check_placement",
 ]
 
 ProfileName = Literal["basic", "janus-100g", "software-vswitch", "bmv2-like", "linux-kernel"]
@@ -41,7 +42,8 @@ HostSet = Annotated[tuple[int, ...], BeforeValidator(_host_set)]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # a NaN share or an infinite rate would make the NIC's cost vanish: refused, naming the key
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False)
 
 
 class NicFunction(_Model):
@@ -95,3 +97,24 @@ class Nic(_Model):
     boot_faults: tuple[BootFault, ...] = ()
     storm: Storm | None = None
     pipeline_swaps: tuple[PipelineSwap, ...] = ()
+
+
+def check_placement(nic: Nic) -> None:
+    """ValueError naming the key when a host is in two `groups` (the last would silently win)
+    or a chain places one function twice."""
+    owner: dict[int, int] = {}
+    for i, group in enumerate(nic.groups):
+        for host in group.hosts:
+            first = owner.setdefault(host, i)
+            if first != i:
+                raise ValueError(
+                    f"nic.groups.{i}.hosts: host {host} is also in nic.groups.{first}; a host is in one group"
+                )
+    chains = [("nic.functions", nic.functions)]
+    chains += [(f"nic.groups.{i}.functions", g.functions) for i, g in enumerate(nic.groups)]
+    for where, chain in chains:
+        placed: dict[str, int] = {}
+        for j, function in enumerate(chain or ()):
+            first = placed.setdefault(function.name, j)
+            if first != j:
+                raise ValueError(f"{where}.{j}.name: {function.name} is placed twice (also {where}.{first})")

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.units import parse_int, parse_number
 
 __all__ = ["MAX_DEPTH", "MAX_NODES", "load_yaml"]
 
@@ -49,6 +50,30 @@ class _UniqueKeyLoader(yaml.SafeLoader):
                     key_node.start_mark,
                 )
         return super().construct_mapping(node, deep=deep)
+
+    def construct_decimal_int(self, node: yaml.ScalarNode) -> int | str:
+        """A plain decimal integer (`3_600_000` grouped as YAML writes it; `010` is ten).
+        YAML 1.1 would also read `0x10`, `0b11` and `1:30` (90) as numbers, a silent surprise
+        in a scenario: they stay text, which a number field refuses naming its key (and an
+        entries file, which takes `0xff` masks, reads itself)."""
+        text = str(self.construct_scalar(node))
+        try:
+            return parse_int(text)
+        except ValueError:
+            return text
+
+    def construct_decimal_float(self, node: yaml.ScalarNode) -> float | str:
+        """A finite decimal number; `.inf`, `.nan` and `1.0e+400` stay text (refused by a
+        number field, naming its key)."""
+        text = str(self.construct_scalar(node))
+        try:
+            return parse_number(text)
+        except ValueError:
+            return text
+
+
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:int", _UniqueKeyLoader.construct_decimal_int)
+_UniqueKeyLoader.add_constructor("tag:yaml.org,2002:float", _UniqueKeyLoader.construct_decimal_float)
 
 
 def load_yaml(

@@ -7,13 +7,15 @@ peers that do not import each other). Nothing heavy is imported until it runs.
 from __future__ import annotations
 
 import errno
+import os
 import socket
+import sys
 from pathlib import Path
 
 import typer
 
 from cloudtwin.errors import ServiceError, StoreError, needs_extra
-from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.store.database import DEFAULT_DB, check_store_file
 
 __all__ = ["serve"]
 
@@ -54,6 +56,7 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
     number = parse_port(port)
+    check_store_file(db)  # before anything is written beside it
     with needs_extra("web", "serve"):  # fastapi, uvicorn, jinja2, plotly
         import uvicorn
 
@@ -81,13 +84,25 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     )
     app = create_app(settings)
     typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=number, log_level="warning"))
+    # a request or a job still running a second after SIGTERM does not hold the exit up
+    config = uvicorn.Config(app, host=host, port=number, log_level="warning", timeout_graceful_shutdown=1)
+    server = uvicorn.Server(config)
     server.run(sockets=[listener])
+    if not app.state.jobs.stopped:
+        # A job still inside a store write or a computation: leave without it (each write is
+        # a transaction) rather than let the interpreter's exit abort inside DuckDB.
+        sys.stdout.flush()
+        os._exit(0)
+
+
+#: Connections the kernel accepts and holds until the server takes them.
+_BACKLOG = 2048
 
 
 def _listen(host: str, port: int) -> socket.socket:
-    """A socket bound to (host, port) before the server starts, so that a port in use is one
-    line naming it and port 0 is told as the port the system picked."""
+    """A socket listening on (host, port) before the server starts, so that a port in use is
+    one line naming it, port 0 is told as the port the system picked, and a client that
+    reads the printed URL is accepted at once (the server answers once it runs)."""
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
     except (OSError, UnicodeError) as err:
@@ -96,6 +111,7 @@ def _listen(host: str, port: int) -> socket.socket:
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         listener.bind(address)
+        listener.listen(_BACKLOG)  # accepting from now on: the URL printed next can be opened
     except OSError as err:
         listener.close()
         if err.errno == errno.EADDRNOTAVAIL:

@@ -17,13 +17,16 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TypedDict
 
-from cloudtwin.errors import CloudtwinError
+from cloudtwin.errors import CloudtwinError, LimitError
 from cloudtwin.service.models import JobDetail, JobSummary, JsonObject
 
 __all__ = ["Job", "JobCancelled", "JobQueue", "JobState", "Progress", "Work"]
 
 #: How many finished jobs are kept for listing; older ones are forgotten.
 KEEP_FINISHED = 200
+#: At shutdown, how long the running job has to stop at its next progress report before
+#: the service exits without it (what it stored is whole: each write is a transaction).
+CLOSE_WAIT_S = 1.0
 
 
 class JobState(StrEnum):
@@ -63,6 +66,16 @@ class Job:
     result: JsonObject | None = None
     error: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
+    #: The most seconds the job may run; past it, its next progress report fails it.
+    deadline_s: float | None = None
+    started: float | None = None
+
+    @property
+    def overdue(self) -> bool:
+        """Whether the job has run longer than its deadline."""
+        if self.deadline_s is None or self.started is None:
+            return False
+        return time.monotonic() - self.started > self.deadline_s
 
     @property
     def fraction(self) -> float:
@@ -76,6 +89,8 @@ class Job:
         """The progress callback handed to the use case; raises once cancelled."""
         if self.cancel.is_set():
             raise JobCancelled
+        if self.overdue:
+            raise LimitError(f"deadline: the job ran longer than its {self.deadline_s:g} s", "deadline")
         if stage != self.stage:
             if self.stage is not None:
                 self.stages_done += 1
@@ -130,10 +145,12 @@ class JobQueue:
         self._thread = threading.Thread(target=self._loop, name="cloudtwin-jobs", daemon=True)
         self._thread.start()
 
-    def submit(self, kind: str, scenario: str, stages: list[str], work: Work) -> Job:
-        """Queue a job; it runs after the ones before it."""
+    def submit(
+        self, kind: str, scenario: str, stages: list[str], work: Work, deadline_s: float | None = None
+    ) -> Job:
+        """Queue a job; it runs after the ones before it, for at most ``deadline_s`` seconds."""
         with self._lock:
-            job = Job(next(self._ids), kind, scenario, stages, work)
+            job = Job(next(self._ids), kind, scenario, stages, work, deadline_s=deadline_s)
             self._jobs[job.job_id] = job
             self._forget_old()
         self._queue.put(job)
@@ -166,11 +183,16 @@ class JobQueue:
         return True
 
     def close(self) -> None:
-        """Cancel what runs and stop the worker."""
+        """Cancel what runs and stop the worker, waiting at most CLOSE_WAIT_S for it."""
         for job in self.list():
             self.cancel(job)
         self._queue.put(None)
-        self._thread.join(timeout=30)
+        self._thread.join(timeout=CLOSE_WAIT_S)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the worker has ended (after `close`, unless a job still runs)."""
+        return not self._thread.is_alive()
 
     def _loop(self) -> None:
         while (job := self._queue.get()) is not None:
@@ -178,6 +200,7 @@ class JobQueue:
                 if job.state != JobState.QUEUED:
                     continue
                 job.state = JobState.RUNNING
+                job.started = time.monotonic()
             self._run(job)
 
     def _run(self, job: Job) -> None:

@@ -16,10 +16,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudtwin.errors import NicError
+
 __all__ = ["StormResult", "slow_path_share", "storm"]
 
 STEP_S = 1e-4
 """Time step of the storm model (0.1 ms)."""
+
+MAX_STEPS = 300_000
+"""The most time steps a storm is stepped over (30 s of storm model time): each step is a
+turn of a Python loop, so this keeps one storm within about a minute on a loaded machine;
+`duration: 1000000s` asked for 10^10 steps (80 GB per array) and ended in a MemoryError."""
 
 RECOVERED = 0.99
 """Throughput counts as recovered at this fraction of the pre-storm throughput."""
@@ -74,7 +81,14 @@ def storm(
     waiting ones share the slow path's `slow_bps`. Each flow lives `lifetime_s`.
     """
     end = start_s + duration_s + 10 * lifetime_s + 0.05
-    steps = int(np.ceil(end / STEP_S))
+    estimate = end / STEP_S
+    if not estimate <= MAX_STEPS:  # NaN too
+        raise NicError(
+            f"nic.storm.duration: the storm's {end:.6g} s (start, duration and 10 flow lifetimes) "
+            f"are {estimate:,.0f} steps of {STEP_S * 1e3:g} ms, more than the {MAX_STEPS:,} "
+            f"({MAX_STEPS * STEP_S:g} s) the storm model steps through; shorten it"
+        )
+    steps = int(np.ceil(estimate))
     waiting: deque[list[float]] = deque()  # [arrival time, flows]
     inserted: list[list[float]] = []
     times = np.arange(steps) * STEP_S

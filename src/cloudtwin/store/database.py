@@ -16,7 +16,7 @@ from cloudtwin.errors import LimitError, StoreError
 
 __all__ = [
     "DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "LOCK_WAIT_S", "QueryResult", "Store",
-    "is_lock_conflict",
+    "check_store_file", "is_lock_conflict",
 ]
 
 #: Where the store lives unless the caller says otherwise.
@@ -191,9 +191,33 @@ class Store:
             timer.cancel()
 
 
+#: Where a DuckDB file says what it is: bytes 8 to 11 of its first block.
+_MAGIC_AT, _MAGIC = 8, b"DUCK"
+
+
+def check_store_file(path: Path, field: str = "db") -> None:
+    """Refuse (StoreError naming ``field``) a path that exists but is not a DuckDB file: a
+    folder, a device or FIFO, or a file of other content. Reads 12 bytes, takes no lock.
+    A missing or empty file is a store yet to be made.
+    """
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise StoreError(f"{field}: {path} is not a regular file, so not a DuckDB store")
+    with path.open("rb") as handle:
+        head = handle.read(_MAGIC_AT + len(_MAGIC))
+    if head and head[_MAGIC_AT:] != _MAGIC:
+        raise StoreError(f"{field}: {path} is not a DuckDB database")
+
+
 def is_lock_conflict(err: BaseException) -> bool:
-    """Whether DuckDB refused to open a file because another process holds its lock."""
-    return isinstance(err, duckdb.IOException) and "lock" in str(err).lower()
+    """Whether DuckDB refused to open a file because another process holds its lock, or
+    this process holds it open the other way (read-only against read-write: a service's
+    snapshot copy while its job writes), which passes as soon as the holder closes it."""
+    text = str(err).lower()
+    if isinstance(err, duckdb.ConnectionException):
+        return "different configuration" in text
+    return isinstance(err, duckdb.IOException) and "lock" in text
 
 
 def _connect(

@@ -186,7 +186,7 @@ def parse_window(text: str, field: str = "window") -> timedelta:
     >>> parse_window("25ms")
     datetime.timedelta(microseconds=25000)
     """
-    match = re.fullmatch(r"\s*(\d{1,12})\s*(ms|[smhd])\s*", text)
+    match = re.fullmatch(r"\s*([0-9]{1,12})\s*(ms|[smhd])\s*", text)
     if match is None or int(match.group(1)) == 0:
         raise LogFormatError(
             f"{field} {text!r}: expected a positive length like 25ms, 30s, 5m, 1h, 1d"

@@ -1,7 +1,7 @@
 """Parameter sweeps: a command over the product (or zip) of varied scenario keys, on a
 local process pool or a Ray cluster, resumable, with every result streamed into the store."""
 
-from cloudtwin.sweep.check import check_plan
+from cloudtwin.sweep.check import CHECK_LIMIT_S, Checked, check_plan
 from cloudtwin.sweep.executors import Executor, Outcome, PoolExecutor, SerialExecutor
 from cloudtwin.sweep.points import SEED, Plan, Point, point_key
 from cloudtwin.sweep.runner import SweepRun, run_points
@@ -10,8 +10,10 @@ from cloudtwin.sweep.task import COMMANDS, Command, Task, default_metric
 from cloudtwin.sweep.values import Vary, parse_vary, split_values
 
 __all__ = [
+    "CHECK_LIMIT_S",
     "COMMANDS",
     "SEED",
+    "Checked",
     "Command",
     "Executor",
     "Group",

@@ -13,6 +13,7 @@ import json
 import multiprocessing
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -32,6 +33,7 @@ __all__ = [
     "Outcome",
     "PoolExecutor",
     "SerialExecutor",
+    "die_with_parent",
     "points_job",
     "run_batch",
 ]
@@ -65,9 +67,19 @@ def _one(task: Task, overrides: Sequence[str]) -> Outcome:
         document = task(overrides)
     except CloudtwinError as err:
         return Outcome("error", None, str(err), time.perf_counter() - start)
+    except MemoryError as err:  # the point needs more than the machine has: its input, not a bug
+        return Outcome("error", None, _out_of_memory(err), time.perf_counter() - start)
     except Exception as err:  # a bug, not bad input: reported, not stored, retried next run
         return Outcome("crash", None, f"{type(err).__name__}: {err}", time.perf_counter() - start)
     return Outcome("ok", json.dumps(document), None, time.perf_counter() - start)
+
+
+def _out_of_memory(err: MemoryError) -> str:
+    detail = f" ({' '.join(str(err).split())})" if str(err) else ""
+    return (
+        f"limits.memory: the point ran out of memory{detail}; its estimate is within "
+        "limits.memory, so that limit is above what this machine has: lower it to refuse such points"
+    )
 
 
 def run_batch(task: Task, batch: Batch) -> list[Outcome]:
@@ -125,10 +137,16 @@ class SerialExecutor:
 
 _WORKER_JOB: list[Job] = []
 
+#: The preload that makes a fork server end with its driver.
+_SERVER_GUARD = "cloudtwin.sweep.serverguard"
+
 #: Modules the fork server imports once, so that each worker starts with them: what a
 #: sweep's points need (a log ingest's pool names its own).
 SWEEP_PRELOAD = ("cloudtwin.evaluation.run",)
 
+
+#: prctl's option that sends a signal to a process when its parent ends (linux/prctl.h).
+_PR_SET_PDEATHSIG = 1
 
 #: How often a worker checks that its driver is still there.
 _WATCH_S = 0.5
@@ -146,7 +164,23 @@ def _watch(driver_pid: int) -> None:
             os._exit(1)
 
 
+def die_with_parent() -> None:
+    """Ask the kernel (Linux) to kill this process when its parent ends: a worker when its
+    fork server ends, the fork server when its driver does (`serverguard`). The watch
+    thread cannot run while a point holds the interpreter (a long call into C), and a
+    killed driver must not leave its workers computing."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    parent = os.getppid()
+    ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:  # the parent ended before the kernel was asked
+        os._exit(1)
+
+
 def _install(job: Job, driver_pid: int) -> None:
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group: the driver decides
     _WORKER_JOB[:] = [job]
     threading.Thread(target=_watch, args=(driver_pid,), name="driver-watch", daemon=True).start()
@@ -171,7 +205,8 @@ class PoolExecutor:
         assert self._job is not None, "start() first"
         context = multiprocessing.get_context("forkserver")
         # workers fork from a server that has already imported what every job needs
-        context.set_forkserver_preload(["__main__", __name__, *self._preload])
+        # (and ends with the driver: serverguard)
+        context.set_forkserver_preload([_SERVER_GUARD, "__main__", __name__, *self._preload])
         return futures.ProcessPoolExecutor(
             self.workers, mp_context=context, initializer=_install, initargs=(self._job, os.getpid())
         )
@@ -232,6 +267,9 @@ class PoolExecutor:
                 process.terminate()
         for process in processes:
             process.join(timeout=5)
+            if process.is_alive():  # deaf to SIGTERM (stuck in a call): it must not outlive the pool
+                process.kill()
+                process.join(timeout=5)
         self._pool = None
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from cloudtwin.scenario.units import parse_number
 from cloudtwin.sweep.summary import Summary
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ __all__ = ["plot_summary"]
 
 def _number(text: str) -> float | None:
     try:
-        return float(text)
+        return parse_number(text)
     except ValueError:
         return None
 

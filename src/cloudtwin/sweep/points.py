@@ -148,6 +148,36 @@ class Plan:
             if value != seed.values[0]:
                 yield (*first[:at], f"{SEED}={value}", *first[at:])
 
+    def value_checks(self) -> list[tuple[str, ...]]:
+        """Fewer checks than `checks`, for sweeps too large to check point by point: the
+        first point, then each key's probe values (each listed value, a range's ends) once
+        with the other keys at their first value, and the point where every key takes its
+        last probe (the largest fabric, when values grow). Under zip, the pairs in which
+        some key takes a probe value. A combination they miss is still checked when its
+        point runs, and fails alone, stored with its error.
+        """
+        if self.zipped:
+            return self._zipped_value_checks()
+        first = tuple(v.overrides(0) for v in self.varies)
+        found = [first]
+        for at, vary in enumerate(self.varies):
+            found += [_with(first, at, vary.key, value) for value in vary.probes if value != vary.values[0]]
+        found.append(tuple(f"{v.key}={v.probes[-1]}" for v in self.varies))
+        return list(dict.fromkeys(found))
+
+    def _zipped_value_checks(self) -> list[tuple[str, ...]]:
+        indices: set[int] = {0}
+        for vary in self.paired:
+            where = {value: i for i, value in enumerate(vary.values)}
+            indices.update(where[value] for value in vary.probes)
+        seeds = [i for i, v in enumerate(self.varies) if v.key == SEED]
+        texts = [[f"{v.key}={value}" for value in v.values] for v in self.varies]
+        found = [tuple(t[0 if i in seeds else j] for i, t in enumerate(texts)) for j in sorted(indices)]
+        for at in seeds:
+            seed = self.varies[at]
+            found += [_with(found[0], at, SEED, value) for value in seed.probes if value != seed.values[0]]
+        return list(dict.fromkeys(found))
+
     def check_count(self) -> int:
         """How many points `checks` gives."""
         seeds = [v for v in self.varies if v.key == SEED]
@@ -155,6 +185,10 @@ class Plan:
             return self.size
         rest = Plan(tuple(v for v in self.varies if v.key != SEED), self.zipped)
         return rest.size + sum(1 for value in seeds[0].probes if value != seeds[0].values[0])
+
+
+def _with(overrides: tuple[str, ...], at: int, key: str, value: str) -> tuple[str, ...]:
+    return (*overrides[:at], f"{key}={value}", *overrides[at + 1 :])
 
 
 def _product(counts: list[int]) -> int:

@@ -112,10 +112,15 @@ def _value_of(override: str) -> tuple[str, str]:
 
 
 def summarize(
-    plan: Plan, points: Sequence[Point], records: Mapping[str, PointRecord], metric: str
+    plan: Plan,
+    points: Sequence[Point],
+    records: Mapping[str, PointRecord],
+    metric: str,
+    by_seed: bool = False,
 ) -> Summary:
-    """Group the stored points by their non-seed values and summarise `metric` over seeds."""
-    keys = [k for k in plan.keys if k != SEED]
+    """Group the stored points by their non-seed values and summarise `metric` over seeds
+    (`by_seed`: group by the seed too, one point a group, to show the metric per seed)."""
+    keys = [k for k in plan.keys if by_seed or k != SEED]
     grouped: dict[tuple[str, ...], list[float]] = {}
     failed: dict[tuple[str, ...], int] = {}
     sample: Any = None

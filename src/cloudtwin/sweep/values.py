@@ -16,7 +16,7 @@ from cloudtwin.errors import SweepError
 __all__ = ["Range", "Vary", "parse_vary", "split_values"]
 
 _KEY = re.compile(r"^[A-Za-z_][\w-]*(\.[\w-]+)*$")
-_RANGE = re.compile(r"^(-?\d+)\.\.(-?\d+)(?::(\d+))?$")
+_RANGE = re.compile(r"^(-?[0-9]+)\.\.(-?[0-9]+)(?::([0-9]+))?$")
 _CLOSING = {"[": "]", "{": "}"}
 
 #: More values than this for one key is a mistake (a range missing a digit), not a sweep.

@@ -11,11 +11,14 @@ machine.
 
 from __future__ import annotations
 
-from collections.abc import Sized
+import os
+from collections.abc import Iterable, Sized
 from dataclasses import dataclass
 
 from cloudtwin.errors import LimitError
 from cloudtwin.scenario.cloud import CloudScenario
+from cloudtwin.scenario.federation import FederationScenario
+from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.model import (
     CollectiveWorkload,
     FatTreeFabric,
@@ -28,6 +31,8 @@ from cloudtwin.scenario.units import format_size
 
 __all__ = [
     "MemoryEstimate",
+    "check_cloud",
+    "check_federation",
     "check_memory",
     "collective_ranks",
     "estimate_flows",
@@ -136,8 +141,9 @@ def estimate_flows(scenario: Scenario) -> int:
     return flows
 
 
-def estimate_memory(scenario: Scenario) -> MemoryEstimate:
-    """The memory the scenario's fabric tables and perftest traffic will take."""
+def estimate_memory(scenario: Scenario, flows: int | None = None) -> MemoryEstimate:
+    """The memory the scenario's fabric tables and traffic will take: `flows` engine flows
+    (by default its workload's, `estimate_flows`)."""
     nodes, links, edges, degree, hops = _fabric_shape(scenario)
     parts = {
         "fabric links": links * _LINK_BYTES,
@@ -145,7 +151,7 @@ def estimate_memory(scenario: Scenario) -> MemoryEstimate:
         "out-link table": nodes * degree * 8,
         "hop table": nodes * edges * _HOP_CELL_BYTES,
     }
-    flows = estimate_flows(scenario)
+    flows = estimate_flows(scenario) if flows is None else flows
     parts["flows"] = flows * _FLOW_BYTES
     parts["paths"] = flows * (hops + 1) * _PATH_ENTRY_BYTES
     parts["next-hop candidates"] = flows * degree * _CANDIDATE_BYTES
@@ -180,14 +186,32 @@ def _check_total(estimate: MemoryEstimate, limit: int) -> None:
             "fabric or the workload smaller, or raise limits.memory",
             "limits.memory",
         )
+    machine = machine_memory_bytes()
+    if machine is not None and estimate.total_bytes > machine:
+        raise LimitError(
+            f"the scenario needs about {_human(estimate.total_bytes)} of memory "
+            f"({estimate.describe()}), more than this machine's {_human(machine)}; raising "
+            f"limits.memory (now {_human(limit)}) does not add any: make the fabric or the "
+            "workload smaller",
+            "limits.memory",
+        )
 
 
-def _traffic_flows(cloud: CloudScenario) -> int:
+def machine_memory_bytes() -> int | None:
+    """The machine's physical memory, or None where the system does not say."""
+    try:
+        pages, page = os.sysconf("SC_PHYS_PAGES"), os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    return pages * page if pages > 0 and page > 0 else None
+
+
+def _traffic_flows(federation: FederationScenario) -> int:
     """Flows of the federated networks' traffic: all pairs or a ring of their endpoints."""
-    sites = {s.name: s for s in cloud.federation.sites}
-    networks = {n.name: n for n in cloud.federation.networks}
+    sites = {s.name: s for s in federation.sites}
+    networks = {n.name: n for n in federation.networks}
     flows = 0
-    for spec in cloud.federation.traffic:
+    for spec in federation.traffic:
         network = networks.get(spec.network)
         if network is None:
             continue  # the planner names the unknown network
@@ -205,10 +229,43 @@ the scenario lets every pair of sites be joined): 2.2 KB measured between 300 an
 sites (178 and 964 MB peak for 44,850 and 404,550 pairs)."""
 
 
-def _wan_pairs(cloud: CloudScenario) -> int:
+def _wan_pairs(federation: FederationScenario) -> int:
     """WAN links: the listed ones, or one between every pair of sites when none is listed."""
-    sites = len(cloud.federation.sites)
-    return len(cloud.federation.wan) or sites * (sites - 1) // 2
+    sites = len(federation.sites)
+    return len(federation.wan) or sites * (sites - 1) // 2
+
+
+def _check_sites(federation: FederationScenario, limit: int) -> None:
+    sites = len(federation.sites)
+    if sites > limit:
+        pairs = _wan_pairs(federation)
+        raise LimitError(
+            f"the federation has {sites:,} sites joined by {pairs:,} WAN links (about "
+            f"{_human(pairs * _WAN_PAIR_BYTES)} for the WAN alone), above limits.sites = {limit:,} "
+            "(larger federations can take many minutes); join fewer sites, or raise limits.sites",
+            "limits.sites",
+        )
+
+
+def _check_federation(
+    federation: FederationScenario, sites: Iterable[tuple[int, MemoryEstimate]], limits: Limits
+) -> MemoryEstimate:
+    """The sites' count first (it costs nothing to check), then the sites' own (flows,
+    estimate), one by one, then the flows (with the federated traffic) and memory together."""
+    _check_sites(federation, limits.sites)
+    flows = _traffic_flows(federation)
+    parts = {
+        "federated flows": flows * _FLOW_BYTES,
+        "WAN links": _wan_pairs(federation) * _WAN_PAIR_BYTES,
+    }
+    for site_flows, estimate in sites:
+        flows += site_flows
+        for name, size in estimate.parts.items():  # the sites' parts together: one short line
+            parts[f"sites' {name}"] = parts.get(f"sites' {name}", 0) + size
+    _check_flows(flows, limits.flows)
+    total = MemoryEstimate(parts)
+    _check_total(total, limits.memory)
+    return total
 
 
 def check_cloud(cloud: CloudScenario) -> MemoryEstimate:
@@ -217,18 +274,21 @@ def check_cloud(cloud: CloudScenario) -> MemoryEstimate:
     sites' flows (with the federated traffic) and memory together against the same limits."""
     limits = cloud.limits
     _check_migrations(len(cloud.mobility.migrations), limits.migrations)
-    flows = _traffic_flows(cloud)
-    parts = {"federated flows": flows * _FLOW_BYTES, "WAN links": _wan_pairs(cloud) * _WAN_PAIR_BYTES}
-    for site in cloud.federation.sites:
-        scenario = site.site_scenario(cloud.seed, cloud.routing, cloud.reaction, limits)
-        estimate = check_memory(scenario)
-        flows += estimate_flows(scenario)
-        for name, size in estimate.parts.items():  # the sites' parts together: one short line
-            parts[f"sites' {name}"] = parts.get(f"sites' {name}", 0) + size
-    _check_flows(flows, limits.flows)
-    total = MemoryEstimate(parts)
-    _check_total(total, limits.memory)
-    return total
+    scenarios = (
+        site.site_scenario(cloud.seed, cloud.routing, cloud.reaction, limits)
+        for site in cloud.federation.sites
+    )
+    sites = ((estimate_flows(scenario), check_memory(scenario)) for scenario in scenarios)
+    return _check_federation(cloud.federation, sites, limits)
+
+
+def check_federation(federation: FederationScenario) -> MemoryEstimate:
+    """A federation's estimate (`cloudtwin federate evaluate`) before anything is built, or
+    LimitError naming `limits.sites`, `limits.flows` or `limits.memory`, checked as
+    `check_cloud` checks one cloud's, with the federation's own `limits` (a site runs no
+    traffic of its own here: its fabric alone counts)."""
+    sites = ((0, estimate_memory(site.scenario(), flows=0)) for site in federation.sites)
+    return _check_federation(federation, sites, federation.limits)
 
 
 def check_memory(scenario: Scenario) -> MemoryEstimate:

@@ -70,6 +70,14 @@ class SitesTopology:
         """Every directed link into or out of `node`."""
         return np.flatnonzero((self.link_src == node) | (self.link_dst == node))
 
+    @cached_property
+    def _wan_out(self) -> dict[int, list[tuple[int, int]]]:
+        """Each site's WAN links out: (the site at the other end, the link), in listed order."""
+        out: dict[int, list[tuple[int, int]]] = {}
+        for (x, y), link in self.wan_links.items():
+            out.setdefault(x, []).append((y, link))
+        return out
+
     def wan_path(self, a: int, b: int) -> list[int]:
         """The WAN links from site a's WAN edge to site b's, fewest hops then least latency."""
         if a == b:
@@ -80,9 +88,7 @@ class SitesTopology:
             nxt = []
             for s in frontier:
                 hops, lat, path = best[s]
-                for (x, y), link in self.wan_links.items():
-                    if x != s:
-                        continue
+                for y, link in self._wan_out.get(s, ()):
                     cand = (hops + 1, lat + float(self.latency_s[link]), [*path, link])
                     if y not in best or cand[:2] < best[y][:2]:
                         best[y] = cand

@@ -20,7 +20,7 @@ from functools import partial
 import numpy as np
 
 from cloudtwin.engine.simulator import Change
-from cloudtwin.errors import CloudtwinError, EngineError, ScenarioError
+from cloudtwin.errors import CloudtwinError, EngineError, FederationError, ScenarioError
 from cloudtwin.flows import Paths
 from cloudtwin.intercloud.plan import FederationPlan, plan_federation
 from cloudtwin.intercloud.traffic import (
@@ -207,7 +207,10 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
     gateway faults, boot faults) or without any."""
     check_cloud(cloud)
     chosen = resolve_strategy(_as_scenario(cloud), strategy)
-    plan = plan_federation(cloud.federation)
+    try:
+        plan = plan_federation(cloud.federation)
+    except FederationError as err:  # the planner names fields of the federation alone
+        raise FederationError(f"federation.{err.field}", err.reason, err.status) from err
     joined = join_sites(cloud.federation)
     parts = _sites(cloud, joined, chosen, faults)
     capacity = tunnel_capacity(plan, joined)

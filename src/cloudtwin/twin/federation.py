@@ -26,6 +26,7 @@ from cloudtwin.intercloud.traffic import (
     route_federated,
     tunnel_capacity,
 )
+from cloudtwin.topology.estimate import check_federation
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.sites import SitesTopology, join_sites
 from cloudtwin.twin.run import run_flows
@@ -157,10 +158,15 @@ def gateway_faults(
 
 
 def simulate_federation(plan: FederationPlan, seed: int | None = None) -> FederationRun:
-    """Run the scenario's `traffic:` over the joined sites, fault-free and with its `gateway_faults:`."""
+    """Run the scenario's `traffic:` over the joined sites, fault-free and with its `gateway_faults:`.
+
+    The run is estimated first (sites, WAN links, flows, memory) and refused with LimitError
+    above the scenario's `limits`, before anything is built.
+    """
     seed = plan.scenario.seed if seed is None else seed
-    joined = join_sites(plan.scenario)
+    check_federation(plan.scenario)
     flows = federated_flows(plan)
+    joined = join_sites(plan.scenario)
     active = np.zeros(len(plan.site_names), dtype=np.int64)
     paths = route_federated(plan, joined, flows, active, seed)
     capacity = tunnel_capacity(plan, joined)

@@ -169,12 +169,12 @@ def training_step(request: JobRequest) -> tuple[TrainingStep, DataParallelRings,
     lay = model.layout(w, w.gpus or spec.gpus, spec.gpus)
     times = model.stage_times(w, spec, lay.data)
     p = lay.pipeline
-    offsets = (p - 1 - np.arange(p)) * times.backward_slot_s
+    offsets = times.ring_offsets_s(p)
     step = TrainingStep(
         start_s=float(getattr(w, "start", 0.0) or 0.0),
         ring_offset_s=offsets,
         hidden_until_s=float(offsets[0]) + times.overlap_window_s,
-        pipeline_s=(lay.micro_batches + p - 1) * times.slot_s,
+        pipeline_s=times.pipeline_s(p, lay.micro_batches),
         optimizer_s=times.optimizer_s,
     )
     groups, stage = model.data_parallel_groups(w, lay)

@@ -22,7 +22,7 @@ import numpy as np
 from cloudtwin.errors import WorkloadError
 from cloudtwin.flows import Flows
 from cloudtwin.scenario.model import FlowsWorkload
-from cloudtwin.scenario.units import parse_size, parse_time
+from cloudtwin.scenario.units import DIGITS, parse_int, parse_number, parse_size, parse_time
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.topology import NodeKind, Topology
 from cloudtwin.workloads.perftest import qp_flows
@@ -42,7 +42,9 @@ __all__ = [
 REQUIRED = ("source", "destination", "bytes")
 COLUMNS = (*REQUIRED, "start", "tenant", "qps", "path")
 
-_HOST = re.compile(r"^(?:host)?(\d+)(?:/nic(\d+))?$")
+_HOST = re.compile(r"^(?:host)?([0-9]+)(?:/nic([0-9]+))?$")
+#: A start given as a bare number of seconds (anything else is a duration with a unit).
+_BARE_NUMBER = re.compile(r"[-+]?[0-9._]+(?:[eE][-+]?[0-9]+)?|[-+]?(?:nan|inf|infinity)", re.I)
 _PATH_SEPARATORS = re.compile(r"\s*(?:->|>|,|\s)\s*")
 
 
@@ -67,6 +69,9 @@ def _where(table: FlowTable, row: int, column: str) -> str:
 
 
 def _check_columns(origin: str, names: Sequence[str]) -> None:
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise WorkloadError(f"{origin}: column {twice[0]!r} appears more than once")
     for name in names:
         if name not in COLUMNS:
             raise WorkloadError(f"{origin}: unknown column {name!r} (known: {', '.join(COLUMNS)})")
@@ -147,8 +152,8 @@ def _bytes(table: FlowTable, row: int, value: object) -> float:
     try:
         if isinstance(value, float) and value.is_integer():
             value = int(value)
-        if isinstance(value, str) and re.fullmatch(r"\s*[-+]?\d+(\.0*)?\s*", value):
-            value = int(float(value))
+        if isinstance(value, str) and re.fullmatch(rf"[-+]?{DIGITS}(\.0*)?", value.strip()):
+            value = int(parse_number(value.strip()))
         return float(parse_size(value))  # type: ignore[arg-type]
     except ValueError as err:
         raise WorkloadError(f"{where}: {err}") from None
@@ -161,9 +166,7 @@ def _start(table: FlowTable, row: int, value: object) -> float:
     try:
         if isinstance(value, str):
             text = value.strip()
-            seconds = (
-                float(text) if re.fullmatch(r"[-+]?[\d.]+(e[-+]?\d+)?", text, re.I) else parse_time(text)
-            )
+            seconds = parse_number(text) if _BARE_NUMBER.fullmatch(text) else parse_time(text)
         elif isinstance(value, bool):
             raise ValueError(f"{value!r} is not a time")
         else:
@@ -184,7 +187,7 @@ def _qps(table: FlowTable, row: int, value: object, default: int) -> int:
     if _is_blank(value):
         return default
     try:
-        qps = int(str(value).strip()) if not isinstance(value, int) else value
+        qps = parse_int(str(value).strip()) if not isinstance(value, int) else value
     except ValueError:
         qps = 0
     if isinstance(value, bool) or not 1 <= qps <= 1024:
@@ -278,6 +281,7 @@ def explicit_paths(table: FlowTable, topology: Topology) -> dict[int, np.ndarray
             nodes.append(names[hop])
         if len(nodes) < 2:
             raise WorkloadError(f"{where}: a path needs at least its two NICs, got {value!r}")
+        _check_no_loop(where, nodes, topology)
         if topology.node_kind[nodes[0]] != NodeKind.NIC or topology.node_kind[nodes[-1]] != NodeKind.NIC:
             raise WorkloadError(f"{where}: a path goes from the source NIC to the destination NIC")
         links = []
@@ -290,6 +294,15 @@ def explicit_paths(table: FlowTable, topology: Topology) -> dict[int, np.ndarray
             links.append(int(hits[0]))
         found[r] = np.array(links, dtype=np.int64)
     return found
+
+
+def _check_no_loop(where: str, nodes: list[int], topology: Topology) -> None:
+    """A path visits each node once: a loop would load its links twice for no hop gained."""
+    seen: set[int] = set()
+    for node in nodes:
+        if node in seen:
+            raise WorkloadError(f"{where}: visits {topology.node_name(node)} twice (a path may not loop)")
+        seen.add(node)
 
 
 def apply_explicit_paths(paths: Paths, flows: Flows, chosen: dict[int, np.ndarray]) -> Paths:

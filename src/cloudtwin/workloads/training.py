@@ -83,7 +83,14 @@ def layout(workload: TrainingWorkload, gpus: int, gpus_available: int, key: str 
             f"workload.global_batch: {workload.global_batch} is not a multiple of "
             f"data parallel {data} x micro_batch {workload.micro_batch}"
         )
-    return Layout(workload.tensor, workload.pipeline, data, workload.global_batch // per_step)
+    micro_batches = workload.global_batch // per_step
+    if workload.virtual_stages > 1 and micro_batches % workload.pipeline:
+        raise WorkloadError(
+            f"workload.virtual_stages: the interleaved schedule needs the {micro_batches} "
+            f"micro-batches per pipeline at {gpus} GPUs to be a multiple of pipeline "
+            f"{workload.pipeline}"
+        )
+    return Layout(workload.tensor, workload.pipeline, data, micro_batches)
 
 
 def parameters(w: TrainingWorkload) -> float:
@@ -114,9 +121,16 @@ def hardware_flops(w: TrainingWorkload) -> float:
     return 96.0 * b * s * n * h * h * (1 + s / (6 * h) + w.vocabulary / (16 * n * h))
 
 
-def bubble_fraction(pipeline: int, micro_batches: int) -> float:
-    """Idle fraction of a 1F1B pipeline: (p-1)/(m+p-1)."""
-    return (pipeline - 1) / (micro_batches + pipeline - 1)
+def bubble_fraction(pipeline: int, micro_batches: int, virtual_stages: int = 1) -> float:
+    """Idle fraction of a 1F1B pipeline: (p-1)/(m+p-1); with v model chunks per GPU
+    (interleaved 1F1B) the bubble shrinks v-fold: ((p-1)/v)/(m+(p-1)/v) (Narayanan et al.
+    2021, section 2.2.2).
+
+    >>> bubble_fraction(4, 32), round(bubble_fraction(4, 32, 3), 4)
+    (0.08571428571428572, 0.0303)
+    """
+    bubble = (pipeline - 1) / virtual_stages
+    return bubble / (micro_batches + bubble)
 
 
 @dataclass(frozen=True)
@@ -160,6 +174,11 @@ def memory_per_gpu(w: TrainingWorkload, data: int) -> MemoryUse:
     per_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
     full = w.recompute == "full"
     activations = 2 * s * b * h * w.layers + per_layer if full else per_layer * w.layers
+    # Interleaving keeps more microbatches in flight on the first stage: L (1 + (p-1)/(p v))
+    # layers' worth (Korthikanti et al. 2022, pipeline parallelism with interleaving).
+    if w.virtual_stages > 1:
+        p, v = w.pipeline, w.virtual_stages
+        activations *= 1 + (p - 1) / (p * v)
     logits = 4.0 * s * b * w.vocabulary / t * 2 if w.pipeline == 1 else 0.0
     return MemoryUse(weights, activations + logits, WORKSPACE_BYTES)
 
@@ -255,16 +274,33 @@ class StageTimes:
     p2p_s: float
     optimizer_s: float
     overlap_window_s: float
+    virtual_stages: int = 1
 
     @property
     def slot_s(self) -> float:
-        """One forward and one backward of a microbatch, with their communication."""
-        return self.forward_s + self.backward_s + self.tp_comm_s + 2 * self.p2p_s
+        """One forward and one backward of a microbatch, with their communication (with v
+        model chunks per GPU a microbatch crosses v stage boundaries per GPU each way)."""
+        return self.forward_s + self.backward_s + self.tp_comm_s + 2 * self.virtual_stages * self.p2p_s
 
     @property
     def backward_slot_s(self) -> float:
-        """What separates the end of one stage's last backward from the stage before's."""
-        return self.backward_s + self.tp_comm_s / 2 + self.p2p_s
+        """What separates the end of one stage's last backward from the stage before's
+        (one model chunk's backward: 1/v of the GPU's layers)."""
+        v = self.virtual_stages
+        return (self.backward_s + self.tp_comm_s / 2) / v + self.p2p_s
+
+    def bubble_s(self, pipeline: int) -> float:
+        """Idle time of the pipeline per iteration: (p-1)/v slots."""
+        return (pipeline - 1) / self.virtual_stages * self.slot_s
+
+    def pipeline_s(self, pipeline: int, micro_batches: int) -> float:
+        """Compute, in-stage communication and bubble of one iteration: m slots + bubble."""
+        return micro_batches * self.slot_s + self.bubble_s(pipeline)
+
+    def ring_offsets_s(self, pipeline: int) -> np.ndarray:
+        """When each stage's gradient reduction may start, after the last stage's: stage k
+        ends its last backward p-1-k chunk backwards later (1F1B cool-down)."""
+        return (pipeline - 1 - np.arange(pipeline)) * self.backward_slot_s
 
 
 def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes:
@@ -274,8 +310,11 @@ def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes
     one more forward. Tensor-parallel all-reduces: 2 in forward, 2 in backward (2 more
     when recomputing), on the critical path as in Megatron. The overlap window is the
     backward of the last microbatch after the first layer's gradients are ready: the
-    time a bucketed gradient reduction (Megatron/DeepSpeed `overlap_grad_reduce`) can
-    hide behind.
+    time a bucketed gradient reduction (PyTorch DDP's buckets, Li et al. VLDB 2020;
+    Megatron-Core's `overlap_grad_reduce`) can hide behind; with gradient accumulation
+    over microbatches nothing is reduced before the last one. With an interleaved
+    schedule the window is kept at one microbatch's backward of all the GPU's layers
+    (its chunks' last backwards all fall in the cool-down).
     """
     layers = w.layers // w.pipeline
     layer = _layer_forward_s(w, spec)
@@ -287,7 +326,9 @@ def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes
     window = 0.0
     if w.overlap_grad_reduce:
         window = backward * (layers - 1) / layers
-    return StageTimes(forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window)
+    return StageTimes(
+        forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window, w.virtual_stages
+    )
 
 
 def data_parallel_allreduce_bytes(w: TrainingWorkload) -> float:

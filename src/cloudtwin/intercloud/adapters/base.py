@@ -15,7 +15,16 @@ from pydantic import TypeAdapter, ValidationError
 from cloudtwin.errors import FederationError
 from cloudtwin.intercloud.objects import DesiredSegment
 
-__all__ = ["Adapter", "AdapterError", "Crash", "FaultInjector", "Resource", "SiteApi", "read_resource"]
+__all__ = [
+    "Adapter",
+    "AdapterError",
+    "Crash",
+    "FaultInjector",
+    "Resource",
+    "SiteApi",
+    "read_resource",
+    "validation_reason",
+]
 
 #: A resource's body as a cloud's API holds it: its fields are the flavour's own (an adapter
 #: reads them back through its TypedDicts, `read_resource`).
@@ -128,6 +137,17 @@ def read_resource(shape: TypeAdapter[_T], body: Resource, where: str) -> _T:
     try:
         return shape.validate_python(body, strict=True)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(part) for part in first["loc"])
-        raise AdapterError(f"{where}: {field}: {first['msg'].lower()}") from err
+        raise AdapterError(f"{where}: {validation_reason(err)}") from err
+
+
+def validation_reason(err: ValidationError) -> str:
+    """The first problem of `err` in one line: `field.path: what is wrong` (the field left
+    out when the whole value is wrong: not JSON, not an object)."""
+    first = err.errors()[0]
+    field = ".".join(str(part) for part in first["loc"])
+    what = first["msg"].splitlines()[0].lower() if first["msg"] else "invalid"
+    if first["type"] == "json_invalid":
+        what = "something that is not JSON"
+    elif first["type"] in ("model_type", "model_attributes_type") and not field:
+        what = "JSON that is not an object"
+    return f"{field}: {what}" if field else what

@@ -9,25 +9,44 @@ protocol around any in-process adapter.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import select
 import subprocess
+import time
 from collections.abc import Sequence
 from typing import IO
 
-from cloudtwin.intercloud.adapters.base import Adapter, AdapterError
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from cloudtwin.intercloud.adapters.base import Adapter, AdapterError, validation_reason
 from cloudtwin.intercloud.objects import DesiredSegment
 
-__all__ = ["DEFAULT_TIMEOUT_S", "ProcessAdapter", "handle_request", "serve_adapter"]
+__all__ = ["DEFAULT_TIMEOUT_S", "MAX_REPLY_BYTES", "ProcessAdapter", "handle_request", "serve_adapter"]
 
+#: Seconds an adapter program has to answer a request with a whole line.
 DEFAULT_TIMEOUT_S = 30.0
+#: The longest answer line read (a site's segments in JSON take far less).
+MAX_REPLY_BYTES = 16 << 20
 
 #: A request or an answer of the protocol: one JSON object (see above), from another program.
 Message = dict[str, object]
 
 
+class _Reply(BaseModel):
+    """An answer as the protocol allows it: `ok`, and `error` (a refusal) or `segments`."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+    ok: bool
+    error: str | None = None
+    segments: list[DesiredSegment] | None = None
+
+
 class ProcessAdapter:
-    """Talks to an adapter program started as `argv`."""
+    """Talks to an adapter program started as `argv`; each answer must arrive whole (a
+    line) within `timeout_s` of the request, or the program is killed."""
 
     def __init__(
         self, argv: Sequence[str], flavour: str = "subprocess", timeout_s: float = DEFAULT_TIMEOUT_S
@@ -37,51 +56,75 @@ class ProcessAdapter:
         self.argv = list(argv)
         self.flavour = flavour
         self.timeout_s = timeout_s
-        self.process: subprocess.Popen[str] | None = None
+        self.process: subprocess.Popen[bytes] | None = None
         self.sent: list[Message] = []
 
-    def _start(self) -> subprocess.Popen[str]:
+    @property
+    def _name(self) -> str:
+        return f"adapter {self.argv[0]!r}"
+
+    def _start(self) -> subprocess.Popen[bytes]:
         if self.process is None or self.process.poll() is not None:
+            self.close()
             try:
-                self.process = subprocess.Popen(
-                    self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1
-                )
+                self.process = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
             except OSError as err:
-                raise AdapterError(f"cannot start adapter {self.argv[0]!r}: {err.strerror}") from err
+                raise AdapterError(f"cannot start {self._name}: {err.strerror}") from err
         return self.process
 
-    def _call(self, request: Message) -> Message:
+    def _call(self, request: Message, wants: str | None = None) -> _Reply:
         process = self._start()
         assert process.stdin is not None and process.stdout is not None
         self.sent.append(request)
         try:
-            process.stdin.write(json.dumps(request) + "\n")
+            process.stdin.write(json.dumps(request).encode() + b"\n")
             process.stdin.flush()
-        except (BrokenPipeError, OSError) as err:
-            raise AdapterError(f"adapter {self.argv[0]!r} exited") from err
-        ready, _, _ = select.select([process.stdout], [], [], self.timeout_s)
-        line = process.stdout.readline() if ready else None
-        if line is None:
+        except OSError as err:  # BrokenPipeError: it died
             self.close()
-            raise AdapterError(f"adapter {self.argv[0]!r} did not answer within {self.timeout_s:g} s")
-        if not line:
-            raise AdapterError(f"adapter {self.argv[0]!r} exited (code {process.wait()})")
+            raise AdapterError(f"{self._name} exited") from err
+        line = self._read_line(process)
         try:
-            answer = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise AdapterError(f"adapter {self.argv[0]!r} answered with something that is not JSON") from err
-        if not isinstance(answer, dict):
-            raise AdapterError(f"adapter {self.argv[0]!r} answered with JSON that is not an object")
-        if not answer.get("ok"):
-            raise AdapterError(str(answer.get("error", "the adapter refused the request")).splitlines()[0])
-        return dict(answer)
+            reply = _Reply.model_validate_json(line)
+        except ValidationError as err:
+            raise AdapterError(f"{self._name} answered {validation_reason(err)}") from err
+        if not reply.ok:
+            reason = (reply.error or "").strip().splitlines()
+            raise AdapterError(f"{self._name} refused: {reason[0] if reason else '(no reason given)'}")
+        if wants is not None and getattr(reply, wants) is None:
+            raise AdapterError(f"{self._name} answered {wants}: missing")
+        return reply
+
+    def _read_line(self, process: subprocess.Popen[bytes]) -> bytes:
+        """One whole answer line within the deadline; the program is killed when it has not
+        answered whole in time, answers too long a line, or stops mid-line."""
+        assert process.stdout is not None
+        fd = process.stdout.fileno()
+        deadline = time.monotonic() + self.timeout_s
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select([fd], [], [], max(left, 0.0))[0] if left > 0 else []
+            if not ready:
+                self.close()
+                raise AdapterError(f"{self._name} did not answer a whole line within {self.timeout_s:g} s")
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                code = process.wait()
+                self.close()
+                raise AdapterError(f"{self._name} exited (code {code}){' mid-answer' if size else ''}")
+            end = chunk.find(b"\n")
+            chunks.append(chunk if end < 0 else chunk[:end])
+            size += len(chunks[-1])
+            if size > MAX_REPLY_BYTES:
+                self.close()
+                raise AdapterError(f"{self._name} answered more than {MAX_REPLY_BYTES:,} bytes in one line")
+            if end >= 0:
+                return b"".join(chunks)
 
     def segments(self) -> list[DesiredSegment]:
         """The segments the program reports."""
-        found = self._call({"op": "segments"}).get("segments", [])
-        if not isinstance(found, list):
-            raise AdapterError(f"adapter {self.argv[0]!r} answered segments that are not a list")
-        return [DesiredSegment.model_validate(s) for s in found]
+        return self._call({"op": "segments"}, wants="segments").segments or []
 
     def apply(self, segment: DesiredSegment) -> None:
         """Ask the program to hold `segment`."""
@@ -99,7 +142,8 @@ class ProcessAdapter:
             self.process.wait()
             for stream in (self.process.stdin, self.process.stdout):
                 if stream is not None:
-                    stream.close()
+                    with contextlib.suppress(OSError):  # a write left buffered for a program gone
+                        stream.close()
             self.process = None
 
 

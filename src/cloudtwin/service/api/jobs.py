@@ -80,6 +80,7 @@ def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -
     if body.kind == "nccl-tests":
         return _submit_nccl(body, scenario, queue)
     strategies = usecases.parse_strategies(body.strategies, unique=body.kind == "evaluate")
+    usecases.check_strategies(strategies)
     if body.kind == "compare":
         work = _compare_work(scenario, strategies)
     else:
@@ -129,6 +130,7 @@ def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> JobDe
     collective_workload(scenario)  # refuses a scenario without a collective before queueing
     sizes = usecases.nccl_sizes(body.minbytes, body.maxbytes, body.stepfactor)
     strategies = usecases.parse_strategies(body.strategies, (scenario.routing.strategy,))
+    usecases.check_strategies(strategies)
 
     def work(progress: Progress) -> JsonObject:
         return finite_json(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 
+from cloudtwin.errors import LogFormatError
 from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.reader import log_stream
 from cloudtwin.service.auth import require_read, require_token
@@ -49,6 +50,8 @@ router = APIRouter(prefix="/api/logs", tags=["logs"])
 read = [Depends(require_read)]
 #: The most log text one request may carry (larger files: `cloudtwin logs ingest`).
 MAX_INGEST_BYTES = 8 * 2**20
+#: The most seconds an ingest job may run (8 MiB take a few seconds; parsing is linear).
+INGEST_DEADLINE_S = 300.0
 
 StoreDep = Annotated[Store, Depends(read_store)]
 Since = Annotated[datetime | None, Query(description="Lines at or after (ISO 8601)")]
@@ -66,11 +69,17 @@ def _anomaly(row: AnomalyRow) -> Anomaly:
     return Anomaly.model_validate(_json(row))
 
 
-def _naive(value: datetime | None) -> datetime | None:
-    """Stored times are UTC without a zone: compare like with like."""
+def _naive(value: datetime | None, field: str) -> datetime | None:
+    """Stored times are UTC without a zone: compare like with like. A time whose UTC
+    falls outside years 1 to 9999 (9999-12-31T23:59:59-14:00) is refused naming `field`."""
     if value is None or value.tzinfo is None:
         return value
-    return value.astimezone(UTC).replace(tzinfo=None)
+    try:
+        return value.astimezone(UTC).replace(tzinfo=None)
+    except OverflowError:
+        raise LogFormatError(
+            f"{field}: {value.isoformat()} is outside the years 1 to 9999 in UTC", field=field
+        ) from None
 
 
 @router.get("/templates", dependencies=read)
@@ -89,7 +98,7 @@ def search(
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
 ) -> LineList:
     """Lines containing a text or of a template, in a time range, in source and line order."""
-    found = search_logs(store, text, template_id, _naive(since), _naive(until), limit)
+    found = search_logs(store, text, template_id, _naive(since, "since"), _naive(until, "until"), limit)
     return LineList(lines=[LogLine.model_validate(_json(line)) for line in found])
 
 
@@ -105,7 +114,7 @@ def anomalies(
 ) -> AnomalyList:
     """Bursts, new and silent templates (or components), scored by surprise (-log10 p)."""
     found = detect_log_anomalies(
-        store, timedelta(seconds=window_s), by, _naive(since), _naive(until),
+        store, timedelta(seconds=window_s), by, _naive(since, "since"), _naive(until, "until"),
         DetectorConfig(history=history, threshold=threshold),
     )
     return AnomalyList(anomalies=[_anomaly(a) for a in found])
@@ -118,9 +127,10 @@ def timeline(
     """Lines per window (windows without lines left out), and the anomalies flagged in them."""
     window = timedelta(seconds=window_s)
     lines: dict[datetime, int] = defaultdict(int)
-    for count in count_logs(store, window, "template", _naive(since), _naive(until)):
+    start, end = _naive(since, "since"), _naive(until, "until")
+    for count in count_logs(store, window, "template", start, end):
         lines[count.window_start] += count.lines
-    found = detect_log_anomalies(store, window, "template", _naive(since), _naive(until)) if lines else []
+    found = detect_log_anomalies(store, window, "template", start, end) if lines else []
     return LogTimeline(
         windows=[w.isoformat() for w in sorted(lines)],
         lines=[lines[w] for w in sorted(lines)],
@@ -144,7 +154,11 @@ def ingest(
 ) -> JobDetail:
     """Queue an ingest (needs the token); the job's result is what `logs ingest --json` prints
     for the same lines read from stdin under the same `--source`."""
-    preset = log_preset(body.format)
+    try:
+        preset = log_preset(body.format)
+    except LogFormatError as err:
+        err.field = "format"
+        raise
     data = body.text.encode("utf-8")
     db, snapshots = request.app.state.settings.db, request.app.state.snapshots
 
@@ -162,4 +176,4 @@ def ingest(
         snapshots.refresh()
         return _json(summaries[0])
 
-    return queue.submit("logs-ingest", body.source, ["ingest"], work).detail()
+    return queue.submit("logs-ingest", body.source, ["ingest"], work, INGEST_DEADLINE_S).detail()

@@ -71,7 +71,8 @@ def runs_page(
                 if e.workload in ("perftest", "collective", "workloads")]
     query = {"scenario": scenario or "", "strategy": strategy or "", "sort": sort, "order": order,
              "limit": limit, "offset": offset}
-    return _page(request, "index.html", page=page, query=query, examples=examples, strategies=BUILTIN)
+    return _page(request, "index.html", page=page, query=query, examples=examples, strategies=BUILTIN,
+                 frame=plots.frame(""))
 
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)

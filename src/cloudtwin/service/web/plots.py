@@ -6,9 +6,9 @@ from collections.abc import Mapping, Sequence
 
 from typing_extensions import TypedDict
 
-from cloudtwin.service.models import Anomaly, Fabric, FctQuantiles, LogTimeline, Suspect, Timeline
+from cloudtwin.service.models import Anomaly, Fabric, FabricNode, FctQuantiles, LogTimeline, Suspect, Timeline
 
-__all__ = ["bar_figure", "fabric_figure", "fct_figure", "timeline_figure", "log_timeline_figure"]
+__all__ = ["bar_figure", "fabric_figure", "fct_figure", "frame", "timeline_figure", "log_timeline_figure"]
 
 #: One colour per strategy on every plot (others take the next free colour).
 _COLOURS = {"ecmp": "#1f77b4", "ecmp-qp": "#9467bd", "adaptive": "#2ca02c", "spray": "#8c564b",
@@ -33,16 +33,31 @@ class Figure(TypedDict):
     layout: PlotlyObject
 
 
+#: The toolbar (modebar) sits in a strip this tall at the top right of every plot; the
+#: title goes under that strip, so a title of any length at any width stays clear of it.
+TOOLBAR_PX = 28
+#: The legend: a column right of the plot area (the axes' automargin and the legend push
+#: the margins), so it covers neither the curves nor an axis title.
+_RIGHT_LEGEND: PlotlyObject = {"orientation": "v", "x": 1.02, "xanchor": "left", "y": 1, "yanchor": "top"}
 _LAYOUT: PlotlyObject = {
-    "margin": {"l": 60, "r": 20, "t": 40, "b": 50}, "height": 340, "legend": {"orientation": "h"},
+    "margin": {"l": 64, "r": 24, "t": TOOLBAR_PX + 40, "b": 56}, "height": 360, "legend": _RIGHT_LEGEND,
 }
 
 
+def frame(title: str, **extra: object) -> PlotlyObject:
+    """A layout with the page's common frame: margins, the title under the toolbar's strip
+    (left-aligned), the legend outside the plot area. The dashboard's own plots use it too."""
+    placed = {"text": title, "x": 0, "xref": "container", "xanchor": "left", "y": 1,
+              "yref": "container", "yanchor": "top", "pad": {"t": TOOLBAR_PX + 4, "l": 12}}
+    return {**_LAYOUT, "title": placed, **extra}
+
+
 def _layout(title: str, x: str, y: str, x_type: str | None = None, **extra: object) -> PlotlyObject:
-    xaxis: PlotlyObject = {"title": {"text": x}}
+    xaxis: PlotlyObject = {"title": {"text": x}, "automargin": True}
     if x_type is not None:
         xaxis["type"] = x_type
-    return {**_LAYOUT, "title": {"text": title}, "xaxis": xaxis, "yaxis": {"title": {"text": y}}, **extra}
+    yaxis: PlotlyObject = {"title": {"text": y}, "automargin": True}
+    return frame(title, xaxis=xaxis, yaxis=yaxis, **extra)
 
 
 def timeline_figure(timelines: Mapping[str, Timeline]) -> Figure:
@@ -111,46 +126,81 @@ def log_timeline_figure(timeline: LogTimeline) -> Figure:
          "text": [f"{a.kind} {a.key}: {a.lines} lines {a.text or ''}" for a in anomalies],
          "marker": {"color": "#c0392b", "size": 9}},
     ]
-    margin = {"l": 60, "r": 70, "t": 40, "b": 50}
-    layout = _layout("Lines and anomalies over time", "window", "lines", margin=margin)
-    layout["yaxis2"] = {"title": {"text": "surprise (-log10 p)"}, "overlaying": "y", "side": "right"}
+    # the right-hand axis takes the right margin: the legend goes above the plot area instead
+    legend = {"orientation": "h", "x": 1, "xanchor": "right", "y": 1.02, "yanchor": "bottom"}
+    layout = _layout("Lines and anomalies over time", "window", "lines", legend=legend)
+    layout["yaxis2"] = {"title": {"text": "surprise (-log10 p)"}, "overlaying": "y", "side": "right",
+                        "automargin": True}
     return {"data": data, "layout": layout}
 
 
+#: A tier with more nodes than this names only its suspects (the labels would run together).
+LABELLED_PER_TIER = 40
+#: Where a node's name goes, by kind: hosts and NICs below, switches above.
+_LABEL_AT = {"host": "bottom center", "nic": "bottom center"}
+
+
 def fabric_figure(fabric: Fabric, suspects: Sequence[Suspect]) -> Figure:
-    """The fabric in tiers; the top suspect in red, the next ones in orange."""
+    """The fabric in tiers, each node named; suspect cables and nodes marked by rank (the
+    top one in red, the next two in orange) and listed in the legend, best first."""
     where = {n.name: (n.x, n.y) for n in fabric.nodes}
     rank = {s.component: s.rank for s in suspects}
     plain_x: list[float | None] = []
     plain_y: list[float | None] = []
-    data: list[PlotlyObject] = []
+    marked: list[PlotlyObject] = []
     for a, b in fabric.cables:
         if a not in where or b not in where:
             continue
         (xa, ya), (xb, yb) = where[a], where[b]
         hit = rank.get(f"{a}-{b}") or rank.get(f"{b}-{a}")
         if hit:
-            data.append({"type": "scatter", "mode": "lines", "x": [xa, xb], "y": [ya, yb],
-                         "name": f"#{hit} {a}-{b}", "line": _line(hit)})
+            marked.append({"type": "scatter", "mode": "lines", "x": [xa, xb], "y": [ya, yb],
+                           "name": f"#{hit} {a}-{b}", "legendrank": hit, "line": _line(hit)})
         else:
             plain_x += [xa, xb, None]
             plain_y += [ya, yb, None]
-    data.insert(0, {"type": "scatter", "mode": "lines", "x": plain_x, "y": plain_y, "name": "cables",
-                    "hoverinfo": "skip", "line": {"color": "#c8ccd2", "width": 1}, "showlegend": False})
+    marked += [_suspect_node(n, rank[n.name]) for n in fabric.nodes if n.name in rank]
+    marked.sort(key=lambda trace: -int(str(trace["legendrank"])))  # the top suspect drawn last
+    cables: PlotlyObject = {"type": "scatter", "mode": "lines", "x": plain_x, "y": plain_y,
+                            "name": "cables", "hoverinfo": "skip", "showlegend": False,
+                            "line": {"color": "#c8ccd2", "width": 1}}
+    top = max((n.y for n in fabric.nodes), default=0)
+    layout = frame("Suspects on the fabric (red: most likely)", height=460, xaxis={"visible": False},
+                   yaxis={"visible": False, "range": [-0.6, top + 0.4]})  # room for the names
+    return {"data": [cables, *marked, _nodes(fabric, rank)], "layout": layout}
+
+
+def _nodes(fabric: Fabric, rank: Mapping[str, int]) -> PlotlyObject:
+    """Every node as a marker, named (all of a tier's, or its suspects' when it is crowded)."""
     nodes = fabric.nodes
-    data.append({
-        "type": "scatter", "mode": "markers", "name": "nodes", "showlegend": False,
+    per_tier: dict[int, int] = {}
+    for n in nodes:
+        per_tier[n.y] = per_tier.get(n.y, 0) + 1
+    return {
+        "type": "scatter", "mode": "markers+text", "name": "nodes", "showlegend": False,
         "x": [n.x for n in nodes], "y": [n.y for n in nodes],
-        "text": [f"{n.name} ({n.kind})" + (f" #{rank[n.name]}" if n.name in rank else "")
+        "text": [_label(n.name) if per_tier[n.y] <= LABELLED_PER_TIER or n.name in rank else ""
                  for n in nodes],
+        "textposition": [_LABEL_AT.get(n.kind, "top center") for n in nodes],
+        "textfont": {"size": 10, "color": "#1d2733"},
+        "hovertext": [f"{n.name} ({n.kind})" + (f" #{rank[n.name]}" if n.name in rank else "")
+                      for n in nodes],
         "hoverinfo": "text",
-        "marker": {"size": [14 if n.name in rank and rank[n.name] <= 3 else 7 for n in nodes],
-                   "color": [_colour(rank.get(n.name)) for n in nodes]},
-    })
-    title = {"text": "Suspects on the fabric (red: most likely)"}
-    layout: PlotlyObject = {**_LAYOUT, "height": 420, "title": title,
-                            "xaxis": {"visible": False}, "yaxis": {"visible": False}}
-    return {"data": data, "layout": layout}
+        "marker": {"size": 7, "color": [_colour(rank.get(n.name)) for n in nodes]},
+    }
+
+
+def _label(name: str) -> str:
+    """A node's name as drawn: a NIC's on two lines under it (`host3` over `nic0`)."""
+    return name.replace("/", "<br>")
+
+
+def _suspect_node(node: FabricNode, rank: int) -> PlotlyObject:
+    """A ring around a suspect node, in its rank's colour, listed in the legend."""
+    return {"type": "scatter", "mode": "markers", "x": [node.x], "y": [node.y],
+            "name": f"#{rank} {node.name}", "legendrank": rank, "hoverinfo": "name",
+            "marker": {"symbol": "circle-open", "size": 18 if rank <= 3 else 13,
+                       "color": _colour(rank), "line": {"width": 3 if rank <= 3 else 1.5}}}
 
 
 def _colour(rank: int | None) -> str:

@@ -22,7 +22,15 @@ from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
 from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, Program, Table
 
-__all__ = ["BatchResult", "Datapath", "PacketBatch", "TableEntry", "compile_program"]
+__all__ = [
+    "DENSE_CELLS",
+    "BatchResult",
+    "Datapath",
+    "PacketBatch",
+    "SparseCells",
+    "TableEntry",
+    "compile_program",
+]
 
 MAX_PARSER_STEPS = 64
 """A packet still in the parser after this many state visits is rejected (loops)."""
@@ -32,6 +40,10 @@ GREEN, YELLOW, RED = 0, 1, 2
 Value = np.ndarray | int
 ExprFn = Callable[["_Ctx", np.ndarray], Value]
 StmtFn = Callable[["_Ctx", np.ndarray], None]
+ActionFn = Callable[["_Ctx", np.ndarray, list[np.ndarray]], None]
+
+MAX_ACTION_CALLS = 10_000
+"""The most action runs one action may make through the actions it calls (and they call)."""
 
 
 @dataclass(frozen=True)
@@ -224,6 +236,9 @@ class _Compiler:
         self.roles: dict[str, str] = {}
         self.params: dict[str, str] = {}  # action parameter name -> storage key
         self.control: Control | None = None
+        self.runners: dict[str, ActionFn] = {}  # each action compiled once
+        self.calls: dict[str, int] = {}  # action runs one run of each action makes (itself too)
+        self.compiling: list[str] = []  # the actions being compiled, caller first
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -436,14 +451,28 @@ class _Compiler:
 
         return apply
 
-    def action_runner(self, name: str, node: Tree) -> Callable[[_Ctx, np.ndarray, list[np.ndarray]], None]:
+    def action_runner(self, name: str, node: Tree) -> ActionFn:
+        """The runner of action `name`, compiled once; P4Error when the action reaches itself
+        (P4 has no recursion) or one run of it would run more than MAX_ACTION_CALLS actions."""
+        cached = self.runners.get(name)
+        if cached is not None:
+            self.count_calls(name, node)
+            return cached
         action = self.find_action(name, node)
         if action is None:
             return lambda ctx, mask, params: None
+        if name in self.compiling:
+            chain = " -> ".join([*self.compiling[self.compiling.index(name) :], name])
+            raise self.fail(node, f"action {name} calls itself ({chain}); P4 actions cannot recurse")
         saved = self.params
         self.params = {p: f"param.{action.name}.{p}" for p, _ in action.params}
-        body = self.block(action.body)
-        self.params = saved
+        self.compiling.append(name)
+        self.calls[name] = 1
+        try:
+            body = self.block(action.body)
+        finally:
+            self.compiling.pop()
+            self.params = saved
         keys = [f"param.{action.name}.{p}" for p, _ in action.params]
 
         runs = self.dp.action_runs
@@ -454,7 +483,22 @@ class _Compiler:
                 ctx.values[key] = _column(_fit(value, ctx.widths[key]), ctx.n, ctx.widths[key])
             body(ctx, mask)
 
+        self.runners[name] = run
+        self.count_calls(name, node)
         return run
+
+    def count_calls(self, name: str, node: Tree) -> None:
+        """Add the runs of action `name` to the action being compiled, if any."""
+        if not self.compiling:
+            return
+        caller = self.compiling[-1]
+        self.calls[caller] += self.calls[name]
+        if self.calls[caller] > MAX_ACTION_CALLS:
+            raise self.fail(
+                node,
+                f"action {caller} runs more than {MAX_ACTION_CALLS:,} actions each time it runs "
+                "(actions calling actions several times, nested)",
+            )
 
     def find_action(self, name: str, node: Tree) -> Action | None:
         if name == "NoAction":
@@ -728,9 +772,44 @@ def _in_array(
     return rows, cells[rows].astype(np.int64)
 
 
-def _add_at(totals: np.ndarray, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+DENSE_CELLS = 1 << 20
+"""A counter of at most this many cells is a numpy array per total; a larger one (up to
+PNA's 2**32 - 1) keeps only the cells packets touched, so its memory follows the traffic."""
+
+
+class SparseCells:
+    """Totals of a large counter array, for the cells packets touched (the others are 0)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.totals: dict[int, int] = {}
+
+    def add(self, cells: np.ndarray, amounts: np.ndarray | int) -> None:
+        """`totals[cells] += amounts`, repeated cells adding up."""
+        if cells.size == 0:
+            return
+        unique, inverse = np.unique(cells, return_inverse=True)
+        if isinstance(amounts, int):
+            sums = np.bincount(inverse.reshape(-1)) * amounts
+        else:
+            sums = np.rint(np.bincount(inverse.reshape(-1), weights=amounts)).astype(np.int64)
+        for cell, amount in zip(unique.tolist(), sums.tolist(), strict=True):
+            self.totals[cell] = self.totals.get(cell, 0) + amount
+
+
+Cells = np.ndarray | SparseCells
+
+
+def _cells(size: int) -> Cells:
+    return np.zeros(size, dtype=np.int64) if size <= DENSE_CELLS else SparseCells(size)
+
+
+def _add_at(totals: Cells, cells: np.ndarray, amounts: np.ndarray | int) -> None:
     """`totals[cells] += amounts`, repeated cells adding up (np.add.at); counted with bincount
     when the totals are few (exact: a batch's sums stay far below 2**53)."""
+    if isinstance(totals, SparseCells):
+        totals.add(cells, amounts)
+        return
     if totals.size > 1 << 16 or cells.size == 0 or cells.min() < 0:
         np.add.at(totals, cells, amounts)
         return
@@ -1016,7 +1095,7 @@ class Datapath:
             for name, table in program.control.tables.items()
         }
         self.counters = {
-            name: (np.zeros(e.size, dtype=np.int64), np.zeros(e.size, dtype=np.int64))
+            name: (_cells(e.size), _cells(e.size))
             for name, e in program.control.externs.items()
             if e.kind == "Counter"
         }
@@ -1038,6 +1117,18 @@ class Datapath:
             for name, (_, init) in program.control.variables.items()
             if init is not None
         ]
+
+    def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
+        """Each counter's touched cells: cell -> (packets, bytes), ascending."""
+        out = {}
+        for name, (packets, octets) in self.counters.items():
+            if isinstance(packets, SparseCells) and isinstance(octets, SparseCells):
+                cells = sorted(c for c, p in packets.totals.items() if p)
+                out[name] = {c: (packets.totals[c], octets.totals.get(c, 0)) for c in cells}
+            else:
+                p, b = np.asarray(packets), np.asarray(octets)
+                out[name] = {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
+        return out
 
     def key_width(self, table: Table, expr: Tree) -> int:
         compiler = _Compiler(self)

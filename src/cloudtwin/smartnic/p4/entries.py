@@ -141,6 +141,22 @@ def _entry(datapath: Datapath, table_name: str, i: int, raw: object) -> TableEnt
     return TableEntry(tuple(values), str(action), params, priority)
 
 
+def _check_distinct(datapath: Datapath, table: str, name: str, entries: list[TableEntry]) -> None:
+    """NicError naming the later of two entries that match the same keys (the same masks and,
+    where priorities decide, the same priority): the later one would never be hit."""
+    kinds = {k.kind for k in datapath.tables[table].table.keys}
+    ranked = MatchKind.TERNARY in kinds or not kinds  # priorities order these entries
+    seen: dict[tuple[object, ...], int] = {}
+    for i, entry in enumerate(entries):
+        key = (entry.match, entry.priority if ranked else 0)
+        first = seen.setdefault(key, i)
+        if first != i:
+            raise NicError(
+                f"tables.{name}.{i}.match: the same match as tables.{name}.{first}, "
+                "so this entry would never be hit"
+            )
+
+
 def _params(datapath: Datapath, action: str, raw: object, where: str) -> tuple[int, ...]:
     declared = datapath.action_params(action)
     if not isinstance(raw, dict):
@@ -200,6 +216,7 @@ def parse_entries(
         if not isinstance(rows, list):
             raise NicError(f"tables.{name}: a list of entries")
         entries = [_entry(datapath, short, i, row) for i, row in enumerate(rows)]
+        _check_distinct(datapath, short, str(name), entries)
         size = datapath.tables[short].table.size
         if len(entries) > size:
             raise NicError(f"tables.{name}: {len(entries)} entries exceed the table's size {size}")

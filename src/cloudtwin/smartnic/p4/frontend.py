@@ -30,7 +30,14 @@ from cloudtwin.smartnic.p4.program import (
     TableKey,
 )
 
-__all__ = ["ARCHITECTURE_CONSTANTS", "ISTD_FIELDS", "parse_program", "parse_number"]
+__all__ = [
+    "ARCHITECTURE_CONSTANTS",
+    "ISTD_FIELDS",
+    "MAX_EXTERN_CELLS",
+    "MAX_NESTING",
+    "parse_program",
+    "parse_number",
+]
 
 ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
 """What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
@@ -47,6 +54,19 @@ ARCHITECTURE_CONSTANTS = {
     "PNA_MeterColor_t.YELLOW": 1,
     "PNA_MeterColor_t.RED": 2,
 }
+MAX_EXTERN_CELLS = (1 << 32) - 1
+"""The most cells a Counter or Meter may declare (PNA declares their size as a bit<32>)."""
+
+MAX_NESTING = 200
+"""The deepest a program's syntax tree may be: a 190-term sum, or about 100 nested `if`s
+or chained `else if`s (each is two levels: the `if` and its block)."""
+
+MAX_STRUCT_NESTING = 32
+"""The deepest structs may nest in the metadata struct."""
+
+MAX_STRUCT_FIELDS = 65_536
+"""The most bit fields the metadata struct may hold once its inner structs are flattened."""
+
 _UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
 _ARCH_TYPES = {
     "packet_in",
@@ -93,6 +113,27 @@ class _Checker:
         self.global_actions: dict[str, Action] = {}
         self.main: Tree | None = None
         self._parser_nodes: list[Tree] = []
+        self.names: dict[str, Tree] = {}  # every top-level name (and constant) -> its declaration
+        self.locals: dict[str, dict[str, Tree]] = {}  # control -> its local names
+
+    def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
+        """Record `name`; P4Error at `node` when it is declared already (the first wins
+        nowhere: a second declaration would silently replace the first)."""
+        first = names.get(name)
+        if first is not None:
+            line, column = _position(first)
+            raise self.fail(node, f"{kind} {name} is declared twice (first at {line}:{column})")
+        if kind == "constant" and name in ARCHITECTURE_CONSTANTS:
+            raise self.fail(node, f"constant {name} is declared by the architecture")
+        names[name] = node
+
+    def distinct(self, node: Tree, kind: str, names: list[str]) -> None:
+        """P4Error when `names` (fields, parameters, states, properties) repeat one."""
+        seen: set[str] = set()
+        for name in names:
+            if name in seen:
+                raise self.fail(node, f"{kind} {name} is declared twice")
+            seen.add(name)
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         line, column = _position(node)
@@ -134,14 +175,18 @@ class _Checker:
 
     def _const_decl(self, node: Tree) -> None:
         _, name, value = node.children
+        self.declare(self.names, "constant", str(name), node)
         self.constants[str(name)] = self.constant(value)
 
     def _typedef_decl(self, node: Tree) -> None:
         type_, name = node.children
+        self.declare(self.names, "type", str(name), node)
         self.typedefs[str(name)] = self.width(type_, f"typedef {name}")
 
     def _header_decl(self, node: Tree) -> None:
         name = str(node.children[0])
+        self.declare(self.names, "type", name, node)
+        self.distinct(node, f"header {name}: field", [str(f.children[1]) for f in node.children[1:]])
         fields = tuple(
             (str(f.children[1]), self.width(f.children[0], f"{name}.{f.children[1]}"))
             for f in node.children[1:]
@@ -153,25 +198,37 @@ class _Checker:
 
     def _struct_decl(self, node: Tree) -> None:
         name = str(node.children[0])
+        self.declare(self.names, "type", name, node)
+        self.distinct(node, f"struct {name}: field", [str(f.children[1]) for f in node.children[1:]])
         self.structs[name] = [(str(f.children[1]), f.children[0]) for f in node.children[1:]]
 
     def _action_decl(self, node: Tree) -> None:
+        self.declare(self.names, "action", str(node.children[0]), node)
         action = self.action(node)
         self.global_actions[action.name] = action
 
     def _main_decl(self, node: Tree) -> None:
         if str(node.children[0]) != "PNA_NIC":
             raise self.fail(node, f"package {node.children[0]}: only PNA_NIC(parser, control, deparser)")
+        if self.main is not None:
+            line, column = _position(self.main)
+            raise self.fail(node, f"PNA_NIC is instantiated twice (first at {line}:{column})")
         self.main = node
 
     def _parser_decl(self, node: Tree) -> None:
         name = str(node.children[0])
+        self.declare(self.names, "parser", name, node)
         block = ParserBlock(name)
         for child in node.children[2:]:
             if child.data == "parser_state":
                 state = str(child.children[0])
                 if state in ("accept", "reject"):
                     raise self.fail(child, f"state {state} is built in and cannot be declared")
+                if state in block.states:
+                    line, column = _position(block.states[state])
+                    raise self.fail(
+                        child, f"parser {name}: state {state} is declared twice (first at {line}:{column})"
+                    )
                 block.states[state] = child
             else:
                 raise self.fail(child, "parser-local declarations are outside the supported subset")
@@ -181,12 +238,18 @@ class _Checker:
 
     def _control_decl(self, node: Tree) -> None:
         control = Control(str(node.children[0]))
+        self.declare(self.names, "control", control.name, node)
+        self.locals[control.name] = {}
         for child in node.children[2:-1]:
             self.control_local(control, child)
         control.apply = node.children[-1]
         self.controls.append((control, node.children[1]))
 
     def control_local(self, control: Control, node: Tree) -> None:
+        if node.data != "const_decl":
+            at = {"extern_decl": -1, "var_decl": 1}.get(node.data, 0)
+            kind = node.data.removesuffix("_decl").replace("var", "variable")
+            self.declare(self.locals[control.name], f"{control.name}: {kind}", str(node.children[at]), node)
         if node.data == "action_decl":
             control.actions[str(node.children[0])] = self.action(node)
         elif node.data == "table_decl":
@@ -203,6 +266,8 @@ class _Checker:
     def action(self, node: Tree) -> Action:
         name, params, body = node.children
         bound = []
+        names = [str(p.children[2]) for p in params.children if p is not None]
+        self.distinct(node, f"action {name}: parameter", names)
         for param in params.children:
             if param is None:
                 continue
@@ -221,8 +286,12 @@ class _Checker:
         if len(args) != 2:
             raise self.fail(node, f"{kind}: expected (size, type) arguments")
         size, unit = self.constant(args[0]), self.constant(args[1])
-        if size < 1:
-            raise self.fail(node, f"{kind} {node.children[-1]}: size must be at least 1")
+        if not 1 <= size <= MAX_EXTERN_CELLS:
+            raise self.fail(
+                node,
+                f"{kind} {node.children[-1]}: size {size} is outside 1..{MAX_EXTERN_CELLS} "
+                "(PNA's size is a bit<32>)",
+            )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
 
     def table(self, control: Control, node: Tree) -> Table:
@@ -232,6 +301,9 @@ class _Checker:
         default: Tree | None = None
         const_default = False
         size = 1024
+        self.distinct(
+            node, f"table {name}: property", [p.data.removeprefix("table_") for p in node.children[1:]]
+        )
         for prop in node.children[1:]:
             if prop.data == "table_key":
                 for elem in prop.children:
@@ -266,15 +338,26 @@ class _Checker:
                 )
         return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size)
 
-    def struct_fields(self, struct: str, prefix: str, node: Tree) -> dict[str, int]:
+    def struct_fields(
+        self, struct: str, prefix: str, node: Tree, chain: tuple[str, ...] = ()
+    ) -> dict[str, int]:
+        """The bit fields of `struct`, flattened (`prefix.inner.field`); P4Error when a struct
+        contains itself, nests too deep or flattens to too many fields."""
         out: dict[str, int] = {}
         if struct not in self.structs:
             raise self.fail(node, f"{prefix}: type {struct!r} is not a declared struct")
+        if struct in chain:
+            raise self.fail(node, f"struct {struct} contains itself ({' -> '.join([*chain, struct])})")
+        if len(chain) >= MAX_STRUCT_NESTING:
+            raise self.fail(node, f"{prefix}: structs nested more than {MAX_STRUCT_NESTING} deep")
         for fname, type_ in self.structs[struct]:
             if type_.data == "named_type" and str(type_.children[0]) in self.structs:
-                out.update(self.struct_fields(str(type_.children[0]), f"{prefix}.{fname}", node))
+                inner = (str(type_.children[0]), f"{prefix}.{fname}", node, (*chain, struct))
+                out.update(self.struct_fields(*inner))
             else:
                 out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}")
+            if len(out) > MAX_STRUCT_FIELDS:
+                raise self.fail(node, f"{prefix}: more than {MAX_STRUCT_FIELDS:,} fields once flattened")
         return out
 
     def header_instances(self, struct: str, node: Tree) -> dict[str, HeaderType]:
@@ -389,6 +472,21 @@ def _position(node: Tree | Token) -> tuple[int, int]:
     return (getattr(meta, "line", 0), getattr(meta, "column", 0)) if not meta.empty else (0, 0)
 
 
+def _check_depth(tree: Tree, source: str) -> None:
+    """P4Error at the first construct nested more than MAX_NESTING levels deep (the checker
+    and the interpreter walk the tree recursively; no real program comes near the limit)."""
+    stack: list[tuple[Tree, int]] = [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_NESTING:
+            line, column = _position(node)
+            raise P4Error(
+                f"{source}:{line}:{column}: nested more than {MAX_NESTING} levels deep "
+                "(expressions, blocks and if/else chains); split it into steps"
+            )
+        stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
+
+
 def parse_program(text: str, source: str = "<p4>") -> Program:
     """Parse and check a P4 program; P4Error (`file:line:col: what`) when it is outside the subset."""
     try:
@@ -406,6 +504,7 @@ def parse_program(text: str, source: str = "<p4>") -> Program:
         ) from err
     except lark.UnexpectedEOF as err:
         raise P4Error(f"{source}: unexpected end of file") from err
+    _check_depth(tree, source)
     checker = _Checker(source, text)
     checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)

@@ -13,9 +13,12 @@ import numpy as np
 
 from cloudtwin.errors import NicError
 
-__all__ = ["LINKTYPE_ETHERNET", "Capture", "read_pcap", "write_pcap"]
+__all__ = ["LINKTYPE_ETHERNET", "MAX_PACKET_BYTES", "Capture", "read_pcap", "write_pcap"]
 
 LINKTYPE_ETHERNET = 1
+MAX_PACKET_BYTES = 65_535 + 128
+"""The longest packet the pipeline takes: a 65,535-byte IP packet and 128 bytes of headers
+around it (Ethernet, two VLAN tags and an outer IPv6/UDP/VXLAN or Geneve encapsulation)."""
 _MAGIC_US = 0xA1B2C3D4
 _MAGIC_NS = 0xA1B23C4D
 
@@ -40,7 +43,7 @@ def read_pcap(data: bytes, source: str = "<pcap>") -> Capture:
     else:
         raise NicError(f"{source}: not a pcap file (magic {data[:4].hex()})")
     scale = 1 if magic == _MAGIC_NS else 1000
-    snaplen, linktype = struct.unpack(order + "II", data[16:24])
+    _snaplen, linktype = struct.unpack(order + "II", data[16:24])
     if linktype != LINKTYPE_ETHERNET:
         raise NicError(f"{source}: link type {linktype} is not Ethernet (1)")
     packets, times = [], []
@@ -51,7 +54,12 @@ def read_pcap(data: bytes, source: str = "<pcap>") -> Capture:
             raise NicError(f"{source}: record {record} is truncated in its header")
         seconds, fraction, captured, original = header.unpack_from(data, offset)
         offset += 16
-        if captured > max(snaplen, 262144) or offset + captured > len(data):
+        if captured > MAX_PACKET_BYTES:
+            raise NicError(
+                f"{source}: record {record} holds {captured:,} bytes, more than the {MAX_PACKET_BYTES:,} "
+                "of the longest packet (a 64 KiB IP packet with Ethernet, VLAN and tunnel headers)"
+            )
+        if offset + captured > len(data):
             raise NicError(f"{source}: record {record} is truncated ({captured} bytes announced)")
         packets.append(data[offset : offset + captured])
         times.append(seconds * 1_000_000_000 + fraction * scale)

@@ -12,10 +12,15 @@ from cloudtwin.smartnic.p4.entries import parse_entries
 from cloudtwin.smartnic.p4.frontend import parse_program
 from cloudtwin.smartnic.p4.pcap import Capture
 
-__all__ = ["BATCH_PACKETS", "RunReport", "install", "load_datapath", "run_capture"]
+__all__ = ["BATCH_BYTES", "BATCH_PACKETS", "RunReport", "batches", "install", "load_datapath", "run_capture"]
 
 BATCH_PACKETS = 8192
 """Packets per numpy batch: large enough to amortise Python, small enough for the caches."""
+
+BATCH_BYTES = BATCH_PACKETS * 2048
+"""A batch is a dense (packets x longest packet) byte matrix: at most this many bytes (16 MiB,
+8,192 full-size Ethernet frames), so one long packet among short ones shrinks its batch
+instead of widening every row to its length."""
 
 
 @dataclass(frozen=True)
@@ -74,8 +79,8 @@ def run_capture(datapath: Datapath, capture: Capture, direction: int, input_port
     ports: dict[int, int] = {}
     dropped = errors = 0
     n = len(capture.packets)
-    for start in range(0, n, BATCH_PACKETS):
-        stop = min(n, start + BATCH_PACKETS)
+    lengths = np.fromiter((len(p) for p in capture.packets), dtype=np.int64, count=n)
+    for start, stop in batches(lengths):
         batch = PacketBatch.from_packets(
             capture.packets[start:stop], direction, input_port, capture.timestamp_ns[start:stop]
         )
@@ -83,13 +88,37 @@ def run_capture(datapath: Datapath, capture: Capture, direction: int, input_port
         dropped += int(result.dropped.sum())
         errors += int(result.parser_error.sum())
         _collect(result, capture.timestamp_ns[start:stop], outputs, times, ports)
-    counters = {
-        name: {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
-        for name, (p, b) in datapath.counters.items()
-    }
+    counters = datapath.counter_totals()
     hits = {name: [int(h) for h in state.hits] for name, state in datapath.tables.items()}
     stamp = np.concatenate(times) if times else np.zeros(0, dtype=np.uint64)
     return RunReport(n, len(outputs), dropped, errors, ports, hits, counters, outputs, stamp)
+
+
+def batches(lengths: np.ndarray) -> list[tuple[int, int]]:
+    """Consecutive runs [start, stop) of packets with these lengths: at most BATCH_PACKETS
+    packets and BATCH_BYTES once every row is as long as the run's longest packet.
+
+    Packets keep their order (a meter sees them in time order), so a long packet starts a
+    short run of its own rather than moving elsewhere.
+
+    >>> batches(np.array([64] * 3 + [BATCH_BYTES // 2] + [64] * 3))
+    [(0, 3), (3, 5), (5, 7)]
+    """
+    out: list[tuple[int, int]] = []
+    for chunk in range(0, lengths.size, BATCH_PACKETS):
+        part = lengths[chunk : chunk + BATCH_PACKETS]
+        if part.size * max(int(part.max()), 1) <= BATCH_BYTES:
+            out.append((chunk, chunk + part.size))
+            continue
+        start, widest = 0, 1
+        for i, length in enumerate(part.tolist()):
+            wider = max(widest, length)
+            if (i - start + 1) * wider > BATCH_BYTES and i > start:
+                out.append((chunk + start, chunk + i))
+                start, wider = i, max(length, 1)
+            widest = wider
+        out.append((chunk + start, chunk + part.size))
+    return out
 
 
 def _collect(

@@ -10,6 +10,14 @@ function drawFigures() {
   }
 }
 
+// The frame every plot of the pages shares (plots.frame: title under the toolbar, legend
+// outside the plot area), embedded by the page that draws plots of its own.
+function framed(title, extra) {
+  const node = document.getElementById("plot-frame");
+  const base = node ? JSON.parse(node.textContent) : {};
+  return { ...base, ...extra, title: { ...base.title, text: title } };
+}
+
 function cell(text) {
   const td = document.createElement("td");
   td.textContent = text;
@@ -44,8 +52,8 @@ function showComparison(result) {
   table.appendChild(ratio);
   document.getElementById("job-result").replaceChildren(table);
   Plotly.newPlot("job-plot", [{ type: "bar", x: names, y: names.map((n) => result.results[n].aggregate_gbps),
-    marker: { color: names.map((n) => COLOURS[n] || "#17becf") } }], { title: { text: result.scenario + ": aggregate throughput" },
-    yaxis: { title: { text: "Gbps" } }, height: 340, margin: { l: 60, r: 20, t: 40, b: 50 } },
+    marker: { color: names.map((n) => COLOURS[n] || "#17becf") } }],
+    framed(result.scenario + ": aggregate throughput", { yaxis: { title: { text: "Gbps" }, automargin: true } }),
     { displaylogo: false });
 }
 
@@ -69,9 +77,9 @@ function showSweep(result) {
   const traces = names.map((n) => ({ type: "scatter", mode: "lines+markers", name: n,
     x: result.results[n].map((r) => r.size_bytes), y: result.results[n].map((r) => r.busbw_GBps),
     line: { color: COLOURS[n] } }));
-  Plotly.newPlot("job-plot", traces, { title: { text: result.scenario + ": " + result.op + " busbw against message size" },
-    xaxis: { type: "log", title: { text: "message size (bytes)" } }, yaxis: { title: { text: "busbw (GB/s)" } },
-    height: 340, margin: { l: 60, r: 20, t: 40, b: 50 } }, { displaylogo: false });
+  Plotly.newPlot("job-plot", traces, framed(result.scenario + ": " + result.op + " busbw against message size", {
+    xaxis: { type: "log", title: { text: "message size (bytes)" }, automargin: true },
+    yaxis: { title: { text: "busbw (GB/s)" }, automargin: true } }), { displaylogo: false });
 }
 
 function showEvaluation(result) {
@@ -119,8 +127,11 @@ async function startJob(event) {
   if (body.kind === "nccl-tests") Object.assign(body, { minbytes: "1M", maxbytes: "1G", stepfactor: 4 });
   const box = document.getElementById("job");
   const error = document.getElementById("job-error");
+  const state = document.getElementById("job-state");
   box.hidden = false;
   error.hidden = true;
+  document.getElementById("job-title").textContent = body.kind + " " + body.example;
+  state.textContent = "starting";
   document.getElementById("job-result").replaceChildren();
   const response = await fetch("/api/jobs", {
     method: "POST",
@@ -129,7 +140,7 @@ async function startJob(event) {
   });
   const answer = await response.json();
   if (!response.ok) {
-    document.getElementById("job-state").textContent = "refused";
+    state.textContent = token ? "refused" : "refused (no token)";
     error.textContent = answer.error ? answer.error.message : response.statusText;
     error.hidden = false;
     return;

@@ -1,0 +1,121 @@
+"""Reading a user's file whole, bounded: a regular file only, never more than a given size.
+
+`Path.read_bytes()` on a FIFO blocks until a writer comes, on `/dev/zero` it grows until
+memory runs out, and on a symlink loop or a directory it raises an OSError whose
+traceback reaches the user. `read_bounded` refuses each of those with one line that
+names the file, what it was meant to be and the reason, as the caller's error class.
+
+>>> import tempfile, pathlib
+>>> folder = pathlib.Path(tempfile.mkdtemp())
+>>> read_bounded(folder, 10, "scenario")  # doctest: +ELLIPSIS
+Traceback (most recent call last):
+cloudtwin.errors.CloudtwinError: ...: the scenario is a directory, not a regular file
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from collections.abc import Callable
+
+from cloudtwin.errors import CloudtwinError
+
+__all__ = ["read_bounded", "read_text_bounded"]
+
+#: How much one read() asks for: a file is read in pieces, so a file that grows while it
+#: is read (a /proc file, a log being written) is still cut at the limit.
+_CHUNK_BYTES = 1 << 20
+
+_KINDS = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def read_bounded(
+    path: str | os.PathLike[str],
+    limit: int,
+    what: str,
+    error: Callable[[str], CloudtwinError] = CloudtwinError,
+    hint: str = "",
+) -> bytes:
+    """The bytes of the regular file `path`, at most `limit` of them; else `error(line)`.
+
+    Refused, each with one line `"{path}: the {what} ..."`: a missing or unreadable path, a
+    symlink loop, anything but a regular file (FIFO, device, directory, socket), and a
+    file holding more than `limit` bytes (`hint`, when given, follows: how to raise it).
+    The FIFO check comes before the open, and the open does not block, so a FIFO never
+    hangs the reader.
+    """
+    name = os.fspath(path)
+    try:
+        _check_kind(os.stat(name).st_mode, name, what, error)
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as err:
+        raise error(_os_reason(err, name, what)) from None
+    try:
+        return _read_fd(fd, name, limit, what, error, hint)
+    except OSError as err:
+        raise error(_os_reason(err, name, what)) from None
+    finally:
+        os.close(fd)
+
+
+def read_text_bounded(
+    path: str | os.PathLike[str],
+    limit: int,
+    what: str,
+    error: Callable[[str], CloudtwinError] = CloudtwinError,
+    hint: str = "",
+) -> str:
+    """`read_bounded` decoded as UTF-8; `error` when it is not UTF-8 text."""
+    data = read_bounded(path, limit, what, error, hint)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise error(f"{os.fspath(path)}: the {what} is not UTF-8 text") from None
+
+
+def _read_fd(
+    fd: int, name: str, limit: int, what: str, error: Callable[[str], CloudtwinError], hint: str
+) -> bytes:
+    info = os.fstat(fd)  # the file opened, not the one stat()ed: it may have been swapped
+    _check_kind(info.st_mode, name, what, error)
+    if info.st_size > limit:
+        raise error(_too_big(name, what, limit, hint))
+    chunks: list[bytes] = []
+    total = 0
+    while total <= limit:
+        chunk = os.read(fd, min(_CHUNK_BYTES, limit + 1 - total))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        total += len(chunk)
+    if total > limit:  # a file that says it is small (/proc) or grew while read
+        raise error(_too_big(name, what, limit, hint))
+    return b"".join(chunks)
+
+
+def _check_kind(mode: int, name: str, what: str, error: Callable[[str], CloudtwinError]) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kind = next((label for test, label in _KINDS if test(mode)), "not a regular file")
+    raise error(f"{name}: the {what} is {kind}, not a regular file")
+
+
+def _too_big(name: str, what: str, limit: int, hint: str) -> str:
+    tail = f"; {hint}" if hint else ""
+    return f"{name}: the {what} is larger than {limit:,} bytes, the most it may be{tail}"
+
+
+def _os_reason(err: OSError, name: str, what: str) -> str:
+    if err.errno == errno.ENOENT:
+        return f"{name}: no such {what}" + ("" if what.endswith("file") else " file")
+    if err.errno == errno.ELOOP:
+        return f"{name}: the {what} path is a symlink loop"
+    return f"{name}: cannot read the {what}: {err.strerror or type(err).__name__}"
+

@@ -1,0 +1,88 @@
+"""The QEMU benchmark's parts that need no QEMU: the random draw, the targets, the calibration rules."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+from tests.cli.cli_helpers import REPO
+
+sys.path.insert(0, str(REPO / "benchmarks"))
+import qemu_guest as qg  # noqa: E402
+import qemu_migration as bench  # noqa: E402
+
+
+def test_the_draw_is_the_seed_s_and_stays_in_the_stated_distribution() -> None:
+    trials = bench.draw(20, 2112)
+    assert trials == bench.draw(20, 2112) and trials != bench.draw(20, 2113)
+    for t in trials:
+        assert t.memory_mib in (128, 256, 384, 512)
+        assert 8 <= t.dirty_mib <= t.memory_mib // 4
+        assert 32 <= t.bandwidth_mib_s <= 128
+        assert 0 <= t.rate_mib_s <= 1.5 * t.bandwidth_mib_s
+        assert 100 <= t.downtime_limit_ms <= 500 and t.downtime_limit_ms % 10 == 0
+        assert t.give_up_s == 25.0
+    # some configurations dirty faster than the cap: the draw includes runs that cannot converge
+    assert any(t.rate_mib_s > t.bandwidth_mib_s for t in trials)
+
+
+def _row(measured_s: float | None, predicted_s: float | None) -> dict:
+    return {
+        "measured_converged": measured_s is not None,
+        "predicted_converged": predicted_s is not None,
+        "measured_total_s": 2.0 if measured_s is not None else None,
+        "predicted_total_s": 2.2 if predicted_s is not None else None,
+        "measured_bytes": 100.0,
+        "predicted_bytes": 116.0,
+        "measured_downtime_s": measured_s,
+        "predicted_downtime_s": predicted_s,
+    }
+
+
+@pytest.mark.parametrize(
+    ("measured_s", "predicted_s", "downtime_ok"),
+    [
+        (0.005, 0.014, True),  # 10 ms absolute beats 50 % of 5 ms
+        (0.005, 0.016, False),
+        (0.100, 0.149, True),  # 50 % of 100 ms
+        (0.100, 0.151, False),
+        (0.100, 0.051, True),
+        (0.100, 0.049, False),
+    ],
+)
+def test_downtime_target_is_max_of_half_and_ten_ms(
+    measured_s: float, predicted_s: float, downtime_ok: bool
+) -> None:
+    checks = bench.checks(_row(measured_s, predicted_s))
+    assert checks == {
+        "classified_right": True,
+        "total_ok": True,
+        "bytes_ok": False,
+        "downtime_ok": downtime_ok,
+    }
+
+
+def test_a_run_classified_wrong_has_nothing_else_to_compare() -> None:
+    checks = bench.checks(_row(None, 0.1))
+    assert checks == {"classified_right": False, "total_ok": None, "bytes_ok": None, "downtime_ok": None}
+
+
+def test_calibration_rules_pick_the_fastest_of_the_largest_pauses_per_kind() -> None:
+    def run(kind: str, paused: float, ms: int) -> dict:
+        return {"status": "completed", "downtime": ms, "ram": {"downtime-bytes": paused}, "calibrates": kind}
+
+    switchover = [
+        run("first", 100e6, 500),
+        run("first", 95e6, 400),
+        run("first", 50e6, 10),
+        run("resent", 80e6, 100),
+    ]
+    assert bench.switchover_rate_bps(switchover) == pytest.approx(95e6 * 8 / 0.4)
+    assert bench.switchover_rate_bps(switchover, "resent") == pytest.approx(80e6 * 8 / 0.1)
+    assert bench.switchover_rate_bps(switchover[:3], "resent") is None  # saved before it was measured
+    idle = {"256": {"downtime": 9, "idle_downtimes_ms": [9, 3, 0]}, "512": {"downtime": 17}}
+    assert bench.floor_s(idle) == 0.003  # the smallest idle pause; QEMU's 0 (no time) does not count
+
+
+def test_loopback_buffer_is_measured() -> None:
+    assert qg.loopback_buffer_bytes(warm_bytes=4 << 20) > 64 << 10
