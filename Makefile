@@ -6,7 +6,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test lint bench clean chromium nftables qemu simgrid
+.PHONY: demo test lint bench clean chromium nftables qemu simgrid datapath-tools
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,14 @@ qemu:
 	  else echo "make: QEMU is missing and this user cannot install it (apt-get install $(QEMU_PACKAGES))" >&2; exit 1; fi; \
 	  $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES) \
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES); }; \
+	fi
+
+# benchmarks/linux_datapath.py measures the kernel's datapath (the linux-kernel NIC profile)
+# with Debian's netsniff-ng (trafgen) and nftables; not needed by the tests. Root only.
+datapath-tools:
+	@if ! command -v trafgen >/dev/null || ! command -v nft >/dev/null; then \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netsniff-ng nftables \
+	  || { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends netsniff-ng nftables; }; \
 	fi
 
 lint: $(STAMP)

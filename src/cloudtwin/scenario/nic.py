@@ -21,7 +21,7 @@ __all__ = [
     "check_placement",
 ]
 
-ProfileName = Literal["basic", "janus-100g", "software-vswitch", "bmv2-like"]
+ProfileName = Literal["basic", "janus-100g", "software-vswitch", "bmv2-like", "linux-kernel"]
 Tier = Literal["host", "nic-cores", "pipeline"]
 FunctionName = Literal[
     "overlay", "security-groups", "conntrack", "rate-limiter", "storage-initiator", "attestation"

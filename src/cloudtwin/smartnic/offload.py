@@ -16,7 +16,7 @@ import numpy as np
 from cloudtwin.smartnic.capacity import tier_capacity_bps, tier_latency_s, tier_packets_per_s
 from cloudtwin.smartnic.flowcache import slow_path_share
 from cloudtwin.smartnic.placement import HostNic, NicPlan
-from cloudtwin.smartnic.profiles import SLOW_PATH_CYCLES_PER_FLOW, X86_HZ
+from cloudtwin.smartnic.profiles import SLOW_PATH_CYCLES_PER_FLOW
 
 __all__ = ["HostTraffic", "OffloadReport", "account"]
 
@@ -147,10 +147,12 @@ def _account_group(
     slow = np.array([slow_path_share(r, insert_rate) for r in flow_rate])
     setup_cycles = SLOW_PATH_CYCLES_PER_FLOW + nic.load("host").setup_cycles_per_flow
     out["rate"][mine] = rate
-    out["cores"][mine] = pps * _host_cycles(nic, plan) / X86_HZ + flow_rate * setup_cycles / X86_HZ
+    hz = nic.profile.host.clock_hz
+    out["cores"][mine] = pps * _host_cycles(nic, plan) / hz + flow_rate * setup_cycles / hz
     baseline = nic.all_on_host()  # the same traffic with every function in host software
     base_setup = SLOW_PATH_CYCLES_PER_FLOW + baseline.load("host").setup_cycles_per_flow
-    out["base"][mine] = pps * _host_cycles(baseline, plan) / X86_HZ + flow_rate * base_setup / X86_HZ
+    base_hz = baseline.profile.host.clock_hz
+    out["base"][mine] = pps * _host_cycles(baseline, plan) / base_hz + flow_rate * base_setup / base_hz
     nic_pps = tier_packets_per_s(nic, "nic-cores", plan) * traffic.nics_per_host
     out["util"][mine] = np.minimum(pps / nic_pps, 1.0) if np.isfinite(nic_pps) else 0.0
     out["pps"][mine] = pps if nic.load("pipeline").functions else 0.0
@@ -164,4 +166,4 @@ def _insertions_per_s(nic: HostNic) -> float:
     pipeline = nic.profile.pipeline
     if pipeline is not None and nic.load("pipeline").functions:
         return pipeline.insertions_per_s
-    return nic.profile.host.cores * X86_HZ / SLOW_PATH_CYCLES_PER_FLOW
+    return nic.profile.host.cores * nic.profile.host.clock_hz / SLOW_PATH_CYCLES_PER_FLOW

@@ -8,7 +8,7 @@ import numpy as np
 
 from cloudtwin.errors import NicError
 from cloudtwin.scenario.nic import Nic, NicFunction
-from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, FUNCTIONS, PROFILES, NicProfile
+from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, PROFILES, NicProfile
 
 __all__ = ["HostNic", "NicPlan", "TierLoad", "plan_nics"]
 
@@ -36,7 +36,7 @@ class HostNic:
     def load(self, tier: str) -> TierLoad:
         """The summed cost of the functions placed on `tier`."""
         names = tuple(f for f, t in self.tiers.items() if t == tier)
-        costs = [FUNCTIONS[f] for f in names]
+        costs = [self.profile.cost(f) for f in names]
         return TierLoad(
             sum(c.cycles_per_packet for c in costs),
             sum(c.cycles_per_byte for c in costs),
@@ -45,8 +45,9 @@ class HostNic:
         )
 
     def all_on_host(self) -> HostNic:
-        """The same functions, all in the host's software datapath (the no-offload baseline)."""
-        return HostNic(PROFILES["software-vswitch"], {f: "host" for f in self.tiers})
+        """The same functions, all in the host's software datapath (the no-offload baseline):
+        the software vswitch, with this profile's own host and costs where it has its own."""
+        return HostNic(self.profile.software_only(), {f: "host" for f in self.tiers})
 
 
 @dataclass(frozen=True)

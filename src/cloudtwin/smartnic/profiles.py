@@ -12,7 +12,11 @@ packet rate and bit rate instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from cloudtwin.errors import NicError
 
@@ -134,6 +138,19 @@ class NicProfile:
     pipeline: PipelineTier | None
     default_tiers: dict[str, str] = field(default_factory=dict)
     modelled: bool = True
+    functions: Mapping[str, FunctionCost] = field(default_factory=lambda: FUNCTIONS)
+
+    def cost(self, function: str) -> FunctionCost:
+        """What `function` costs this NIC's software tiers (the profile's own figures)."""
+        return self.functions[function]
+
+    def software_only(self) -> NicProfile:
+        """The no-offload baseline: every function in the host's software datapath, at this
+        profile's own host costs (the software vswitch's where it has none of its own)."""
+        if self.functions is FUNCTIONS:
+            return PROFILES["software-vswitch"]
+        return replace(self, name=f"{self.name} (all on host)", nic_cores=None, pipeline=None,
+                       default_tiers=_ALL_HOST)
 
     def tier_of(self, function: str, requested: str | None, where: str) -> str:
         """The tier `function` runs on; NicError when this NIC has no such tier or the
@@ -144,7 +161,7 @@ class NicProfile:
         if tier == "pipeline":
             if self.pipeline is None:
                 raise NicError(f"{where}.tier: profile {self.name} has no P4 pipeline for {function}")
-            cost = FUNCTIONS[function]
+            cost = self.cost(function)
             if not cost.pipeline_ok:
                 raise NicError(
                     f"{where}.tier: {function} cannot run on the pipeline: {cost.why_not_pipeline}"
@@ -227,6 +244,47 @@ PROFILES: dict[str, NicProfile] = {
         {"overlay": "pipeline", "security-groups": "pipeline", "rate-limiter": "pipeline"},
     ),
 }
+
+#: The measured profile `benchmarks/linux_datapath.py` writes (run as root on the machine
+#: whose kernel it describes).
+LINUX_KERNEL_PROFILE = Path(__file__).with_name("data") / "linux-kernel.json"
+
+# ASSUMPTION: a port's security group holds 10 rules (OpenStack's default group has 4;
+# tenants add a few per service). The profile's cycles per rule scale it.
+SECURITY_GROUP_RULES = 10
+
+
+def linux_kernel_profile(path: Path = LINUX_KERNEL_PROFILE) -> NicProfile:
+    """The host datapath of the real Linux kernel, from the costs measured function by
+    function on one machine (bridge + VXLAN, nftables through br_netfilter, conntrack, tc
+    htb). The storage initiator and attestation were not measured: they keep the
+    assumptions of FUNCTIONS."""
+    measured = json.loads(path.read_text(encoding="utf-8"))
+    machine = measured["machine"]
+    where = (f"{machine['cpu']} at {machine['clock_hz'] / 1e9:.2f} GHz, Linux {machine['kernel']}, "
+             f"{machine['date']}")
+    functions = dict(FUNCTIONS)
+    for name, cost in measured["functions"].items():
+        packet = cost["cycles_per_packet"] + cost.get("cycles_per_rule", 0.0) * SECURITY_GROUP_RULES
+        values = (packet, cost["cycles_per_byte"], cost.get("cycles_per_new_connection", 0.0))
+        if not all(math.isfinite(v) for v in values):
+            raise NicError(f"{path}: functions.{name}: a cost is not a finite number")
+        # a difference of two noisy measurements can come out a little below zero: no cost
+        packet, per_byte, setup = (max(v, 0.0) for v in values)
+        base = FUNCTIONS[name]
+        functions[name] = FunctionCost(packet, per_byte, setup, base.pipeline_ok, base.why_not_pipeline,
+                                       f"measured by benchmarks/linux_datapath.py on {where}")
+    host = SoftwareTier(
+        cores=_HOST.cores,
+        clock_hz=float(machine["clock_hz"]),
+        cycle_scale=1.0,
+        latency_s=_HOST.latency_s,
+        source=f"{_HOST.source}; clock of the measured machine ({where})",
+    )
+    return NicProfile("linux-kernel", host, None, None, _ALL_HOST, functions=functions)
+
+
+PROFILES["linux-kernel"] = linux_kernel_profile()
 
 DEFAULT_CHAIN = ("overlay", "security-groups", "conntrack", "rate-limiter")
 """The functions every smartNIC host runs unless the scenario lists its own chain."""
