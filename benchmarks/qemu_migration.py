@@ -404,8 +404,9 @@ def main() -> None:
         print(table(rows, measured["accel"]), file=out, flush=True)
     else:
         reason = qg.missing_reason()
-        if reason:
-            sys.exit(f"qemu_migration: skipped: {reason}")
+        if reason:  # a benchmark that cannot run here says why and is not a failure
+            print(f"qemu_migration: skipped: {reason}")
+            return
         trials = draw(args.random, args.seed) if args.random else QUICK if args.quick else GRID
         rows = []
 
