@@ -332,12 +332,38 @@ def report(result: dict) -> None:
               f"{row['predicted_pps_per_core']:>10,.0f} {row['error']:>+7.1%}")
 
 
+def rule_counts(text: str) -> tuple[int, int]:
+    """`--rules LOW,HIGH`: two rule counts, 0 <= LOW < HIGH <= 10,000."""
+    parts = text.split(",")
+    if len(parts) != 2 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise argparse.ArgumentTypeError(f"{text!r}: give two rule counts, e.g. 10,200")
+    low, high = int(parts[0]), int(parts[1])
+    if not low < high <= 10_000:
+        raise argparse.ArgumentTypeError(
+            f"{text!r}: the first count must be below the second, at most 10,000")
+    return low, high
+
+
+def positive(kind: type) -> object:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        if not 0 < value <= 600:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a value above 0 and at most 600")
+        return value
+    return parse
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--seconds", type=float, default=2.0, help="sending time of one sample (2)")
-    parser.add_argument("--rounds", type=int, default=5, help="samples per point; the median is kept (5)")
-    parser.add_argument("--rules", type=lambda t: tuple(int(x) for x in t.split(",")), default=(10, 200),
+    parser.add_argument("--seconds", type=positive(float), default=2.0,
+                        help="sending time of one sample (2)")
+    parser.add_argument("--rounds", type=positive(int), default=5,
+                        help="samples per point; the median is kept (5)")
+    parser.add_argument("--rules", type=rule_counts, default=(10, 200),
                         help="the two security-group rule counts of the fit (10,200)")
     parser.add_argument("--out", type=Path, default=PROFILE,
                         help=f"profile file to write ({PROFILE.relative_to(REPO)})")
@@ -352,7 +378,10 @@ def main() -> None:
         return
     print(f"measuring {len(STAGES) + 1} configurations x {len(FIT_SIZES)} sizes + 3 held-out points, "
           f"{args.rounds} x {args.seconds:g} s each (load {os.getloadavg()[0]:.2f})", file=sys.stderr)
-    result = run(args)
+    try:
+        result = run(args)
+    except RuntimeError as error:  # a step of the set-up or a run that delivered nothing
+        sys.exit(f"linux_datapath: {error}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1, sort_keys=True) + "\n")
     if args.json:
