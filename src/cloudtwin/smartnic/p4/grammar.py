@@ -13,28 +13,54 @@ start: declaration*
 
 ?declaration: const_decl | typedef_decl | header_decl | struct_decl
             | parser_decl | control_decl | main_decl | action_decl
+            | enum_decl | error_decl | match_kind_decl | extern_object | extern_function
+            | parser_type | control_type | package_type | union_decl | function_decl
+
+error_decl: "error" "{" NAME ("," NAME)* [","] "}"
+match_kind_decl: "match_kind" "{" NAME ("," NAME)* [","] "}"
+enum_decl: "enum" [bits] NAME "{" enum_member ("," enum_member)* [","] "}"
+enum_member: NAME ["=" expr]
+union_decl: "header_union" NAME "{" field_decl* "}"
+extern_object: "extern" NAME [type_params] "{" method_proto* "}"
+method_proto: NAME "(" params ")" ";"                                   -> ctor_proto
+            | ["abstract"] ret_type method_name [type_params] "(" params ")" ";"
+method_name: NAME | LOOKAHEAD
+extern_function: "extern" ret_type NAME [type_params] "(" params ")" ";"
+?ret_type: type | "void" -> void_type
+type_params: "<" NAME ("," NAME)* ">"
+parser_type: "parser" NAME type_params "(" params ")" ";"
+control_type: "control" NAME type_params "(" params ")" ";"
+package_type: "package" NAME type_params "(" params ")" ";"
 
 const_decl: "const" type NAME "=" expr ";"
 typedef_decl: "typedef" type NAME ";"
 header_decl: "header" NAME "{" field_decl* "}"
 struct_decl: "struct" NAME "{" field_decl* "}"
-field_decl: type NAME ";"
+field_decl: type ["[" expr "]"] NAME ";"
 
 type: bits                 -> bit_type
     | "bool"                 -> bool_type
     | NAME                   -> named_type
+    | NAME "<" type ("," type)* ">" -> generic_type
+    | "int" "<" NUMBER ">"   -> int_type
+    | "int"                  -> infint_type
+    | "varbit" "<" NUMBER ">" -> varbit_type
+    | "error"                -> error_type
+    | "string"               -> string_type
+    | "tuple" "<" type ("," type)* ">" -> tuple_type
 
 bits: "bit" "<" NUMBER ">"
 
 params: [param ("," param)*]
-param: [DIRECTION] type NAME
+param: [DIRECTION] type NAME ["=" expr]
 DIRECTION.2: "inout" | "in" | "out"
 
 main_decl: NAME "(" [instance ("," instance)*] ")" NAME ";"
-instance: NAME "(" ")"
+instance: NAME "(" [instance ("," instance)*] ")"
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
-?parser_local: var_decl | const_decl
+?parser_local: var_decl | const_decl | instance_decl | value_set_decl
+value_set_decl: "value_set" "<" type ">" "(" expr ")" NAME ";"
 parser_state: "state" NAME "{" statement* transition "}"
 transition: "transition" NAME ";"                                  -> goto
           | "transition" "select" "(" expr_list ")" "{" select_case* "}"  -> select
@@ -43,42 +69,50 @@ select_case: keyset ":" NAME ";"
 keyset_item: "default"           -> ks_default
            | "_"                 -> ks_default
            | expr "&&&" expr     -> ks_mask
+           | expr ".." expr      -> ks_range
            | expr                -> ks_value
 
 control_decl: "control" NAME "(" params ")" "{" control_local* "apply" block "}"
-?control_local: action_decl | table_decl | extern_decl | var_decl | const_decl
+?control_local: action_decl | table_decl | extern_decl | var_decl | const_decl | instance_decl
 action_decl: "action" NAME "(" params ")" block
 extern_decl: NAME "<" type ("," type)* ">" "(" [expr ("," expr)*] ")" NAME ";"
+instance_decl: NAME "(" [expr ("," expr)*] ")" NAME ";"
+function_decl: ret_type NAME "(" params ")" block
 table_decl: "table" NAME "{" table_prop* "}"
 ?table_prop: "key" "=" "{" key_elem* "}"                       -> table_key
            | "actions" "=" "{" (action_ref ";")* "}"           -> table_actions
            | [CONST] "default_action" "=" action_ref ";"        -> table_default
            | "size" "=" expr ";"                               -> table_size
+           | [CONST] "entries" "=" "{" entry* "}"              -> table_entries
+           | NAME "=" expr ";"                                 -> table_other
 CONST.2: "const"
 key_elem: expr ":" NAME ";"
 action_ref: NAME ["(" [expr ("," expr)*] ")"]
+entry: keyset ":" action_ref ";"
 
 var_decl: type NAME ["=" expr] ";"
 
 block: "{" statement* "}"
 ?statement: block
           | var_decl
-          | lvalue "=" expr ";"                     -> assign
-          | call ";"                                -> call_stmt
+          | const_decl
+          | postfix "=" expr ";"                    -> assign
+          | postfix ";"                             -> call_stmt
           | "if" "(" expr ")" statement ["else" statement]  -> if_stmt
           | "exit" ";"                              -> exit_stmt
+          | "return" [expr] ";"                     -> return_stmt
+          | "switch" "(" expr ")" "{" switch_case* "}" -> switch_stmt
           | ";"                                     -> empty_stmt
-
-call: path "(" [expr ("," expr)*] ")"
-    | path "(" [expr ("," expr)*] ")" "." NAME -> call_member
+switch_case: switch_label ":" [block]
+switch_label: "default" -> sw_default
+            | expr      -> sw_value
 
 path: NAME ("." NAME)*
-lvalue: path [slice]
-slice: "[" expr ":" expr "]"
 
 expr_list: expr ("," expr)*
 
-?expr: or_expr
+?expr: cond_expr
+?cond_expr: or_expr | or_expr "?" expr ":" cond_expr -> mux
 ?or_expr: and_expr | or_expr "||" and_expr -> lor
 ?and_expr: bor_expr | and_expr "&&" bor_expr -> land
 ?bor_expr: bxor_expr | bor_expr "|" bxor_expr -> bor
@@ -92,23 +126,40 @@ expr_list: expr ("," expr)*
          | rel_expr ">=" shift_expr -> ge
 ?shift_expr: concat_expr
            | shift_expr "<<" concat_expr -> shl
-           | shift_expr ">" ">" concat_expr -> shr
+           | shift_expr ">>" concat_expr -> shr
 ?concat_expr: add_expr | concat_expr "++" add_expr -> concat
 ?add_expr: mul_expr | add_expr "+" mul_expr -> add | add_expr "-" mul_expr -> sub
-?mul_expr: unary | mul_expr "*" unary -> mul
+         | add_expr "|+|" mul_expr -> sat_add | add_expr "|-|" mul_expr -> sat_sub
+?mul_expr: unary | mul_expr "*" unary -> mul | mul_expr "/" unary -> div | mul_expr "%" unary -> mod
 ?unary: postfix
       | "!" unary -> lnot
       | "~" unary -> bnot
       | "-" unary -> neg
-      | "(" bits ")" unary -> cast
-?postfix: atom | postfix "[" expr ":" expr "]" -> slice_expr
+      | "+" unary
+      | "(" cast_type ")" unary -> cast
+      | "(" NAME ")" postfix -> name_cast
+      | "{" [expr ("," expr)*] "}" -> list_expr
+?cast_type: bits -> bit_type
+          | "bool" -> bool_type
+          | "int" "<" NUMBER ">" -> int_type
+          | "int" -> infint_type
+?postfix: atom
+        | postfix "." NAME                     -> member
+        | postfix "[" expr "]"                 -> index
+        | postfix "[" expr ":" expr "]"        -> slice_expr
+        | postfix "(" [expr ("," expr)*] ")"   -> call_raw
+        | postfix "." LOOKAHEAD "<" type ">" "(" ")" -> lookahead
 ?atom: NUMBER -> number
      | "true" -> true
      | "false" -> false
-     | call -> call_expr
-     | path -> ref
+     | NAME -> name
+     | "(" NAME ")" -> name
+     | STRING -> string
+     | "error" "." NAME -> error_const
      | "(" expr ")"
 
+LOOKAHEAD.3: "lookahead"
+STRING: /"(\\.|[^"\\])*"/
 NAME: /[A-Za-z_][A-Za-z_0-9]*/
 NUMBER: /([0-9]+[ws])?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)/
 

@@ -1,0 +1,172 @@
+"""The C preprocessor subset P4 programs use: `#include`, `#define`, `#undef`, `#if` family.
+
+`#include <core.p4>` / `"x.p4"` is looked up beside the including file, then in the
+include directories; each output line remembers the file and line it came from so that
+errors name the right place. Object-like macros are substituted whole-word; a
+function-like macro is refused (P4Error naming it).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cloudtwin.errors import P4Error
+
+__all__ = ["MAX_INCLUDE_BYTES", "MAX_INCLUDE_DEPTH", "Source", "preprocess"]
+
+MAX_INCLUDE_DEPTH = 16
+"""How deep `#include`s may nest (a file including itself stops here)."""
+
+MAX_INCLUDE_BYTES = 4 << 20
+"""The most bytes all the included files together may add."""
+
+_DIRECTIVE = re.compile(r"^\s*#\s*(\w+)\s*(.*?)\s*$")
+_WORD = re.compile(r"[A-Za-z_]\w*")
+
+
+@dataclass
+class Source:
+    """Preprocessed text and where each of its lines came from (file, line)."""
+
+    text: str
+    origins: list[tuple[str, int]] = field(default_factory=list)
+    included: set[str] = field(default_factory=set)
+
+    def locate(self, line: int) -> tuple[str, int]:
+        """The file and line of output line `line` (1-based)."""
+        if 1 <= line <= len(self.origins):
+            return self.origins[line - 1]
+        return self.origins[-1] if self.origins else ("<p4>", line)
+
+
+@dataclass
+class _State:
+    dirs: tuple[Path, ...]
+    macros: dict[str, str]
+    lines: list[str] = field(default_factory=list)
+    origins: list[tuple[str, int]] = field(default_factory=list)
+    included: set[str] = field(default_factory=set)
+    budget: int = MAX_INCLUDE_BYTES
+
+
+def _strip_comments(text: str) -> str:
+    """Block comments replaced by as many newlines, so that line numbers hold and a `#`
+    inside a comment is no directive."""
+    return re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+
+
+def _expand(line: str, macros: dict[str, str]) -> str:
+    if not macros:
+        return line
+    for _ in range(8):  # macros naming macros, a few levels
+        new = _WORD.sub(lambda m: macros.get(m.group(0), m.group(0)), line)
+        if new == line:
+            break
+        line = new
+    return line
+
+
+def _condition(expr: str, macros: dict[str, str], where: str) -> bool:
+    """An `#if` expression: integers, macros, defined(X), comparisons, && || !."""
+    expr = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)",
+                  lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0", expr)
+    expr = _expand(expr.split("//")[0], macros)
+    expr = _WORD.sub(lambda m: m.group(0) if m.group(0).isdigit() else "0", expr)
+    if not re.fullmatch(r"[\s0-9()<>=!&|+\-*]*", expr):
+        raise P4Error(f"{where}: #if {expr!r} is outside the supported preprocessor subset")
+    python = expr.replace("&&", " and ").replace("||", " or ")
+    python = re.sub(r"!(?!=)", " not ", python)
+    try:
+        return bool(eval(python, {"__builtins__": {}}, {}))  # noqa: S307 - digits and operators only
+    except Exception as err:
+        raise P4Error(f"{where}: #if {expr!r} cannot be evaluated") from err
+
+
+def _find(name: str, quoted: bool, here: Path, state: _State, where: str) -> Path:
+    dirs = ((here,) if quoted else ()) + state.dirs + ((here,) if not quoted else ())
+    for directory in dirs:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    raise P4Error(f"{where}: #include {name!r} is not found (looked in {', '.join(map(str, dirs))})")
+
+
+def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
+    stack: list[tuple[bool, bool]] = []  # (this branch taken, some branch taken)
+    for number, line in enumerate(_strip_comments(text).splitlines(), start=1):
+        where = f"{source}:{number}"
+        active = all(taken for taken, _ in stack)
+        match = _DIRECTIVE.match(line)
+        if match is None:
+            state.lines.append(_expand(line, state.macros) if active else "")
+            state.origins.append((source, number))
+            continue
+        state.lines.append("")
+        state.origins.append((source, number))
+        word, rest = match.groups()
+        rest = rest.split("//")[0].strip()
+        if word in ("ifdef", "ifndef"):
+            taken = (rest in state.macros) == (word == "ifdef")
+            stack.append((taken, taken))
+        elif word == "if":
+            taken = active and _condition(rest, state.macros, where)
+            stack.append((taken, taken))
+        elif word in ("elif", "else", "endif"):
+            if not stack:
+                raise P4Error(f"{where}: #{word} without #if")
+            _, done = stack.pop()
+            if word == "endif":
+                continue
+            taken = not done and (word == "else" or _condition(rest, state.macros, where))
+            stack.append((taken, done or taken))
+        elif not active:
+            continue
+        elif word == "define":
+            _define(rest, state, where)
+        elif word == "undef":
+            state.macros.pop(rest, None)
+        elif word == "include":
+            _include(rest, here, state, depth, where)
+        else:
+            raise P4Error(f"{where}: #{word} is outside the supported preprocessor subset")
+    if stack:
+        raise P4Error(f"{source}: #if without #endif")
+
+
+def _define(rest: str, state: _State, where: str) -> None:
+    match = re.match(r"([A-Za-z_]\w*)(\()?\s*(.*)$", rest)
+    if match is None:
+        raise P4Error(f"{where}: #define needs a name")
+    name, paren, body = match.groups()
+    if paren:
+        raise P4Error(f"{where}: function-like macro {name}(...) is outside the supported subset")
+    state.macros[name] = _expand(body, state.macros)
+
+
+def _include(rest: str, here: Path, state: _State, depth: int, where: str) -> None:
+    match = re.fullmatch(r'"([^"]+)"|<([^>]+)>', rest)
+    if match is None:
+        raise P4Error(f"{where}: #include takes \"file\" or <file>")
+    if depth >= MAX_INCLUDE_DEPTH:
+        raise P4Error(f"{where}: #include nested more than {MAX_INCLUDE_DEPTH} deep")
+    path = _find(match.group(1) or match.group(2), match.group(1) is not None, here, state, where)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        raise P4Error(f"{where}: #include {path}: {err}") from err
+    state.budget -= len(text)
+    if state.budget < 0:
+        raise P4Error(f"{where}: the included files add more than {MAX_INCLUDE_BYTES:,} bytes")
+    state.included.add(path.name)
+    _run(text, str(path), path.parent, state, depth + 1)
+
+
+def preprocess(
+    text: str, source: str = "<p4>", include_dirs: tuple[Path, ...] = (), here: Path | None = None
+) -> Source:
+    """`text` with its directives carried out; P4Error `file:line: what` on one outside the subset."""
+    state = _State(tuple(include_dirs), {})
+    _run(text, source, here if here is not None else Path(source).parent, state, 0)
+    return Source("\n".join(state.lines) + "\n", state.origins, state.included)

@@ -1,0 +1,289 @@
+"""p4c's Simple Test Framework scripts: table entries, packets in, packets expected out.
+
+An STF script is one command a line (`#` starts a comment):
+
+- `add TABLE [PRIORITY] KEY:VALUE ... ACTION(PARAM:VALUE, ...)`: an entry; a value is a
+  number (`0x..`, decimal, `0b..`), `V&&&M` (ternary) or `V/LEN` (lpm);
+- `setdefault TABLE ACTION(...)`, `remove TABLE KEY:VALUE ...`;
+- `packet PORT HEX`, `expect PORT HEX` (`*` a wildcard nibble, a trailing `$`: the
+  packet ends there), `wait`;
+- `check_counter`, `register_read`/`register_write`/`register_reset`, `mc_mgrp_create`,
+  `mc_node_create`, `mc_node_associate`, `mirroring_add`, `meter_set_rates`,
+  `meter_array_set_rates`, `meter_get_rates`.
+
+`parse_stf` turns a script into commands (NicError `file:line: reason` on a malformed
+line); running them against a program is `stf_run`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from cloudtwin.errors import NicError
+
+__all__ = [
+    "MAX_STF_PACKET_BYTES",
+    "Command",
+    "Expect",
+    "KeyMatch",
+    "parse_stf",
+]
+
+MAX_STF_PACKET_BYTES = 65_535
+"""The longest packet (in bytes) a `packet` or `expect` line may give."""
+
+KeyMatch = int | tuple[str, int, int]
+"""A key value: an int (exact), ("ternary", value, mask) or ("lpm", value, prefix length)."""
+
+_NUMBER = r"(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)"
+_NAME = r"[A-Za-z_][A-Za-z_0-9.\[\]$]*"
+_WILD = r"(?:0[xX][0-9a-fA-F_*]+|0[bB][01_*]+)"
+_KEY = re.compile(rf"^({_NAME}):({_WILD}|{_NUMBER})(?:(&&&|/)({_NUMBER}))?$")
+_ACTION = re.compile(rf"^({_NAME})\((.*)\)$")
+_PARAM = re.compile(rf"^\s*({_NAME})\s*:\s*({_NUMBER})\s*$")
+_COUNTER = re.compile(rf"^({_NAME})\(({_NUMBER})\)\s*(?:(packets|bytes)\s*)?==\s*({_NUMBER})$")
+_RATE = re.compile(r"^([0-9.eE+-]+):([0-9]+)$")
+
+
+@dataclass(frozen=True)
+class Expect:
+    """An expected packet: its bytes, which nibbles matter, and whether it must end there."""
+
+    port: int
+    nibbles: str  # upper-case hex digits and `*`
+    exact_length: bool
+
+    def matches(self, packet: bytes) -> bool:
+        """Whether `packet` is this expectation (bmv2's STF: a longer packet matches unless `$`)."""
+        got = packet.hex().upper()
+        if len(got) < len(self.nibbles) or (self.exact_length and len(got) != len(self.nibbles)):
+            return False
+        return all(want in ("*", have) for want, have in zip(self.nibbles, got, strict=False))
+
+    def text(self) -> str:
+        return self.nibbles + ("$" if self.exact_length else "")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One STF command at `line`; `kind` is its keyword, the other fields what it names."""
+
+    kind: str
+    line: int
+    column: int = 1
+    name: str = ""  # a table, counter, register or meter
+    keys: tuple[tuple[str, KeyMatch], ...] = ()
+    action: str = ""
+    params: tuple[tuple[str, int], ...] = ()
+    priority: int | None = None
+    port: int = 0
+    data: bytes = b""
+    expect: Expect | None = None
+    numbers: tuple[int, ...] = ()
+    rates: tuple[tuple[float, int], ...] = ()
+    counter_kind: str = ""
+
+
+def _number(text: str, what: str) -> int:
+    try:
+        return int(text.replace("_", ""), 0) if not re.fullmatch(r"0[0-9_]+", text) else int(text, 10)
+    except ValueError as err:
+        raise ValueError(f"{what}: {text!r} is not a number") from err
+
+
+def _port(text: str) -> int:
+    value = _number(text, "port")
+    if not 0 <= value < 1 << 32:
+        raise ValueError(f"port: {value} is outside 0..{(1 << 32) - 1}")
+    return value
+
+
+def _hex(words: list[str], wildcards: bool) -> tuple[str, bool]:
+    body = "".join(words)
+    exact = body.endswith("$")
+    if exact:
+        body = body[:-1]
+        if not wildcards:
+            raise ValueError("`$` ends only an expected packet")
+    allowed = "0123456789abcdefABCDEF" + ("*" if wildcards else "")
+    bad = next((c for c in body if c not in allowed), None)
+    if bad is not None:
+        raise ValueError(f"packet data: {bad!r} is not a hex digit{' or *' if wildcards else ''}")
+    if len(body) % 2:
+        raise ValueError(f"packet data: {len(body)} hex digits is not a whole number of bytes")
+    if len(body) // 2 > MAX_STF_PACKET_BYTES:
+        raise ValueError(f"packet data: more than {MAX_STF_PACKET_BYTES:,} bytes")
+    return body.upper(), exact
+
+
+def _key(word: str) -> tuple[str, KeyMatch]:
+    match = _KEY.match(word)
+    if match is None:
+        raise ValueError(f"key {word!r} is not FIELD:VALUE, FIELD:VALUE&&&MASK or FIELD:VALUE/LENGTH")
+    field, value, sep, extra = match.groups()
+    if "*" in value:
+        if sep:
+            raise ValueError(f"key {word!r}: a value with `*` digits takes no mask or length")
+        return field, _wildcard(value)
+    number = _number(value, field)
+    if sep == "&&&":
+        return field, ("ternary", number, _number(extra, field))
+    if sep == "/":
+        return field, ("lpm", number, _number(extra, field))
+    return field, number
+
+
+def _wildcard(text: str) -> KeyMatch:
+    """`0x**01` / `0b1*0`: a ternary match whose `*` digits are masked out."""
+    bits = 4 if text[1] in "xX" else 1
+    value = mask = 0
+    for digit in text[2:].replace("_", ""):
+        value, mask = value << bits, mask << bits
+        if digit != "*":
+            value |= int(digit, 16)
+            mask |= (1 << bits) - 1
+    return ("ternary", value, mask)
+
+
+def _action(text: str) -> tuple[str, tuple[tuple[str, int], ...]]:
+    match = _ACTION.match(text)
+    if match is None:
+        raise ValueError(f"action {text!r} is not ACTION(PARAM:VALUE, ...)")
+    name, inner = match.groups()
+    params = []
+    for part in inner.split(",") if inner.strip() else []:
+        param = _PARAM.match(part)
+        if param is None:
+            raise ValueError(f"action {name}: parameter {part.strip()!r} is not NAME:VALUE")
+        params.append((param.group(1), _number(param.group(2), param.group(1))))
+    return name, tuple(params)
+
+
+def _split_action(rest: str) -> tuple[list[str], str]:
+    """The words before the action call, and the call (`name(...)`, spaces allowed inside)."""
+    paren = rest.find("(")
+    if paren < 0 or not rest.rstrip().endswith(")"):
+        raise ValueError("no ACTION(...) at the end of the line")
+    head = rest[:paren].split()
+    if not head:
+        raise ValueError("no action name before `(`")
+    return head[:-1], head[-1] + rest[paren:].strip()
+
+
+def _add(line: int, rest: str) -> Command:
+    words, call = _split_action(rest)
+    if not words:
+        raise ValueError("add: no table name")
+    table, *keys = words
+    priority = None
+    if keys and re.fullmatch(_NUMBER, keys[0]):
+        priority = _number(keys.pop(0), "priority")
+    action, params = _action(call)
+    parsed = tuple(_key(k) for k in keys)
+    return Command("add", line, name=table, keys=parsed, action=action, params=params, priority=priority)
+
+
+def _numbers(words: list[str], count: tuple[int, int], kind: str) -> tuple[int, ...]:
+    low, high = count
+    if not low <= len(words) <= high:
+        want = str(low) if low == high else f"{low} to {high}"
+        raise ValueError(f"{kind} takes {want} numbers, got {len(words)}")
+    return tuple(_number(w, kind) for w in words)
+
+
+def _rates(words: list[str], kind: str) -> tuple[tuple[float, int], ...]:
+    out = []
+    for word in words:
+        match = _RATE.match(word)
+        if match is None:
+            raise ValueError(f"{kind}: rate {word!r} is not RATE:BURST")
+        try:
+            out.append((float(match.group(1)), int(match.group(2))))
+        except ValueError as err:
+            raise ValueError(f"{kind}: rate {word!r} is not RATE:BURST") from err
+    return tuple(out)
+
+
+def _command(line: int, text: str) -> Command:
+    kind, _, rest = text.partition(" ")
+    rest = rest.strip()
+    words = rest.split()
+    if kind in ("packet", "expect"):
+        if not words:
+            raise ValueError(f"{kind}: no port")
+        port = _port(words[0])
+        nibbles, exact = _hex(words[1:], kind == "expect")
+        if kind == "packet":
+            return Command(kind, line, port=port, data=bytes.fromhex(nibbles))
+        return Command(kind, line, port=port, expect=Expect(port, nibbles, exact))
+    if kind == "add":
+        return _add(line, rest)
+    if kind == "setdefault":
+        head, call = _split_action(rest)
+        if len(head) != 1:
+            raise ValueError("setdefault takes TABLE ACTION(...)")
+        action, params = _action(call)
+        return Command(kind, line, name=head[0], action=action, params=params)
+    if kind == "remove":
+        if not words:
+            raise ValueError("remove: no table name")
+        return Command(kind, line, name=words[0], keys=tuple(_key(k) for k in words[1:]))
+    if kind == "wait":
+        if words:
+            raise ValueError("wait takes nothing")
+        return Command(kind, line)
+    if kind == "check_counter":
+        match = _COUNTER.match(rest)
+        if match is None:
+            raise ValueError("check_counter takes COUNTER(INDEX) [packets|bytes] == VALUE")
+        name, index, what, value = match.groups()
+        numbers = (_number(index, "index"), _number(value, "value"))
+        return Command(kind, line, name=name, numbers=numbers, counter_kind=what or "packets")
+    return _other(kind, line, words)
+
+
+_SHAPES = {  # command -> (takes a name first, fewest numbers, most numbers)
+    "register_read": (True, 1, 1),
+    "register_write": (True, 2, 2),
+    "register_reset": (True, 0, 0),
+    "mc_mgrp_create": (False, 1, 1),
+    "mc_node_create": (False, 2, 1 << 10),
+    "mc_node_associate": (False, 2, 2),
+    "mirroring_add": (False, 2, 2),
+    "meter_get_rates": (True, 1, 1),
+}
+
+
+def _other(kind: str, line: int, words: list[str]) -> Command:
+    if kind in ("meter_set_rates", "meter_array_set_rates"):
+        with_index = kind == "meter_set_rates"
+        if len(words) < 2 + with_index:
+            raise ValueError(f"{kind} takes METER {'INDEX ' if with_index else ''}RATE:BURST ...")
+        index = (_number(words[1], "index"),) if with_index else ()
+        rates = _rates(words[1 + with_index :], kind)
+        return Command(kind, line, name=words[0], numbers=index, rates=rates)
+    shape = _SHAPES.get(kind)
+    if shape is None:
+        raise ValueError(f"unknown command {kind!r}")
+    named, low, high = shape
+    name = ""
+    if named:
+        if not words:
+            raise ValueError(f"{kind}: no name")
+        name, words = words[0], words[1:]
+    return Command(kind, line, name=name, numbers=_numbers(words, (low, high), kind))
+
+
+def parse_stf(text: str, source: str = "<stf>") -> list[Command]:
+    """An STF script's commands; NicError `source:line: reason` at the first malformed line."""
+    commands = []
+    for number, raw in enumerate(text.splitlines(), start=1):
+        line = raw.split("#", 1)[0].strip()
+        if not line:
+            continue
+        try:
+            commands.append(_command(number, line))
+        except ValueError as err:
+            raise NicError(f"{source}:{number}: {err}") from err
+    return commands
