@@ -186,6 +186,17 @@ class _Ctx:
     port: np.ndarray
     exited: np.ndarray
     any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
+    error: np.ndarray | None = None  # each row's parser error code (0: none), once one is set
+
+    def fail_rows(self, rows: np.ndarray, code: int) -> None:
+        """Rows `rows` leave the parser with error `code` (the first error a row meets stays)."""
+        fresh = rows & ~self.parser_error
+        if not fresh.any():
+            return
+        if self.error is None:
+            self.error = np.zeros(self.n, dtype=np.uint64)
+        self.error = np.where(fresh, np.uint64(code), self.error)
+        self.parser_error = self.parser_error | fresh
 
     def get(self, key: str) -> np.ndarray:
         column = self.values.get(key)
@@ -239,6 +250,7 @@ class _Compiler:
         self.runners: dict[str, ActionFn] = {}  # each action compiled once
         self.calls: dict[str, int] = {}  # action runs one run of each action makes (itself too)
         self.compiling: list[str] = []  # the actions being compiled, caller first
+        self.scopes: list[dict[str, str | int]] = []  # block-local variables and constants
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -261,13 +273,60 @@ class _Compiler:
         if len(names) == 1 and names[0] in self.params:
             store = self.params[names[0]]
             return self.load(store)
-        if len(names) == 1 and self.control is not None and names[0] in self.control.variables:
-            return self.load(f"var.{self.control.name}.{names[0]}")
+        local = self.local(names) if len(node.children) == 1 else None
+        if isinstance(local, int):
+            return _const(local)
+        if local is not None:
+            return self.load(local)
         if raw in self.program.constants:
             return _const(self.program.constants[raw])
         if key in self.widths:
             return self.load(key)
         raise self.fail(node, f"unknown name {raw!r}")
+
+    def local(self, names: list[str]) -> str | int | None:
+        """A variable's storage key (or a local constant's value), innermost scope first."""
+        for scope in reversed(self.scopes):
+            if names[0] in scope:
+                return scope[names[0]]
+        owner = self.control or self.program.parser
+        if names[0] in owner.variables:
+            return f"var.{owner.name}.{names[0]}"
+        return None
+
+    def declare_local(self, node: Tree) -> StmtFn:
+        """A variable declared in a block: its own storage, 0 (or its initialiser) from here on."""
+        type_, name, init = node.children
+        width = self.type_width(type_, str(name))
+        owner = (self.control or self.program.parser).name
+        key = f"var.{owner}.{name}"
+        serial = 0
+        while key in self.widths and key not in self.dp.locals:
+            serial += 1
+            key = f"var.{owner}.{name}#{serial}"
+        self.dp.locals.add(key)
+        self.widths[key] = width
+        value = self.expr(init) if init is not None else _const(0, width)
+        self.scopes[-1][str(name)] = key
+        return lambda ctx, mask: ctx.put(key, value.fn(ctx, mask), mask)
+
+    def declare_constant(self, node: Tree) -> StmtFn:
+        _, name, value = node.children
+        self.scopes[-1][str(name)] = self.constant(value)
+        return lambda ctx, mask: None
+
+    def type_width(self, node: Tree, what: str) -> int:
+        if node.data == "bit_type":
+            return parse_number(str(node.children[0].children[0]))[0]
+        if node.data == "bool_type":
+            return 1
+        if node.data == "error_type":
+            return self.program.type_widths["error"]
+        name = str(node.children[0]) if node.data == "named_type" else ""
+        width = self.program.type_widths.get(name)
+        if width is None:
+            raise self.fail(node, f"{what}: type {name or node.data!r} is outside the supported subset")
+        return width
 
     def load(self, key: str) -> _Expr:
         width = self.widths[key]
@@ -277,10 +336,8 @@ class _Compiler:
         names = self.path(node)
         if len(names) == 1 and names[0] in self.params:
             raise self.fail(node, f"action parameter {names[0]!r} is read-only")
-        if len(names) == 1 and self.control is not None and names[0] in self.control.variables:
-            key = f"var.{self.control.name}.{names[0]}"
-        else:
-            key = ".".join(names)
+        local = self.local(names) if len(node.children) == 1 else None
+        key = local if isinstance(local, str) else ".".join(names)
         if key not in self.widths or key.startswith("istd."):
             raise self.fail(node, f"{'.'.join(str(t) for t in node.children)!r} cannot be assigned")
         return key, self.widths[key]
@@ -465,7 +522,8 @@ class _Compiler:
             chain = " -> ".join([*self.compiling[self.compiling.index(name) :], name])
             raise self.fail(node, f"action {name} calls itself ({chain}); P4 actions cannot recurse")
         saved = self.params
-        self.params = {p: f"param.{action.name}.{p}" for p, _ in action.params}
+        scope = self.param_scope(action)
+        self.params = {p: f"param.{scope}{action.name}.{p}" for p, _ in action.params}
         self.compiling.append(name)
         self.calls[name] = 1
         try:
@@ -473,7 +531,7 @@ class _Compiler:
         finally:
             self.compiling.pop()
             self.params = saved
-        keys = [f"param.{action.name}.{p}" for p, _ in action.params]
+        keys = [f"param.{scope}{action.name}.{p}" for p, _ in action.params]
 
         runs = self.dp.action_runs
 
@@ -486,6 +544,12 @@ class _Compiler:
         self.runners[name] = run
         self.count_calls(name, node)
         return run
+
+    def param_scope(self, action: Action) -> str:
+        """Where `action`'s parameters are stored: under its control unless it is global."""
+        assert self.control is not None
+        local = self.control.actions.get(action.name) is action
+        return f"{self.control.name}." if local else ""
 
     def count_calls(self, name: str, node: Tree) -> None:
         """Add the runs of action `name` to the action being compiled, if any."""
@@ -520,7 +584,11 @@ class _Compiler:
 
     # statements ----------------------------------------------------------------------
     def block(self, node: Tree) -> StmtFn:
-        stmts = [self.statement(s) for s in node.children]
+        self.scopes.append({})
+        try:
+            stmts = [self.statement(s) for s in node.children]
+        finally:
+            self.scopes.pop()
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             for stmt in stmts:
@@ -552,7 +620,9 @@ class _Compiler:
         if kind == "call_stmt":
             return self.call_stmt(node.children[0])
         if kind == "var_decl":
-            raise self.fail(node, "declare variables at the top of the control, not in a block")
+            return self.declare_local(node)
+        if kind == "const_decl":
+            return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
 
     def assign(self, node: Tree) -> StmtFn:
@@ -690,7 +760,8 @@ class _Compiler:
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             short = mask & (ctx.cursor + size > ctx.length)
-            ctx.parser_error |= short
+            if short.any():
+                ctx.fail_rows(short, self.dp.error_codes["PacketTooShort"])
             ok = mask & ~short
             count = int(ok.sum())
             if count == 0:
@@ -1089,34 +1160,65 @@ class Datapath:
         self.program = program
         self.widths = _storage_widths(program)
         self.state_visits: dict[str, int] = {}
+        self.locals: set[str] = set()  # storage keys of variables declared in blocks
         self.action_runs: dict[str, int] = {}
-        self.tables = {
-            name: _TableState(table, tuple(self.key_width(table, k.expr) for k in table.keys))
-            for name, table in program.control.tables.items()
-        }
+        declared = {name: i for i, name in enumerate(program.errors)}
+        self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
+        self.tables: dict[str, _TableState] = {}
+        self.owners: dict[str, Control] = {}  # table, counter or meter -> its control
+        for control in _blocks(program):
+            for name, table in control.tables.items():
+                self.own(name, control)
+                widths = tuple(self.key_width(table, k.expr, control) for k in table.keys)
+                self.tables[name] = _TableState(table, widths)
+            for name in control.externs:
+                self.own(name, control)
+        externs = {n: e for c in _blocks(program) for n, e in c.externs.items()}
         self.counters = {
-            name: (_cells(e.size), _cells(e.size))
-            for name, e in program.control.externs.items()
-            if e.kind == "Counter"
+            name: (_cells(e.size), _cells(e.size)) for name, e in externs.items() if e.kind == "Counter"
         }
-        self.meters = {
-            name: _Meter(e.size, e.unit) for name, e in program.control.externs.items() if e.kind == "Meter"
-        }
+        self.meters = {name: _Meter(e.size, e.unit) for name, e in externs.items() if e.kind == "Meter"}
         for state in self.tables.values():
             args = tuple(self.default_arg(a) for a in state.table.default_args)
             state.default = (state.table.default_action, args)
             state.invalidate()
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
-        compiler.roles = program.control.roles
-        compiler.control = program.control
-        assert program.control.apply is not None
-        self.control = compiler.block(program.control.apply)
-        self.var_inits = [
-            (f"var.{program.control.name}.{name}", compiler.expr(init))
-            for name, (_, init) in program.control.variables.items()
-            if init is not None
-        ]
+        self.blocks: dict[str, StmtFn] = {}
+        self.block_inits: dict[str, list[tuple[str, _Expr]]] = {}
+        for control in _blocks(program):
+            compiler = _Compiler(self)
+            compiler.roles = control.roles
+            compiler.control = control
+            assert control.apply is not None
+            self.blocks[control.name] = compiler.block(control.apply)
+            self.block_inits[control.name] = [
+                (f"var.{control.name}.{name}", compiler.expr(init))
+                for name, (_, init) in control.variables.items()
+                if init is not None
+            ]
+        self.control = self.blocks[program.control.name]
+        self.var_inits = self.block_inits[program.control.name]
+
+    def own(self, name: str, control: Control) -> None:
+        """Record that `name` (a table or extern) belongs to `control`; P4Error when two
+        controls declare the same name (the control plane could not tell them apart)."""
+        first = self.owners.get(name)
+        if first is not None and first is not control:
+            raise P4Error(
+                f"{self.program.source}: {name} is declared in both {first.name} and {control.name}; "
+                "one name per table or extern across the pipeline is supported"
+            )
+        self.owners[name] = control
+
+    def run_block(self, name: str, ctx: _Ctx, mask: np.ndarray) -> None:
+        """Run control `name` (its variables initialised first) on the rows of `mask`."""
+        for key, init in self.block_inits[name]:
+            ctx.put(key, init.fn(ctx, mask), mask)
+        ctx.exited = np.zeros(ctx.n, dtype=bool)
+        ctx.any_exit = False
+        if mask.any():
+            self.blocks[name](ctx, mask)
 
     def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Each counter's touched cells: cell -> (packets, bytes), ascending."""
@@ -1130,10 +1232,10 @@ class Datapath:
                 out[name] = {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
         return out
 
-    def key_width(self, table: Table, expr: Tree) -> int:
+    def key_width(self, table: Table, expr: Tree, control: Control) -> int:
         compiler = _Compiler(self)
-        compiler.roles = self.program.control.roles
-        compiler.control = self.program.control
+        compiler.roles = control.roles
+        compiler.control = control
         width = compiler.expr(expr).width
         if width is None:
             raise compiler.fail(expr, f"table {table.name}: a key needs a known width")
@@ -1143,8 +1245,9 @@ class Datapath:
         compiler = _Compiler(self)
         return compiler.constant(node)
 
-    def action_params(self, name: str) -> tuple[tuple[str, int], ...]:
-        action = self.program.control.actions.get(name) or self.program.global_actions.get(name)
+    def action_params(self, name: str, control: Control | None = None) -> tuple[tuple[str, int], ...]:
+        control = control or self.program.control
+        action = control.actions.get(name) or self.program.global_actions.get(name)
         return action.params if action is not None else ()
 
     # tables --------------------------------------------------------------------------
@@ -1168,7 +1271,7 @@ class Datapath:
         if not rows.any():
             return None
         params = []
-        for j, (_, width) in enumerate(self.action_params(action)):
+        for j, (_, width) in enumerate(self.action_params(action, self.owners.get(state.table.name))):
             per_entry = _entry_params(state, action, j, width)
             column = per_entry[np.maximum(chosen, 0)] if per_entry.size else _column(0, chosen.size, width)
             default = state.default[1][j] if state.default[0] == action else 0
@@ -1180,8 +1283,21 @@ class Datapath:
     # running -------------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> BatchResult:
         """Run every packet of `batch` through parser, control and deparser."""
+        ctx = self.context(batch)
+        self.parser(ctx)
+        alive = ~ctx.parser_error
+        for key, init in self.var_inits:
+            ctx.put(key, init.fn(ctx, alive), alive)
+        if alive.any():
+            self.control(ctx, alive)
+        dropped = ctx.drop | ctx.parser_error
+        data, length = self.deparse(ctx, ~dropped)
+        return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
+
+    def context(self, batch: PacketBatch) -> _Ctx:
+        """A fresh run state for `batch`: nothing parsed, every packet headed for the drop."""
         n = len(batch)
-        ctx = _Ctx(
+        return _Ctx(
             n=n,
             data=batch.data,
             length=batch.length,
@@ -1199,15 +1315,6 @@ class Datapath:
             port=np.full(n, -1, dtype=np.int64),
             exited=np.zeros(n, dtype=bool),
         )
-        self.parser(ctx)
-        alive = ~ctx.parser_error
-        for key, init in self.var_inits:
-            ctx.put(key, init.fn(ctx, alive), alive)
-        if alive.any():
-            self.control(ctx, alive)
-        dropped = ctx.drop | ctx.parser_error
-        data, length = self.deparse(ctx, ~dropped)
-        return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
     def deparse(self, ctx: _Ctx, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Valid emitted headers, then the payload after the parser's cursor.
@@ -1315,12 +1422,28 @@ def _storage_widths(program: Program) -> dict[str, int]:
         for name, width in htype.fields:
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
-    for name, (width, _) in program.control.variables.items():
-        widths[f"var.{program.control.name}.{name}"] = width
-    for action in [*program.control.actions.values(), *program.global_actions.values()]:
+    for name, (width, _) in program.parser.variables.items():
+        widths[f"var.{program.parser.name}.{name}"] = width
+    for control in _blocks(program):
+        for name, (width, _) in control.variables.items():
+            widths[f"var.{control.name}.{name}"] = width
+        for action in control.actions.values():
+            for pname, width in action.params:
+                widths[f"param.{control.name}.{action.name}.{pname}"] = width
+    for action in program.global_actions.values():
         for pname, width in action.params:
             widths[f"param.{action.name}.{pname}"] = width
     return widths
+
+
+def _blocks(program: Program) -> tuple[Control, ...]:
+    """The program's controls that run per packet (PNA: its main control)."""
+    return program.controls or (program.control,)
+
+
+CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument")
+"""core.p4's errors in its order: a program that does not include it gets these codes."""
 
 
 def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
@@ -1328,13 +1451,24 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
     compiler.roles = parser.roles
     states: dict[str, tuple[StmtFn, Callable[[_Ctx, np.ndarray], list[tuple[str, np.ndarray]]]]] = {}
     for name, node in parser.states.items():
+        compiler.scopes.append({})
         body = [compiler.statement(s) for s in node.children[1:-1]]
         states[name] = (_sequence(body), _transition(compiler, node.children[-1], parser.states))
+        compiler.scopes.pop()
+    inits = [
+        (f"var.{parser.name}.{name}", compiler.expr(init))
+        for name, (_, init) in parser.variables.items()
+        if init is not None
+    ]
 
     visits = compiler.dp.state_visits
+    timeout = compiler.dp.error_codes["ParserTimeout"]
 
     def run(ctx: _Ctx) -> None:
-        pending: dict[str, np.ndarray] = {"start": np.ones(ctx.n, dtype=bool)}
+        everyone = np.ones(ctx.n, dtype=bool)
+        for key, init in inits:
+            ctx.put(key, init.fn(ctx, everyone), everyone)
+        pending: dict[str, np.ndarray] = {"start": everyone}
         for _ in range(MAX_PARSER_STEPS):
             live = {s: m & ~ctx.parser_error for s, m in pending.items() if s not in ("accept", "reject")}
             live = {s: m for s, m in live.items() if m.any()}
@@ -1352,7 +1486,7 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
                     pending[target] = pending.get(target, np.zeros(ctx.n, dtype=bool)) | rows
         for state, mask in pending.items():
             if state != "accept":
-                ctx.parser_error |= mask
+                ctx.fail_rows(mask, timeout)
 
     return run
 
@@ -1378,6 +1512,7 @@ def _transition(
         name = target(node.children[0])  # type: ignore[arg-type]
         return lambda ctx, mask: [(name, mask)]
     keys = [compiler.expr(e) for e in node.children[0].children]
+    no_match = compiler.dp.error_codes["NoMatch"]
     cases = []
     for case in node.children[1:]:
         keyset, state = case.children
@@ -1412,7 +1547,7 @@ def _transition(
                 out.append((state, rows))
                 left &= ~rows
         if left.any():
-            out.append(("reject", left))  # no case matched: P4's error.NoMatch
+            ctx.fail_rows(left, no_match)  # no case matched: P4's error.NoMatch
         return out
 
     return run

@@ -12,12 +12,15 @@ deparser control of `emit`s; and the `main` instantiation of the PNA-like `PNA_N
 from __future__ import annotations
 
 from functools import cache
+from pathlib import Path
 
 import lark
 from lark import Lark, Token, Tree
 
 from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.grammar import GRAMMAR
+from cloudtwin.smartnic.p4.normalise import IGNORED_ANNOTATIONS, normalise, strip_annotations
+from cloudtwin.smartnic.p4.preprocess import Source, preprocess
 from cloudtwin.smartnic.p4.program import (
     Action,
     Control,
@@ -31,6 +34,7 @@ from cloudtwin.smartnic.p4.program import (
 )
 
 __all__ = [
+    "ARCHITECTURES",
     "ARCHITECTURE_CONSTANTS",
     "ISTD_FIELDS",
     "MAX_EXTERN_CELLS",
@@ -68,7 +72,20 @@ MAX_STRUCT_FIELDS = 65_536
 """The most bit fields the metadata struct may hold once its inner structs are flattened."""
 
 _UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
+ARCHITECTURES = {
+    "PNA_NIC": ("parser", "control", "deparser"),
+    "V1Switch": ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser"),
+}
+"""The packages a program may instantiate as `main`, and the blocks each takes."""
+
+ERROR_BITS = 16
+"""How wide an `error` value is held (its code: its position among the declared errors)."""
+
+ENUM_BITS = 32
+"""How wide a member of a plain `enum` is held (its position in the enum)."""
+
 _ARCH_TYPES = {
+    "standard_metadata_t",
     "packet_in",
     "packet_out",
     "pna_main_parser_input_metadata_t",
@@ -115,6 +132,12 @@ class _Checker:
         self._parser_nodes: list[Tree] = []
         self.names: dict[str, Tree] = {}  # every top-level name (and constant) -> its declaration
         self.locals: dict[str, dict[str, Tree]] = {}  # control -> its local names
+        self.annotations: dict[int, tuple[str, str]] = {}  # offset -> (name, body)
+        self.enums: dict[str, int] = {}  # enum type -> its width
+        self.errors: list[str] = []  # error.X codes, in declaration order
+        self.match_kinds: set[str] = set()
+        self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
+        self.instances: list[Tree] = []  # top-level instantiations (main)
 
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
@@ -147,10 +170,36 @@ class _Checker:
             return value
         if node.data == "bool_type":
             return 1
+        if node.data == "error_type":
+            return ERROR_BITS
+        if node.data != "named_type":
+            kind = node.data.removesuffix("_type").replace("infint", "int")
+            raise self.fail(node, f"{what}: type {kind} is outside the supported subset")
         name = str(node.children[0])
         if name in self.typedefs:
             return self.typedefs[name]
+        if name in self.enums:
+            return self.enums[name]
         raise self.fail(node, f"{what}: type {name!r} is not a bit<N> type or typedef of one")
+
+    def annotation_in(self, node: Tree, name: str) -> str | None:
+        """The body of annotation `name` written inside `node`'s source span, if any."""
+        if node.meta.empty:
+            return None
+        for at, (found, body) in self.annotations.items():
+            if found == name and node.meta.start_pos <= at < node.meta.end_pos:
+                return body
+        return None
+
+    def refuse_annotations(self, node: Tree) -> None:
+        """P4Error at the first annotation inside `node` that changes meaning here."""
+        if node.meta.empty:
+            return
+        for at, (name, _) in sorted(self.annotations.items()):
+            if node.meta.start_pos <= at < node.meta.end_pos and name not in IGNORED_ANNOTATIONS:
+                line = self.text.count("\n", 0, at) + 1
+                column = at - self.text.rfind("\n", 0, at)
+                raise P4Error(f"{self.source}:{line}:{column}: annotation @{name} is outside the supported subset")
 
     def source_text(self, node: Tree) -> str:
         meta = node.meta
@@ -165,7 +214,49 @@ class _Checker:
                 return self.constants[name]
         if node.data == "neg":
             return -self.constant(node.children[0])
+        if node.data == "error_const":
+            name = f"error.{node.children[0]}"
+            if name in self.constants:
+                return self.constants[name]
         raise self.fail(node, "a compile-time constant is needed here")
+
+    def _error_decl(self, node: Tree) -> None:
+        for name in node.children:
+            if name is None:
+                continue
+            if f"error.{name}" in self.constants:
+                raise self.fail(name, f"error.{name} is declared twice")
+            self.constants[f"error.{name}"] = len(self.errors)
+            self.errors.append(str(name))
+
+    def _match_kind_decl(self, node: Tree) -> None:
+        self.match_kinds.update(str(n) for n in node.children if n is not None)
+
+    def _enum_decl(self, node: Tree) -> None:
+        bits, name, *members = node.children
+        self.declare(self.names, "type", str(name), node)
+        width = ENUM_BITS if bits is None else parse_number(str(bits.children[0]))[0]
+        self.enums[str(name)] = width
+        for number, member in enumerate(m for m in members if m is not None):
+            mname, value = member.children
+            if value is not None and bits is None:
+                raise self.fail(member, f"enum {name}: only an enum bit<N> gives its members values")
+            if value is None and bits is not None:
+                raise self.fail(member, f"enum {name}: {mname} needs a value (enum bit<N>)")
+            code = number if value is None else self.constant(value) & ((1 << width) - 1)
+            self.constants[f"{name}.{mname}"] = code
+
+    def _extern_object(self, node: Tree) -> None:
+        self.declare(self.names, "extern", str(node.children[0]), node)
+        self.extern_types.add(str(node.children[0]))
+
+    def _extern_function(self, node: Tree) -> None:
+        self.extern_types.add(str(node.children[1]))
+
+    def _parser_type(self, node: Tree) -> None:
+        self.extern_types.add(str(node.children[0]))
+
+    _control_type = _package_type = _parser_type
 
     def declaration(self, node: Tree) -> None:
         handler = getattr(self, f"_{node.data}", None)
@@ -186,9 +277,12 @@ class _Checker:
     def _header_decl(self, node: Tree) -> None:
         name = str(node.children[0])
         self.declare(self.names, "type", name, node)
-        self.distinct(node, f"header {name}: field", [str(f.children[1]) for f in node.children[1:]])
+        self.distinct(node, f"header {name}: field", [str(f.children[-1]) for f in node.children[1:]])
+        for f in node.children[1:]:
+            if f.children[1] is not None:
+                raise self.fail(f, f"header {name}: a stack inside a header is outside the subset")
         fields = tuple(
-            (str(f.children[1]), self.width(f.children[0], f"{name}.{f.children[1]}"))
+            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}"))
             for f in node.children[1:]
         )
         header = HeaderType(name, fields)
@@ -199,8 +293,11 @@ class _Checker:
     def _struct_decl(self, node: Tree) -> None:
         name = str(node.children[0])
         self.declare(self.names, "type", name, node)
-        self.distinct(node, f"struct {name}: field", [str(f.children[1]) for f in node.children[1:]])
-        self.structs[name] = [(str(f.children[1]), f.children[0]) for f in node.children[1:]]
+        self.distinct(node, f"struct {name}: field", [str(f.children[-1]) for f in node.children[1:]])
+        for f in node.children[1:]:
+            if f.children[1] is not None:
+                raise self.fail(f, f"struct {name}: header stacks are outside the supported subset")
+        self.structs[name] = [(str(f.children[-1]), f.children[0]) for f in node.children[1:]]
 
     def _action_decl(self, node: Tree) -> None:
         self.declare(self.names, "action", str(node.children[0]), node)
@@ -208,11 +305,15 @@ class _Checker:
         self.global_actions[action.name] = action
 
     def _main_decl(self, node: Tree) -> None:
-        if str(node.children[0]) != "PNA_NIC":
-            raise self.fail(node, f"package {node.children[0]}: only PNA_NIC(parser, control, deparser)")
+        if str(node.children[0]) not in ARCHITECTURES:
+            raise self.fail(
+                node, f"package {node.children[0]}: only {' or '.join(ARCHITECTURES)} in this subset"
+            )
+        if str(node.children[-1]) != "main":
+            raise self.fail(node, f"package instance {node.children[-1]}: only `main` in this subset")
         if self.main is not None:
             line, column = _position(self.main)
-            raise self.fail(node, f"PNA_NIC is instantiated twice (first at {line}:{column})")
+            raise self.fail(node, f"{node.children[0]} is instantiated twice as main (first at {line}:{column})")
         self.main = node
 
     def _parser_decl(self, node: Tree) -> None:
@@ -230,8 +331,12 @@ class _Checker:
                         child, f"parser {name}: state {state} is declared twice (first at {line}:{column})"
                     )
                 block.states[state] = child
+            elif child.data == "var_decl":
+                block.variables[str(child.children[1])] = (
+                    self.width(child.children[0], str(child.children[1])), child.children[2]
+                )
             else:
-                raise self.fail(child, "parser-local declarations are outside the supported subset")
+                raise self.fail(child, f"parser-local {child.data.replace('_', ' ')} is outside the subset")
         if "start" not in block.states:
             raise self.fail(node, f"parser {name}: no start state")
         self.parsers.append(block)
@@ -247,7 +352,7 @@ class _Checker:
 
     def control_local(self, control: Control, node: Tree) -> None:
         if node.data != "const_decl":
-            at = {"extern_decl": -1, "var_decl": 1}.get(node.data, 0)
+            at = {"extern_decl": -1, "var_decl": 1, "instance_decl": -1}.get(node.data, 0)
             kind = node.data.removesuffix("_decl").replace("var", "variable")
             self.declare(self.locals[control.name], f"{control.name}: {kind}", str(node.children[at]), node)
         if node.data == "action_decl":
@@ -262,6 +367,8 @@ class _Checker:
             control.variables[str(name)] = (self.width(type_, str(name)), init)
         elif node.data == "const_decl":
             self._const_decl(node)
+        else:
+            raise self.fail(node, f"instantiating {node.children[0]} is outside the supported subset")
 
     def action(self, node: Tree) -> Action:
         name, params, body = node.children
@@ -271,7 +378,7 @@ class _Checker:
         for param in params.children:
             if param is None:
                 continue
-            direction, type_, pname = param.children
+            direction, type_, pname = param.children[:3]
             if direction is not None:
                 raise self.fail(param, f"action {name}: directional parameters are outside the subset")
             bound.append((str(pname), self.width(type_, f"action {name} parameter {pname}")))
@@ -312,14 +419,17 @@ class _Checker:
                         raise self.fail(
                             elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary"
                         )
-                    keys.append(
-                        TableKey(self.source_text(elem.children[0]), elem.children[0], MatchKind(kind), 0)
-                    )
+                    alias = (self.annotation_in(elem, "name") or "").strip().strip('"')
+                    text = self.source_text(elem.children[0])
+                    keys.append(TableKey(text, elem.children[0], MatchKind(kind), 0, alias or text))
             elif prop.data == "table_actions":
                 actions = [str(ref.children[0]) for ref in prop.children]
             elif prop.data == "table_default":
                 const_default = prop.children[0] is not None
                 default = prop.children[1]
+            elif prop.data in ("table_entries", "table_other"):
+                what = "entries" if prop.data == "table_entries" else f"property {prop.children[0]}"
+                raise self.fail(prop, f"table {name}: {what} is outside the supported subset")
             else:
                 size = self.constant(prop.children[0])
         if sum(k.kind == MatchKind.LPM for k in keys) > 1:
@@ -360,25 +470,31 @@ class _Checker:
                 raise self.fail(node, f"{prefix}: more than {MAX_STRUCT_FIELDS:,} fields once flattened")
         return out
 
-    def header_instances(self, struct: str, node: Tree) -> dict[str, HeaderType]:
+    def header_instances(self, struct: str, node: Tree, prefix: str = "hdr") -> dict[str, HeaderType]:
         if struct not in self.structs:
             raise self.fail(node, f"parser: headers type {struct!r} is not a declared struct")
         out = {}
         for fname, type_ in self.structs[struct]:
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if tname in self.structs and tname != struct and prefix.count(".") < MAX_STRUCT_NESTING:
+                out.update(self.header_instances(tname, node, f"{prefix}.{fname}"))
+                continue
             if tname not in self.headers:
                 raise self.fail(type_, f"{struct}.{fname}: only headers may be members of the headers struct")
-            out[f"hdr.{fname}"] = self.headers[tname]
+            out[f"{prefix}.{fname}"] = self.headers[tname]
         return out
 
     def build(self, tree: Tree) -> Program:
         for node in tree.children:
             self.declaration(node)
+        self.refuse_annotations(tree)
         if self.main is None:
-            raise self.fail(tree, "no `PNA_NIC(...) main;` instantiation")
+            raise self.fail(tree, "no `PNA_NIC(...) main;` or `V1Switch(...) main;` instantiation")
+        package = str(self.main.children[0])
+        roles = ARCHITECTURES[package]
         blocks = [str(inst.children[0]) for inst in self.main.children[1:-1] if inst is not None]
-        if len(blocks) != 3:
-            raise self.fail(self.main, "PNA_NIC takes (parser, control, deparser) in this subset")
+        if len(blocks) != len(roles):
+            raise self.fail(self.main, f"{package} takes ({', '.join(roles)}) in this subset")
         parser = next((p for p in self.parsers if p.name == blocks[0]), None)
         controls = {c.name: (c, params) for c, params in self.controls}
         if parser is None:
@@ -386,13 +502,21 @@ class _Checker:
         for name in blocks[1:]:
             if name not in controls:
                 raise self.fail(self.main, f"no control named {name!r}")
+        if blocks[1:].count(blocks[-1]) > 1 or len(set(blocks[1:])) != len(blocks) - 1:
+            raise self.fail(self.main, f"{package}: one control in two places is outside the subset")
         hdr_type, meta_type = self.parser_types(parser)
         instances = self.header_instances(hdr_type, self.main)
         metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
-        control, deparser = controls[blocks[1]][0], controls[blocks[2]][0]
+        if package == "V1Switch":
+            if "standard_metadata_t" not in self.structs:
+                raise self.fail(self.main, "V1Switch: standard_metadata_t is not declared (#include <v1model.p4>)")
+            metadata.update(self.struct_fields("standard_metadata_t", "standard_metadata", self.main))
+        pipeline = [controls[name][0] for name in blocks[1:-1]]
+        deparser = controls[blocks[-1]][0]
+        control = pipeline[len(pipeline) // 2 - 1] if package == "V1Switch" else pipeline[0]
         parser_node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
         parser.roles = self.roles(parser_node.children[1], hdr_type)
-        for block in (control, deparser):
+        for block in (*pipeline, deparser):
             block.roles = self.roles(controls[block.name][1], hdr_type)
         program = Program(
             self.source,
@@ -406,6 +530,10 @@ class _Checker:
             deparser,
             self.global_actions,
         )
+        program.architecture = "v1model" if package == "V1Switch" else "pna"
+        program.controls = tuple(pipeline)
+        program.errors = tuple(self.errors)
+        program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
         return program
@@ -415,7 +543,7 @@ class _Checker:
         params = [p for p in node.children[1].children if p is not None]
         hdr = meta = None
         for param in params:
-            direction, type_, _ = param.children
+            direction, type_, _ = param.children[:3]
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
             if tname in _ARCH_TYPES:
                 continue
@@ -431,7 +559,7 @@ class _Checker:
         """Each parameter's role: pkt, hdr, meta, istd or ostd."""
         roles = {}
         for param in (p for p in params.children if p is not None):
-            _, type_, name = param.children
+            _, type_, name = param.children[:3]
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
             if tname in ("packet_in", "packet_out"):
                 roles[str(name)] = "pkt"
@@ -439,6 +567,8 @@ class _Checker:
                 roles[str(name)] = "istd"
             elif "output_metadata" in tname:
                 roles[str(name)] = "ostd"
+            elif tname == "standard_metadata_t":
+                roles[str(name)] = "standard_metadata"
             else:
                 roles[str(name)] = "hdr" if tname == hdr_type else "meta"
         return roles
@@ -456,9 +586,10 @@ class _Checker:
                 raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
             names = [str(t) for t in args[0].children[0].children]
             header = ".".join([deparser.roles.get(names[0], names[0]), *names[1:]])
-            if header not in instances:
-                raise self.fail(stmt, f"emit: {header} is not a header")
-            order.append(header)
+            inside = [h for h in instances if h.startswith(f"{header}.")]
+            if header not in instances and not inside:
+                raise self.fail(stmt, f"emit: {header} is not a header or a struct of headers")
+            order.extend([header] if header in instances else inside)
         return tuple(order)
 
 
@@ -487,8 +618,38 @@ def _check_depth(tree: Tree, source: str) -> None:
         stack.extend((child, depth + 1) for child in node.children if isinstance(child, Tree))
 
 
-def parse_program(text: str, source: str = "<p4>") -> Program:
-    """Parse and check a P4 program; P4Error (`file:line:col: what`) when it is outside the subset."""
+def parse_program(
+    text: str, source: str = "<p4>", include_dirs: tuple[Path, ...] = (), here: Path | None = None
+) -> Program:
+    """Parse and check a P4 program; P4Error (`file:line:col: what`) when it is outside the subset.
+
+    `#include`s are looked up beside the program (or in `here`), then in `include_dirs`; an
+    architecture include (`<core.p4>`, `<pna.p4>`) found nowhere leaves the built-in
+    declarations of the PNA-like NIC in force."""
+    located = preprocess(text, source, include_dirs, here) if "#" in text else None
+    body = located.text if located is not None else text
+    annotations, body = strip_annotations(body)
+    try:
+        return _parse(body, source, annotations)
+    except P4Error as err:
+        if located is None:
+            raise
+        raise P4Error(_relocate(str(err), source, located)) from err
+
+
+def _relocate(message: str, source: str, located: Source) -> str:
+    """`source:LINE:COL: what` with LINE mapped back to the file and line it came from."""
+    head = f"{source}:"
+    if not message.startswith(head):
+        return message
+    line_text, _, rest = message[len(head) :].partition(":")
+    if not line_text.isdigit():
+        return message
+    where, line = located.locate(int(line_text))
+    return f"{where}:{line}:{rest}"
+
+
+def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> Program:
     try:
         tree = _lark().parse(text)
     except lark.UnexpectedCharacters as err:
@@ -505,7 +666,9 @@ def parse_program(text: str, source: str = "<p4>") -> Program:
     except lark.UnexpectedEOF as err:
         raise P4Error(f"{source}: unexpected end of file") from err
     _check_depth(tree, source)
+    tree = normalise(tree)
     checker = _Checker(source, text)
+    checker.annotations = annotations
     checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)
     from cloudtwin.smartnic.p4.datapath import compile_program

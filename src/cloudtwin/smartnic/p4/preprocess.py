@@ -84,12 +84,16 @@ def _condition(expr: str, macros: dict[str, str], where: str) -> bool:
         raise P4Error(f"{where}: #if {expr!r} cannot be evaluated") from err
 
 
-def _find(name: str, quoted: bool, here: Path, state: _State, where: str) -> Path:
+def _find(name: str, quoted: bool, here: Path, state: _State, where: str) -> Path | None:
+    """The file an `#include` names; None for a `<system>` one found nowhere (the built-in
+    PNA-like architecture stands in for `<core.p4>` and `<pna.p4>`)."""
     dirs = ((here,) if quoted else ()) + state.dirs + ((here,) if not quoted else ())
     for directory in dirs:
         candidate = directory / name
         if candidate.is_file():
             return candidate
+    if not quoted:
+        return None
     raise P4Error(f"{where}: #include {name!r} is not found (looked in {', '.join(map(str, dirs))})")
 
 
@@ -152,6 +156,8 @@ def _include(rest: str, here: Path, state: _State, depth: int, where: str) -> No
     if depth >= MAX_INCLUDE_DEPTH:
         raise P4Error(f"{where}: #include nested more than {MAX_INCLUDE_DEPTH} deep")
     path = _find(match.group(1) or match.group(2), match.group(1) is not None, here, state, where)
+    if path is None:
+        return
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as err:

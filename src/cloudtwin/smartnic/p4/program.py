@@ -63,6 +63,7 @@ class TableKey:
     expr: Tree
     kind: MatchKind
     width: int
+    control_name: str = ""  # its @name, or its text: what a control plane calls it
 
 
 @dataclass(frozen=True)
@@ -117,11 +118,12 @@ class ParserBlock:
     name: str
     states: dict[str, Tree] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
+    variables: dict[str, tuple[int, Tree | None]] = field(default_factory=dict)
 
 
 @dataclass
 class Program:
-    """A whole P4 program for the PNA-like NIC architecture."""
+    """A whole P4 program: parser, the architecture's controls and deparser, and its types."""
 
     source: str
     text: str
@@ -134,6 +136,10 @@ class Program:
     deparser: Control
     global_actions: dict[str, Action]
     emit_order: tuple[str, ...] = ()
+    architecture: str = "pna"  # or "v1model"
+    controls: tuple[Control, ...] = ()  # the pipeline's controls in order (PNA: the main control)
+    errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
+    type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
