@@ -19,6 +19,7 @@ import numpy as np
 from lark import Token, Tree
 
 from cloudtwin.errors import P4Error
+from cloudtwin.smartnic.p4.arch.externs import arch_extern
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
 from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, Program, Table
 
@@ -188,6 +189,23 @@ class _Ctx:
     any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
     error: np.ndarray | None = None  # each row's parser error code (0: none), once one is set
 
+    def take(self, rows: np.ndarray) -> _Ctx:
+        """A new run state holding copies of rows `rows` (repeats allowed: packet copies)."""
+        return _Ctx(
+            n=int(rows.size),
+            data=self.data[rows],
+            length=self.length[rows],
+            values={k: v[rows] for k, v in self.values.items()},
+            valid={k: v[rows] for k, v in self.valid.items()},
+            widths=self.widths,
+            cursor=self.cursor[rows],
+            parser_error=self.parser_error[rows],
+            drop=self.drop[rows],
+            port=self.port[rows],
+            exited=self.exited[rows],
+            error=None if self.error is None else self.error[rows],
+        )
+
     def fail_rows(self, rows: np.ndarray, code: int) -> None:
         """Rows `rows` leave the parser with error `code` (the first error a row meets stays)."""
         fresh = rows & ~self.parser_error
@@ -234,6 +252,12 @@ class _Expr:
 
 
 def _const(value: int, width: int | None = None) -> _Expr:
+    return _Expr(lambda ctx, mask: value, width)
+
+
+def _sized(expr: _Expr, width: int) -> _Expr:
+    """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds)."""
+    value = _fit(expr.fn(None, None), width)  # type: ignore[arg-type]
     return _Expr(lambda ctx, mask: value, width)
 
 
@@ -369,6 +393,11 @@ class _Compiler:
             base = self.expr(node.children[0])
             hi, lo = (self.constant(c) for c in node.children[1:])
             return self.slice(base, hi, lo, node)
+        if kind == "error_const":
+            name = f"error.{node.children[0]}"
+            if name not in self.program.constants:
+                raise self.fail(node, f"unknown error {name}")
+            return _const(self.program.constants[name], self.program.type_widths.get("error"))
         if kind == "cast":
             width = parse_number(str(node.children[0].children[0]))[0]
             inner = self.expr(node.children[1])
@@ -377,7 +406,7 @@ class _Compiler:
 
     def constant(self, node: Tree) -> int:
         expr = self.expr(node)
-        if expr.width is not None and not node.data == "number":
+        if expr.width is not None and node.data not in ("number", "error_const"):
             raise self.fail(node, "a compile-time constant is needed here")
         return int(expr.fn(None, None))  # type: ignore[arg-type]
 
@@ -399,6 +428,9 @@ class _Compiler:
         inner = self.expr(node.children[0])
         if kind == "lnot":
             return _Expr(lambda ctx, mask: ~_as_bool(inner.fn(ctx, mask), ctx), 1, True)
+        if inner.width is None:  # an unsized literal: exact, fitted where it meets a width
+            value = int(inner.fn(None, None))  # type: ignore[arg-type]
+            return _const(-value if kind == "neg" else ~value)
         width = inner.width or 64
         if kind == "bnot":
             return _Expr(lambda ctx, mask: _fit(_invert(inner.fn(ctx, mask), width), width), width)
@@ -420,6 +452,13 @@ class _Compiler:
             return _Expr(
                 lambda ctx, mask: _concat(left.fn(ctx, mask), right.fn(ctx, mask), shift, total), total
             )
+        if left.width is None and right.width is None and kind not in _COMPARE:
+            value = _BINARY[kind](int(left.fn(None, None)), int(right.fn(None, None)))  # type: ignore[arg-type]
+            return _const(int(value))
+        if left.width is None and right.width is not None and not left.is_bool:
+            left = _sized(left, right.width)
+        elif right.width is None and left.width is not None and kind not in ("shl", "shr"):
+            right = _sized(right, left.width)
         width = left.width if left.width is not None else right.width
         if left.width is not None and right.width is not None and kind not in ("shl", "shr"):
             width = max(left.width, right.width)
@@ -491,7 +530,7 @@ class _Compiler:
         def apply(ctx: _Ctx, mask: np.ndarray) -> np.ndarray:
             values = [k.fn(ctx, mask) for k in keys]
             index = self.dp.lookup(
-                state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)]
+                state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)], ctx.n
             )
             hit = (index >= 0) & mask
             if hit.any():
@@ -716,9 +755,26 @@ class _Compiler:
                 ctx.drop = ctx.drop | mask
 
             return drop
+        if names == ["verify"] and len(args) == 2:
+            return self.verify(args)
+        extern = arch_extern(self.program.architecture, names[-1])
+        if extern is not None and len(names) == 1:
+            return extern(self, args, call)
         if len(names) == 1 and self.control is not None:
             return self.direct_action(names[0], args, call)
         raise self.fail(call, f"call {'.'.join(names)}(...) is outside the supported subset")
+
+    def verify(self, args: list[Tree]) -> StmtFn:
+        """core.p4's verify(check, error): rows where `check` is false leave the parser with it."""
+        check = self.expr(args[0])
+        code = self.constant(args[1])
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            failed = mask & ~_as_bool(check.fn(ctx, mask), ctx)
+            if failed.any():
+                ctx.fail_rows(failed, code)
+
+        return run
 
     def direct_action(self, name: str, args: list[Tree], node: Tree) -> StmtFn:
         action = self.find_action(name, node)
@@ -1251,9 +1307,11 @@ class Datapath:
         return action.params if action is not None else ()
 
     # tables --------------------------------------------------------------------------
-    def lookup(self, state: _TableState, keys: list[np.ndarray]) -> np.ndarray:
+    def lookup(self, state: _TableState, keys: list[np.ndarray], n: int) -> np.ndarray:
         if not state.entries:
-            return np.full(keys[0].size if keys else 0, -1, dtype=np.int64)
+            return np.full(n, -1, dtype=np.int64)
+        if not keys:  # a table without keys: its first entry matches every packet
+            return np.zeros(n, dtype=np.int64)
         lookup = state._lookup
         if lookup is None:
             lookup = state._lookup = _build_lookup(state)

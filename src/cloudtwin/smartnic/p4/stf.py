@@ -19,15 +19,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
-from cloudtwin.errors import NicError
+from cloudtwin.errors import NicError, P4Error
+from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch, TableEntry, _TableState
+from cloudtwin.smartnic.p4.frontend import parse_program
+from cloudtwin.smartnic.p4.program import MatchKind, TableKey
 
 __all__ = [
     "MAX_STF_PACKET_BYTES",
     "Command",
     "Expect",
     "KeyMatch",
+    "StfResult",
     "parse_stf",
+    "run_stf",
 ]
 
 MAX_STF_PACKET_BYTES = 65_535
@@ -287,3 +293,234 @@ def parse_stf(text: str, source: str = "<stf>") -> list[Command]:
         except ValueError as err:
             raise NicError(f"{source}:{number}: {err}") from err
     return commands
+
+
+# running --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StfResult:
+    """How an STF test went: `status` pass, fail or unsupported, and the counts behind it."""
+
+    status: str
+    expected: int = 0
+    matched: int = 0
+    unexpected: int = 0
+    reason: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "status": self.status,
+            "expected": self.expected,
+            "matched": self.matched,
+            "unexpected": self.unexpected,
+            "reason": self.reason,
+        }
+
+
+class Unsupported(NicError):
+    """An STF command or program outside what the runner supports (`file:line:col: what`)."""
+
+
+class _Runner:
+    """Carries out an STF script's commands against one datapath."""
+
+    def __init__(self, datapath: Datapath, source: str) -> None:
+        from cloudtwin.smartnic.p4.arch.v1model import Replication
+
+        self.dp = datapath
+        self.source = source
+        self.engine = Replication()
+        self.nodes: list[tuple[int, list[int]]] = []  # mc node handle -> (rid, ports)
+        self.sent: dict[int, list[bytes]] = {}  # port -> packets out, in order
+
+    def refuse(self, command: Command, what: str) -> Unsupported:
+        return Unsupported(f"{self.source}:{command.line}:{command.column}: {what}")
+
+    def table(self, command: Command) -> _TableState:
+        name = command.name
+        for candidate in (name, name.split(".")[-1]):
+            state = self.dp.tables.get(candidate)
+            if state is not None:
+                return state
+        raise NicError(f"{self.source}:{command.line}: {name!r} is not a table of the program")
+
+    def action(self, command: Command, state: _TableState) -> tuple[str, tuple[int, ...]]:
+        name = command.action.split(".")[-1]
+        if name not in state.table.actions and name != "NoAction":
+            raise NicError(f"{self.source}:{command.line}: action {command.action!r} is not one of {state.table.name}'s")
+        owner = self.dp.owners.get(state.table.name)
+        params = self.dp.action_params(name, owner)
+        given = dict(command.params)
+        unknown = set(given) - {p for p, _ in params}
+        if unknown or len(given) != len(params):
+            want = ", ".join(p for p, _ in params) or "none"
+            raise NicError(f"{self.source}:{command.line}: action {name} takes parameters ({want})")
+        values = []
+        for pname, width in params:
+            value = given[pname]
+            if not 0 <= value < 1 << width:
+                raise NicError(f"{self.source}:{command.line}: {name}({pname}): {value} does not fit bit<{width}>")
+            values.append(value)
+        return name, tuple(values)
+
+    def match(self, command: Command, state: _TableState) -> tuple[int | tuple[int, int], ...]:
+        keys = state.table.keys
+        given: dict[int, KeyMatch] = {}
+        for field_name, value in command.keys:
+            index = _key_index(keys, field_name.replace("$", "[").replace("[", "[", 1), field_name)
+            if index is None:
+                raise NicError(f"{self.source}:{command.line}: {field_name!r} is not a key of {state.table.name}")
+            given[index] = value
+        out: list[int | tuple[int, int]] = []
+        for j, key in enumerate(keys):
+            width = state.widths[j]
+            value = given.get(j)
+            out.append(self._key_value(command, key.kind, width, value, key.name))
+        return tuple(out)
+
+    def _key_value(
+        self, command: Command, kind: MatchKind, width: int, value: KeyMatch | None, name: str
+    ) -> int | tuple[int, int]:
+        full = (1 << width) - 1
+        where = f"{self.source}:{command.line}: key {name}"
+        if value is None:
+            if kind == MatchKind.EXACT:
+                raise NicError(f"{where}: an exact key needs a value")
+            return (0, 0)
+        if isinstance(value, int):
+            if not 0 <= value <= full:
+                raise NicError(f"{where}: {value:#x} does not fit bit<{width}>")
+            return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
+        form, number, extra = value
+        if kind == MatchKind.EXACT or (form == "lpm") != (kind == MatchKind.LPM):
+            raise NicError(f"{where}: a {form} value for a {kind.value} key")
+        if form == "lpm" and not 0 <= extra <= width:
+            raise NicError(f"{where}: prefix /{extra} is outside 0..{width}")
+        if not 0 <= number <= full or (form == "ternary" and not 0 <= extra <= full):
+            raise NicError(f"{where}: value or mask does not fit bit<{width}>")
+        return (number, extra)
+
+    # commands ------------------------------------------------------------------------------
+    def add(self, command: Command) -> None:
+        state = self.table(command)
+        action, params = self.action(command, state)
+        # bmv2: the lower an entry's priority number, the earlier it matches
+        priority = -command.priority if command.priority is not None else 0
+        state.entries = [*state.entries, TableEntry(self.match(command, state), action, params, priority)]
+        state.invalidate()
+
+    def setdefault(self, command: Command) -> None:
+        state = self.table(command)
+        state.default = self.action(command, state)
+
+    def remove(self, command: Command) -> None:
+        state = self.table(command)
+        match = self.match(command, state)
+        kept = [e for e in state.entries if e.match != match]
+        if len(kept) == len(state.entries):
+            raise NicError(f"{self.source}:{command.line}: no entry of {state.table.name} has that key")
+        state.entries = kept
+        state.invalidate()
+
+    def multicast(self, command: Command) -> None:
+        if command.kind == "mc_mgrp_create":
+            self.engine.groups.setdefault(command.numbers[0], [])
+        elif command.kind == "mc_node_create":
+            rid, *ports = command.numbers
+            self.nodes.append((rid, ports))
+        else:
+            group, handle = command.numbers
+            if group not in self.engine.groups or not 0 <= handle < len(self.nodes):
+                raise NicError(f"{self.source}:{command.line}: no multicast group {group} or node {handle}")
+            rid, ports = self.nodes[handle]
+            self.engine.groups[group].extend((rid, port) for port in ports)
+
+    def packet(self, command: Command) -> None:
+        from cloudtwin.smartnic.p4.arch.v1model import process
+
+        batch = PacketBatch.from_packets([command.data], input_port=command.port)
+        if self.dp.program.architecture == "v1model":
+            sent = process(self.dp, batch, self.engine)[0]
+        else:
+            result = self.dp.process(batch)
+            out = result.packet(0)
+            sent = [] if out is None else [(int(result.out_port[0]), out)]
+        for port, data in sent:
+            self.sent.setdefault(port, []).append(data)
+
+
+def _key_index(keys: tuple[TableKey, ...], name: str, raw: str) -> int | None:
+    bracketed = re.sub(r"\$(\d+)", r"[\1]", raw)
+    for j, key in enumerate(keys):
+        for known in (key.control_name, key.name):
+            if bracketed in (known, known.split(".", 1)[-1]) or known.endswith("." + bracketed):
+                return j
+    return None
+
+
+_HANDLERS = {
+    "add": _Runner.add,
+    "setdefault": _Runner.setdefault,
+    "remove": _Runner.remove,
+    "mc_mgrp_create": _Runner.multicast,
+    "mc_node_create": _Runner.multicast,
+    "mc_node_associate": _Runner.multicast,
+    "packet": _Runner.packet,
+}
+
+
+def _compare(expected: list[Expect], sent: dict[int, list[bytes]]) -> StfResult:
+    """Per port, in order: every expected packet came out and nothing else did."""
+    matched = unexpected = 0
+    first: str | None = None
+    wanted: dict[int, list[Expect]] = {}
+    for expect in expected:
+        wanted.setdefault(expect.port, []).append(expect)
+    for port in sorted(set(wanted) | set(sent)):
+        want, got = wanted.get(port, []), sent.get(port, [])
+        for i in range(max(len(want), len(got))):
+            if i < len(want) and i < len(got) and want[i].matches(got[i]):
+                matched += 1
+                continue
+            unexpected += i < len(got)
+            if first is None:
+                exp = want[i].text() if i < len(want) else "nothing"
+                act = got[i].hex().upper() if i < len(got) else "nothing"
+                first = f"port {port} packet {i + 1}: expected {exp}, got {act}"
+    status = "pass" if first is None else "fail"
+    return StfResult(status, len(expected), matched, unexpected, first)
+
+
+def run_stf(
+    program_text: str,
+    program_source: str,
+    stf_text: str,
+    stf_source: str,
+    include_dirs: tuple[Path, ...] = (),
+) -> StfResult:
+    """Run an STF test: status pass / fail, or unsupported with the construct named.
+
+    NicError (one line, `file:line: reason`) when the script is malformed or an entry
+    does not fit the program."""
+    commands = parse_stf(stf_text, stf_source)
+    try:
+        program = parse_program(program_text, program_source, include_dirs, Path(program_source).parent)
+        runner = _Runner(Datapath(program), stf_source)
+    except P4Error as err:
+        return StfResult("unsupported", reason=str(err))
+    expected: list[Expect] = []
+    for command in commands:
+        handler = _HANDLERS.get(command.kind)
+        if command.kind == "expect":
+            assert command.expect is not None
+            expected.append(command.expect)
+        elif command.kind == "wait":
+            continue
+        elif handler is None:
+            return StfResult("unsupported", reason=str(runner.refuse(command, f"STF command {command.kind}")))
+        else:
+            try:
+                handler(runner, command)
+            except Unsupported as err:
+                return StfResult("unsupported", reason=str(err))
+    result = _compare(expected, runner.sent)
+    return result

@@ -1,0 +1,149 @@
+"""v1model on the interpreter core, with bmv2 simple_switch's semantics.
+
+A packet runs the parser (a parser error does not drop it: `standard_metadata.parser_error`
+says which), verifyChecksum, ingress; then a non-zero `mcast_grp` sends one copy per member
+of that multicast group (`egress_rid` its replication id), else `egress_spec` 511 drops it,
+else it goes to port `egress_spec`. Each copy runs egress (with `egress_port` set and
+`egress_spec` reset to 0; `egress_spec` 511 at its end drops it), computeChecksum and the
+deparser. Externs: `mark_to_drop`, `verify_checksum`/`update_checksum` (csum16).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from lark import Tree
+
+from cloudtwin.smartnic.p4.arch.externs import register
+from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch, _as_bool, _column, _Ctx
+
+__all__ = ["DROP_PORT", "INSTANCE_NORMAL", "INSTANCE_REPLICATION", "Replication", "process"]
+
+DROP_PORT = 511
+"""simple_switch's drop port: `egress_spec` set to it (by `mark_to_drop`) drops the packet."""
+
+INSTANCE_NORMAL, INSTANCE_REPLICATION = 0, 5
+"""`standard_metadata.instance_type` of an original packet and of a multicast copy."""
+
+_STD = "standard_metadata"
+
+
+@dataclass
+class Replication:
+    """The packet replication engine's multicast groups: group -> [(rid, port), ...]."""
+
+    groups: dict[int, list[tuple[int, int]]] = field(default_factory=dict)
+
+
+def _put(ctx: _Ctx, name: str, value: Any, mask: np.ndarray | None = None) -> None:
+    ctx.put(f"{_STD}.{name}", value, np.ones(ctx.n, dtype=bool) if mask is None else mask)
+
+
+def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[tuple[int, bytes]]]:
+    """Each packet of `batch` through the pipeline: the (port, bytes) it sends out, in order."""
+    ctx = dp.context(batch)
+    _put(ctx, "ingress_port", batch.input_port.astype(np.uint64))
+    _put(ctx, "packet_length", batch.length.astype(np.uint64))
+    dp.parser(ctx)
+    if ctx.error is not None:
+        _put(ctx, "parser_error", ctx.error)
+    everyone = np.ones(ctx.n, dtype=bool)
+    verify, ingress, egress, compute = (c.name for c in dp.program.controls)
+    dp.run_block(verify, ctx, everyone)
+    dp.run_block(ingress, ctx, everyone)
+    rows, ports, rids, kinds = _replicate(ctx, engine)
+    out: list[list[tuple[int, bytes]]] = [[] for _ in range(ctx.n)]
+    if not rows:
+        return out
+    copies = ctx.take(np.array(rows, dtype=np.int64))
+    _put(copies, "egress_port", np.array(ports, dtype=np.uint64))
+    _put(copies, "egress_rid", np.array(rids, dtype=np.uint64))
+    _put(copies, "instance_type", np.array(kinds, dtype=np.uint64))
+    _put(copies, "egress_spec", 0)
+    alive = np.ones(copies.n, dtype=bool)
+    dp.run_block(egress, copies, alive)
+    alive &= copies.get(f"{_STD}.egress_spec") != DROP_PORT
+    dp.run_block(compute, copies, alive)
+    data, length = dp.deparse(copies, alive)
+    for i in np.flatnonzero(alive).tolist():
+        out[rows[i]].append((ports[i], data[i, : length[i]].tobytes()))
+    return out
+
+
+def _replicate(ctx: _Ctx, engine: Replication) -> tuple[list[int], list[int], list[int], list[int]]:
+    """After ingress: the rows that go on to egress, with their port, rid and instance type."""
+    spec = ctx.get(f"{_STD}.egress_spec").tolist()
+    groups = ctx.get(f"{_STD}.mcast_grp").tolist()
+    rows, ports, rids, kinds = [], [], [], []
+    for row in range(ctx.n):
+        if groups[row]:
+            for rid, port in engine.groups.get(int(groups[row]), []):
+                rows.append(row)
+                ports.append(port)
+                rids.append(rid)
+                kinds.append(INSTANCE_REPLICATION)
+        elif spec[row] != DROP_PORT:
+            rows.append(row)
+            ports.append(int(spec[row]))
+            rids.append(0)
+            kinds.append(INSTANCE_NORMAL)
+    return rows, ports, rids, kinds
+
+
+# externs --------------------------------------------------------------------------------
+@register("v1model", "mark_to_drop")
+def _mark_to_drop(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    if len(args) != 1 or compiler.expr(args[0]) is None:
+        raise compiler.fail(node, "mark_to_drop takes standard_metadata")
+    target = ".".join(compiler.path(args[0].children[0])) if args[0].data == "ref" else ""
+    if target != _STD:
+        raise compiler.fail(node, "mark_to_drop takes the standard_metadata parameter")
+
+    def run(ctx: _Ctx, mask: np.ndarray) -> None:
+        _put(ctx, "egress_spec", DROP_PORT, mask)
+        _put(ctx, "mcast_grp", 0, mask)
+
+    return run
+
+
+def _csum16_args(compiler: Any, args: list[Tree], node: Tree, what: str) -> tuple[Any, Any, Tree]:
+    if len(args) != 4 or args[1].data != "list_expr":
+        raise compiler.fail(node, f"{what}(condition, {{fields}}, checksum, algorithm) is expected")
+    algorithm = args[3]
+    names = [str(t) for t in algorithm.children[0].children] if algorithm.data == "ref" else []
+    if names != ["HashAlgorithm", "csum16"]:
+        raise compiler.fail(algorithm, f"{what}: only HashAlgorithm.csum16 is supported")
+    fields = [a for a in args[1].children if a is not None]
+    return compiler.expr(args[0]), compiler.checksum(fields, node), args[2]
+
+
+@register("v1model", "update_checksum")
+def _update_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    condition, checksum, target = _csum16_args(compiler, args, node, "update_checksum")
+    if target.data != "ref":
+        raise compiler.fail(target, "update_checksum: the checksum must be a field")
+    key, _ = compiler.lvalue(target.children[0])
+
+    def run(ctx: _Ctx, mask: np.ndarray) -> None:
+        rows = mask & _as_bool(condition.fn(ctx, mask), ctx)
+        if rows.any():
+            ctx.put(key, checksum.fn(ctx, rows), rows)
+
+    return run
+
+
+@register("v1model", "verify_checksum")
+def _verify_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    condition, checksum, target = _csum16_args(compiler, args, node, "verify_checksum")
+    stored = compiler.expr(target)
+
+    def run(ctx: _Ctx, mask: np.ndarray) -> None:
+        rows = mask & _as_bool(condition.fn(ctx, mask), ctx)
+        if not rows.any():
+            return
+        wrong = _column(checksum.fn(ctx, rows), ctx.n, 16) != _column(stored.fn(ctx, rows), ctx.n, 16)
+        _put(ctx, "checksum_error", 1, rows & wrong)
+
+    return run
