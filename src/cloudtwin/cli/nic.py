@@ -23,7 +23,8 @@ __all__ = ["app"]
 app = typer.Typer(
     help=(
         "The smartNIC (Janus) model: how many host cores NIC offload hands back (offload), "
-        "a P4 program on real packets (run), and the NIC's measured boot (boot)."
+        "a P4 program on real packets (run), p4c's STF packet tests (stf), and the NIC's measured "
+        "boot (boot)."
     ),
     no_args_is_help=True,
 )
@@ -149,6 +150,52 @@ def run(
     for name, hits in report.table_hits.items():
         table.add_row(f"{name} hits per entry", " ".join(str(h) for h in hits) or "-")
     stdout.print(table)
+
+
+STF_BYTES = 4 << 20
+"""The most bytes `nic stf` reads of an STF script (p4c's are a few KiB)."""
+
+_STF = typer.Argument(..., help="STF script: table entries, packets in, packets expected out.", show_default=False)
+_INCLUDE = typer.Option(
+    None,
+    "--include",
+    "-I",
+    help="Where #include <core.p4>, <v1model.p4> ... are found (besides the program's directory "
+    "and its ../include).",
+)
+
+
+@app.command("stf")
+def stf(
+    program: Path = _PROGRAM,
+    script: Path = _STF,
+    include: list[Path] | None = _INCLUDE,
+    as_json: bool = _JSON,
+) -> None:
+    """Run one p4c STF packet test: exit 0 pass, 1 on the first difference, 2 unsupported.
+
+    Example:  cloudtwin nic stf ../shared/datasets/p4c-stf/tests/arith-bmv2.p4
+    ../shared/datasets/p4c-stf/tests/arith-bmv2.stf
+    """
+    with needs_extra("nic", "nic stf", NicError):  # lark parses the P4 program
+        from cloudtwin.smartnic.p4.stf import run_stf
+
+    text = read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError)
+    script_text = read_text_bounded(script, STF_BYTES, "STF script", NicError)
+    dirs = (*(include or ()), program.parent / ".." / "include")
+    result = run_stf(text, str(program), script_text, str(script), dirs)
+    if as_json:
+        emit_json(result.to_json())
+    elif result.status == "pass":
+        stdout.print(f"pass: {result.matched} of {result.expected} expected packets", highlight=False)
+    elif result.status == "fail":
+        stdout.print(f"fail: {result.reason}", highlight=False, soft_wrap=True)
+    if result.status == "fail":
+        raise typer.Exit(1)
+    if result.status == "unsupported":
+        if as_json:
+            raise typer.Exit(2)
+        raise NicError(f"unsupported: {result.reason}")
 
 
 @app.command("offload")
