@@ -188,6 +188,15 @@ class _Ctx:
     exited: np.ndarray
     any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
     error: np.ndarray | None = None  # each row's parser error code (0: none), once one is set
+    returned: np.ndarray | None = None  # rows that ran `return` in the running action/function
+
+    def stopped(self, mask: np.ndarray) -> np.ndarray:
+        """`mask` without the rows that ran `exit`, or `return` in what is running."""
+        if self.any_exit:
+            mask = mask & ~self.exited
+        if self.returned is not None:
+            mask = mask & ~self.returned
+        return mask
 
     def take(self, rows: np.ndarray) -> _Ctx:
         """A new run state holding copies of rows `rows` (repeats allowed: packet copies)."""
@@ -275,6 +284,8 @@ class _Compiler:
         self.calls: dict[str, int] = {}  # action runs one run of each action makes (itself too)
         self.compiling: list[str] = []  # the actions being compiled, caller first
         self.scopes: list[dict[str, str | int]] = []  # block-local variables and constants
+        self.writable: set[str] = set()  # the running action's directional parameters
+        self.returns: list[str | None] = []  # where `return` puts its value (None: no value)
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -359,7 +370,9 @@ class _Compiler:
     def lvalue(self, node: Tree) -> tuple[str, int]:
         names = self.path(node)
         if len(names) == 1 and names[0] in self.params:
-            raise self.fail(node, f"action parameter {names[0]!r} is read-only")
+            if names[0] not in self.writable:
+                raise self.fail(node, f"action parameter {names[0]!r} is read-only")
+            return self.params[names[0]], self.widths[self.params[names[0]]]
         local = self.local(names) if len(node.children) == 1 else None
         key = local if isinstance(local, str) else ".".join(names)
         if key not in self.widths or key.startswith("istd."):
@@ -393,6 +406,8 @@ class _Compiler:
             base = self.expr(node.children[0])
             hi, lo = (self.constant(c) for c in node.children[1:])
             return self.slice(base, hi, lo, node)
+        if kind == "mux":
+            return self.mux(node)
         if kind == "error_const":
             name = f"error.{node.children[0]}"
             if name not in self.program.constants:
@@ -403,6 +418,27 @@ class _Compiler:
             inner = self.expr(node.children[1])
             return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
         raise self.fail(node, f"expression {kind} is outside the supported subset")
+
+    def mux(self, node: Tree) -> _Expr:
+        """`c ? a : b`: `a` evaluated on the rows where `c` holds, `b` on the others."""
+        cond, left, right = (self.expr(c) for c in node.children)
+        if left.width is None and right.width is not None:
+            left = _sized(left, right.width)
+        elif right.width is None and left.width is not None:
+            right = _sized(right, left.width)
+        width = max(left.width or 0, right.width or 0) or None
+        if width is None:
+            raise self.fail(node, "?: needs an operand of known width (cast a literal)")
+        is_bool = left.is_bool and right.is_bool
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            chosen = _as_bool(cond.fn(ctx, mask), ctx)
+            a = _column(_fit(left.fn(ctx, mask & chosen), width), ctx.n, width)
+            b = _column(_fit(right.fn(ctx, mask & ~chosen), width), ctx.n, width)
+            out = np.where(chosen, a, b)
+            return out.astype(bool) if is_bool else out
+
+        return _Expr(fn, width, is_bool)
 
     def constant(self, node: Tree) -> int:
         expr = self.expr(node)
@@ -485,6 +521,11 @@ class _Compiler:
         path, *args = call.children
         args = [a for a in args if a is not None]
         names = self.path(path)
+        if len(names) == 1 and names[0] in self.program.functions:
+            function = self.function_call(names[0], args, call)
+            if function.width is None:
+                raise self.fail(call, f"function {names[0]} returns nothing; it is not a value")
+            return function
         if names[-1] == "isValid":
             header = self.header(Tree("path", path.children[:-1], path.meta))
             return _Expr(lambda ctx, mask: ctx.header_valid(header).copy(), 1, True)
@@ -519,6 +560,13 @@ class _Compiler:
 
     # tables, externs, actions --------------------------------------------------------
     def table_apply(self, names: list[str], node: Tree) -> Callable[[_Ctx, np.ndarray], np.ndarray]:
+        apply = self.table_apply_runs(names, node)
+        return lambda ctx, mask: apply(ctx, mask)[0]
+
+    def table_apply_runs(
+        self, names: list[str], node: Tree
+    ) -> Callable[[_Ctx, np.ndarray], tuple[np.ndarray, dict[str, np.ndarray]]]:
+        """Applying a table: each row's hit, and the rows that ran each action."""
         assert self.control is not None
         if len(names) != 1 or names[0] not in self.control.tables:
             raise self.fail(node, f"{'.'.join(names)!r} is not a table of {self.control.name}")
@@ -527,7 +575,12 @@ class _Compiler:
         actions = {a: self.action_runner(a, node) for a in state.table.actions}
         actions.setdefault(state.table.default_action, self.action_runner(state.table.default_action, node))
 
-        def apply(ctx: _Ctx, mask: np.ndarray) -> np.ndarray:
+        for action_name in actions:
+            action = self.find_action(action_name, node)
+            if action is not None and any(action.directions):
+                raise self.fail(node, f"table {state.table.name}: action {action_name} has directional parameters")
+
+        def apply(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             values = [k.fn(ctx, mask) for k in keys]
             index = self.dp.lookup(
                 state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)], ctx.n
@@ -539,11 +592,13 @@ class _Compiler:
             codes = _entry_action_codes(state)
             # each row's action, as its position in the table's action list (-1: a miss)
             taken = np.where(hit, codes[np.maximum(chosen, 0)], -1) if codes.size else chosen
+            ran: dict[str, np.ndarray] = {}
             for name, run in actions.items():
                 rows = self.dp.rows_for(state, chosen, taken, name, mask)
                 if rows is not None:
+                    ran[name] = rows[0]
                     run(ctx, rows[0], rows[1])
-            return hit
+            return hit, ran
 
         return apply
 
@@ -560,16 +615,18 @@ class _Compiler:
         if name in self.compiling:
             chain = " -> ".join([*self.compiling[self.compiling.index(name) :], name])
             raise self.fail(node, f"action {name} calls itself ({chain}); P4 actions cannot recurse")
-        saved = self.params
+        saved, saved_writable, saved_returns = self.params, self.writable, self.returns
         scope = self.param_scope(action)
         self.params = {p: f"param.{scope}{action.name}.{p}" for p, _ in action.params}
+        self.writable = {p for (p, _), d in zip(action.params, action.directions, strict=False) if d}
+        self.returns = [None]
         self.compiling.append(name)
         self.calls[name] = 1
         try:
             body = self.block(action.body)
         finally:
             self.compiling.pop()
-            self.params = saved
+            self.params, self.writable, self.returns = saved, saved_writable, saved_returns
         keys = [f"param.{scope}{action.name}.{p}" for p, _ in action.params]
 
         runs = self.dp.action_runs
@@ -578,7 +635,9 @@ class _Compiler:
             runs[action.name] = runs.get(action.name, 0) + int(mask.sum())
             for key, value in zip(keys, params, strict=True):
                 ctx.values[key] = _column(_fit(value, ctx.widths[key]), ctx.n, ctx.widths[key])
+            returned, ctx.returned = ctx.returned, None
             body(ctx, mask)
+            ctx.returned = returned
 
         self.runners[name] = run
         self.count_calls(name, node)
@@ -631,8 +690,7 @@ class _Compiler:
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             for stmt in stmts:
-                if ctx.any_exit:  # rows that ran `exit` run nothing more
-                    mask = mask & ~ctx.exited
+                mask = ctx.stopped(mask)  # rows that ran `exit` or `return` run nothing more
                 if not mask.any():
                     return
                 stmt(ctx, mask)
@@ -658,11 +716,110 @@ class _Compiler:
             return self.if_stmt(node)
         if kind == "call_stmt":
             return self.call_stmt(node.children[0])
+        if kind == "return_stmt":
+            return self.return_stmt(node)
+        if kind == "switch_stmt":
+            return self.switch_stmt(node)
         if kind == "var_decl":
             return self.declare_local(node)
         if kind == "const_decl":
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
+
+    def return_stmt(self, node: Tree) -> StmtFn:
+        value = node.children[0]
+        target = self.returns[-1] if self.returns else None
+        if (value is None) != (target is None):
+            what = "returns a value" if target is not None else "returns nothing here"
+            raise self.fail(node, f"return: the enclosing function {what}")
+        expr = self.expr(value) if value is not None else None
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            if expr is not None and target is not None:
+                ctx.put(target, expr.fn(ctx, mask), mask)
+            ctx.returned = mask.copy() if ctx.returned is None else ctx.returned | mask
+
+        return run
+
+    def switch_stmt(self, node: Tree) -> StmtFn:
+        """`switch (t.apply().action_run)` on the action each row ran, or on a value."""
+        subject, *cases = node.children
+        groups: list[tuple[list[Tree], StmtFn]] = []
+        labels: list[Tree] = []
+        default: StmtFn | None = None
+        for case in cases:
+            label, body = case.children
+            labels.append(label)
+            if body is None:
+                continue
+            compiled = self.block(body)
+            if any(lab.data == "sw_default" for lab in labels):
+                if len(labels) > 1 or case is not cases[-1]:
+                    raise self.fail(case, "switch: default must be the last label, on its own")
+                default = compiled
+            else:
+                groups.append((labels, compiled))
+            labels = []
+        if labels:
+            raise self.fail(node, "switch: the last label has no block")
+        choose = self.switch_rows(subject, [g[0] for g in groups], node)
+        bodies = [g[1] for g in groups]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            chosen = choose(ctx, mask)
+            taken = np.zeros(ctx.n, dtype=bool)
+            for rows, body in zip(chosen, bodies, strict=True):
+                rows = rows & mask & ~taken
+                taken |= rows
+                if rows.any():
+                    body(ctx, rows)
+            rest = ctx.stopped(mask & ~taken)
+            if default is not None and rest.any():
+                default(ctx, rest)
+
+        return run
+
+    def switch_rows(
+        self, subject: Tree, groups: list[list[Tree]], node: Tree
+    ) -> Callable[[_Ctx, np.ndarray], list[np.ndarray]]:
+        """Each group's rows: the rows whose subject matches one of its labels."""
+        call = subject.children[0] if subject.data == "call_expr" else None
+        if call is not None and call.data == "call_member" and str(call.children[-1]) == "action_run":
+            names = self.path(call.children[0])
+            apply = self.table_apply_runs(names[:-1], call)
+            table = self.dp.tables[names[-2]].table
+            wanted = []
+            for labels in groups:
+                actions = []
+                for label in labels:
+                    value = label.children[0]
+                    action = str(value.children[0].children[-1]) if value.data == "ref" else ""
+                    if action not in table.actions and action != table.default_action:
+                        raise self.fail(label, f"switch: {action or 'label'} is not an action of {table.name}")
+                    actions.append(action)
+                wanted.append(actions)
+
+            def by_action(ctx: _Ctx, mask: np.ndarray) -> list[np.ndarray]:
+                _, ran = apply(ctx, mask)
+                none = np.zeros(ctx.n, dtype=bool)
+                return [np.logical_or.reduce([ran.get(a, none) for a in acts] + [none]) for acts in wanted]
+
+            return by_action
+        value = self.expr(subject)
+        constants = [[self.constant(label.children[0]) for label in labels] for labels in groups]
+
+        def by_value(ctx: _Ctx, mask: np.ndarray) -> list[np.ndarray]:
+            column = _column(value.fn(ctx, mask), ctx.n, value.width)
+            none = np.zeros(ctx.n, dtype=bool)
+            out = []
+            for values in constants:
+                rows = none.copy()
+                for v in values:
+                    rows |= column == (v & _mask_of(value.width or 64))
+                out.append(rows)
+            return out
+
+        return by_value
 
     def assign(self, node: Tree) -> StmtFn:
         target, value_node = node.children
@@ -699,9 +856,7 @@ class _Compiler:
             if taken.any():
                 then(ctx, taken)
             if other is not None:
-                rest = mask & ~taken
-                if ctx.any_exit:
-                    rest &= ~ctx.exited
+                rest = ctx.stopped(mask & ~taken)
                 if rest.any():
                     other(ctx, rest)
 
@@ -718,6 +873,13 @@ class _Compiler:
         path, *args = call.children
         args = [a for a in args if a is not None]
         names = self.path(path)
+        if len(names) == 1 and names[0] in self.program.functions:
+            expr = self.function_call(names[0], args, call)
+
+            def call_function(ctx: _Ctx, mask: np.ndarray) -> None:
+                expr.fn(ctx, mask)
+
+            return call_function
         method = names[-1]
         target = names[:-1]
         if method in ("setValid", "setInvalid"):
@@ -782,13 +944,69 @@ class _Compiler:
             return lambda ctx, mask: None
         if len(args) != len(action.params):
             raise self.fail(node, f"action {name} takes {len(action.params)} arguments, got {len(args)}")
-        exprs = [self.expr(a) for a in args]
+        directions = action.directions or ("",) * len(args)
+        exprs = [self.expr(a) if d != "out" else _const(0) for a, d in zip(args, directions, strict=True)]
+        outs = [
+            (self.lvalue_of(a), f"param.{self.param_scope(action)}{action.name}.{p}")
+            for a, d, (p, _) in zip(args, directions, action.params, strict=True)
+            if d in ("out", "inout")
+        ]
         run = self.action_runner(name, node)
-        return lambda ctx, mask: run(
-            ctx,
-            mask,
-            [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in zip(exprs, action.params, strict=True)],
-        )
+
+        def call(ctx: _Ctx, mask: np.ndarray) -> None:
+            values = [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in zip(exprs, action.params, strict=True)]
+            run(ctx, mask, values)
+            for (key, _), param in outs:
+                ctx.put(key, ctx.get(param), mask)
+
+        return call
+
+    def lvalue_of(self, node: Tree) -> tuple[str, int]:
+        """The storage an `out`/`inout` argument names (a field or variable, no slices)."""
+        if node.data != "ref":
+            raise self.fail(node, "an out or inout argument must be a field or variable")
+        return self.lvalue(node.children[0])
+
+    def function_call(self, name: str, args: list[Tree], node: Tree) -> _Expr:
+        """A call of a function, inlined here: copy in, run the body, copy out, its value."""
+        function = self.program.functions[name]
+        if len(args) != len(function.params):
+            raise self.fail(node, f"function {name} takes {len(function.params)} arguments, got {len(args)}")
+        if name in self.compiling:
+            raise self.fail(node, f"function {name} calls itself; P4 functions cannot recurse")
+        self.dp.sites += 1
+        prefix = f"fn.{name}#{self.dp.sites}"
+        keys = {p: f"{prefix}.{p}" for p, _, _ in function.params}
+        for p, width, _ in function.params:
+            self.widths[keys[p]] = width
+        ins = [(keys[p], self.expr(a) if d != "out" else _const(0)) for (p, _, d), a in zip(function.params, args, strict=True)]
+        outs = [(self.lvalue_of(a)[0], keys[p]) for (p, _, d), a in zip(function.params, args, strict=True) if d in ("out", "inout")]
+        target = None
+        if function.returns is not None:
+            target = f"{prefix}.$return"
+            self.widths[target] = function.returns
+        saved = (self.scopes, self.params, self.roles, self.returns, self.writable)
+        self.scopes, self.params, self.roles, self.returns, self.writable = [dict(keys)], {}, {}, [target], set()
+        self.compiling.append(name)
+        try:
+            body = self.block(function.body)
+        finally:
+            self.compiling.pop()
+            self.scopes, self.params, self.roles, self.returns, self.writable = saved
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> Value:
+            for key, expr in ins:
+                ctx.put(key, expr.fn(ctx, mask), mask)
+            if target is not None:
+                ctx.put(target, 0, mask)
+            returned, ctx.returned = ctx.returned, None
+            body(ctx, mask)
+            ctx.returned = returned
+            for key, local in outs:
+                ctx.put(key, ctx.get(local), mask)
+            return ctx.get(target) if target is not None else 0
+
+        return _Expr(run, function.returns)
 
     def count(self, name: str, args: list[Tree], node: Tree) -> StmtFn:
         assert self.control is not None
@@ -1217,6 +1435,7 @@ class Datapath:
         self.widths = _storage_widths(program)
         self.state_visits: dict[str, int] = {}
         self.locals: set[str] = set()  # storage keys of variables declared in blocks
+        self.sites = 0  # function calls inlined so far (each has its own storage)
         self.action_runs: dict[str, int] = {}
         declared = {name: i for i, name in enumerate(program.errors)}
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
@@ -1273,8 +1492,10 @@ class Datapath:
             ctx.put(key, init.fn(ctx, mask), mask)
         ctx.exited = np.zeros(ctx.n, dtype=bool)
         ctx.any_exit = False
+        ctx.returned = None
         if mask.any():
             self.blocks[name](ctx, mask)
+        ctx.returned = None
 
     def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Each counter's touched cells: cell -> (packets, bytes), ascending."""
@@ -1304,7 +1525,7 @@ class Datapath:
     def action_params(self, name: str, control: Control | None = None) -> tuple[tuple[str, int], ...]:
         control = control or self.program.control
         action = control.actions.get(name) or self.program.global_actions.get(name)
-        return action.params if action is not None else ()
+        return action.plane_params if action is not None else ()
 
     # tables --------------------------------------------------------------------------
     def lookup(self, state: _TableState, keys: list[np.ndarray], n: int) -> np.ndarray:

@@ -25,6 +25,7 @@ from cloudtwin.smartnic.p4.program import (
     Action,
     Control,
     Extern,
+    Function,
     HeaderType,
     MatchKind,
     ParserBlock,
@@ -138,6 +139,7 @@ class _Checker:
         self.match_kinds: set[str] = set()
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
+        self.functions: dict[str, Function] = {}
 
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
@@ -258,6 +260,9 @@ class _Checker:
 
     _control_type = _package_type = _parser_type
 
+    def _empty_decl(self, node: Tree) -> None:
+        return None
+
     def declaration(self, node: Tree) -> None:
         handler = getattr(self, f"_{node.data}", None)
         if handler is None:
@@ -373,16 +378,28 @@ class _Checker:
     def action(self, node: Tree) -> Action:
         name, params, body = node.children
         bound = []
+        directions = []
         names = [str(p.children[2]) for p in params.children if p is not None]
         self.distinct(node, f"action {name}: parameter", names)
         for param in params.children:
             if param is None:
                 continue
             direction, type_, pname = param.children[:3]
-            if direction is not None:
-                raise self.fail(param, f"action {name}: directional parameters are outside the subset")
             bound.append((str(pname), self.width(type_, f"action {name} parameter {pname}")))
-        return Action(str(name), tuple(bound), body)
+            directions.append(str(direction or ""))
+        return Action(str(name), tuple(bound), body, tuple(directions))
+
+    def _function_decl(self, node: Tree) -> None:
+        type_, name, params, body = node.children
+        self.declare(self.names, "function", str(name), node)
+        returns = None if type_.data == "void_type" else self.width(type_, f"function {name} return")
+        bound = []
+        for param in (p for p in params.children if p is not None):
+            direction, ptype, pname = param.children[:3]
+            width = self.width(ptype, f"function {name} parameter {pname}")
+            bound.append((str(pname), width, str(direction or "in")))
+        self.distinct(node, f"function {name}: parameter", [p for p, _, _ in bound])
+        self.functions[str(name)] = Function(str(name), tuple(bound), returns, body)
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])
@@ -492,7 +509,11 @@ class _Checker:
             raise self.fail(tree, "no `PNA_NIC(...) main;` or `V1Switch(...) main;` instantiation")
         package = str(self.main.children[0])
         roles = ARCHITECTURES[package]
-        blocks = [str(inst.children[0]) for inst in self.main.children[1:-1] if inst is not None]
+        blocks = [
+            str(inst.children[0])
+            for inst in self.main.children[1:-1]
+            if isinstance(inst, Tree) and inst.data == "instance"
+        ]
         if len(blocks) != len(roles):
             raise self.fail(self.main, f"{package} takes ({', '.join(roles)}) in this subset")
         parser = next((p for p in self.parsers if p.name == blocks[0]), None)
@@ -534,6 +555,7 @@ class _Checker:
         program.controls = tuple(pipeline)
         program.errors = tuple(self.errors)
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
+        program.functions = self.functions
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
         return program

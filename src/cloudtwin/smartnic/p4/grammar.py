@@ -15,6 +15,7 @@ start: declaration*
             | parser_decl | control_decl | main_decl | action_decl
             | enum_decl | error_decl | match_kind_decl | extern_object | extern_function
             | parser_type | control_type | package_type | union_decl | function_decl
+            | ";" -> empty_decl
 
 error_decl: "error" "{" NAME ("," NAME)* [","] "}"
 match_kind_decl: "match_kind" "{" NAME ("," NAME)* [","] "}"
@@ -33,7 +34,7 @@ control_type: "control" NAME type_params "(" params ")" ";"
 package_type: "package" NAME type_params "(" params ")" ";"
 
 const_decl: "const" type NAME "=" expr ";"
-typedef_decl: "typedef" type NAME ";"
+typedef_decl: ("typedef" | "type") type NAME ";"
 header_decl: "header" NAME "{" field_decl* "}"
 struct_decl: "struct" NAME "{" field_decl* "}"
 field_decl: type ["[" expr "]"] NAME ";"
@@ -49,13 +50,13 @@ type: bits                 -> bit_type
     | "string"               -> string_type
     | "tuple" "<" type ("," type)* ">" -> tuple_type
 
-bits: "bit" "<" NUMBER ">"
+bits: "bit" "<" NUMBER ">" | "bit" -> bit1
 
 params: [param ("," param)*]
 param: [DIRECTION] type NAME ["=" expr]
 DIRECTION.2: "inout" | "in" | "out"
 
-main_decl: NAME "(" [instance ("," instance)*] ")" NAME ";"
+main_decl: NAME ["<" type ("," type)* ">"] "(" [instance ("," instance)*] ")" NAME ";"
 instance: NAME "(" [instance ("," instance)*] ")"
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
@@ -137,8 +138,10 @@ expr_list: expr ("," expr)*
       | "-" unary -> neg
       | "+" unary
       | "(" cast_type ")" unary -> cast
-      | "(" NAME ")" postfix -> name_cast
+      | name_cast
       | "{" [expr ("," expr)*] "}" -> list_expr
+name_cast: "(" NAME ")" postfix
+         | "(" NAME ")" name_cast
 ?cast_type: bits -> bit_type
           | "bool" -> bool_type
           | "int" "<" NUMBER ">" -> int_type

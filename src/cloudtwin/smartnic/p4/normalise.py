@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from lark import Tree
+from lark import Token, Tree
 
 __all__ = ["IGNORED_ANNOTATIONS", "normalise", "strip_annotations"]
 
@@ -83,6 +83,8 @@ def _fold(node: Tree) -> Tree:
     kind, children, meta = node.data, node.children, node.meta
     if kind == "name":
         return Tree("ref", [Tree("path", [children[0]], meta)], meta)
+    if kind == "bit1":  # `bit` is bit<1>
+        return Tree("bits", [Token("NUMBER", "1")], meta)
     if kind == "member":
         base, name = children
         path = _path(base)

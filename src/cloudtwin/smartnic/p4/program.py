@@ -14,6 +14,7 @@ __all__ = [
     "Action",
     "Control",
     "Extern",
+    "Function",
     "HeaderType",
     "MatchKind",
     "ParserBlock",
@@ -72,6 +73,24 @@ class Action:
 
     name: str
     params: tuple[tuple[str, int], ...]
+    body: Tree
+    directions: tuple[str, ...] = ()  # per parameter: "in", "out", "inout" or "" (control plane)
+
+    @property
+    def plane_params(self) -> tuple[tuple[str, int], ...]:
+        """The parameters a table entry binds (the directionless ones)."""
+        if not self.directions:
+            return self.params
+        return tuple(p for p, d in zip(self.params, self.directions, strict=True) if not d)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A function: parameters (name, width, direction), its return width (None: void), a body."""
+
+    name: str
+    params: tuple[tuple[str, int, str], ...]
+    returns: int | None
     body: Tree
 
 
@@ -140,6 +159,7 @@ class Program:
     controls: tuple[Control, ...] = ()  # the pipeline's controls in order (PNA: the main control)
     errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
+    functions: dict[str, Function] = field(default_factory=dict)
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
