@@ -264,6 +264,11 @@ def _const(value: int, width: int | None = None) -> _Expr:
     return _Expr(lambda ctx, mask: value, width)
 
 
+def _ref(key: str, node: Tree) -> Tree:
+    """A `ref` tree naming storage key `key` (the path a compiled copy reads from)."""
+    return Tree("ref", [Tree("path", [Token("NAME", part) for part in key.split(".")], node.meta)], node.meta)
+
+
 def _sized(expr: _Expr, width: int) -> _Expr:
     """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds)."""
     value = _fit(expr.fn(None, None), width)  # type: ignore[arg-type]
@@ -308,11 +313,14 @@ class _Compiler:
         if len(names) == 1 and names[0] in self.params:
             store = self.params[names[0]]
             return self.load(store)
-        local = self.local(names) if len(node.children) == 1 else None
-        if isinstance(local, int):
+        local = self.local(names)
+        if isinstance(local, int) and len(names) == 1:
             return _const(local)
-        if local is not None:
-            return self.load(local)
+        if isinstance(local, str):
+            key = ".".join([local, *names[1:]])
+            if key in self.widths:
+                return self.load(key)
+            raise self.fail(node, f"{raw!r} is not a bit field (a header or struct as a value is outside the subset)")
         if raw in self.program.constants:
             return _const(self.program.constants[raw])
         if key in self.widths:
@@ -332,14 +340,26 @@ class _Compiler:
     def declare_local(self, node: Tree) -> StmtFn:
         """A variable declared in a block: its own storage, 0 (or its initialiser) from here on."""
         type_, name, init = node.children
-        width = self.type_width(type_, str(name))
         owner = (self.control or self.program.parser).name
-        key = f"var.{owner}.{name}"
-        serial = 0
-        while key in self.widths and key not in self.dp.locals:
-            serial += 1
-            key = f"var.{owner}.{name}#{serial}"
-        self.dp.locals.add(key)
+        self.dp.sites += 1
+        key = f"var.{owner}.{name}#{self.dp.sites}"
+        type_name = str(type_.children[0]) if type_.data == "named_type" else ""
+        if type_name in self.program.headers or type_name in self.program.structs:
+            self.declare_composite(key, type_name, node)
+            self.scopes[-1][str(name)] = key
+            fields, headers = self.composite(key) or ([], [])
+            copy = self.copy_composite(key, init, node) if init is not None else None
+
+            def fresh(ctx: _Ctx, mask: np.ndarray) -> None:
+                for suffix in fields:
+                    ctx.put(key + suffix, 0, mask)
+                for suffix in headers:
+                    ctx.valid[key + suffix] = ctx.header_valid(key + suffix) & ~mask
+                if copy is not None:
+                    copy(ctx, mask)
+
+            return fresh
+        width = self.type_width(type_, str(name))
         self.widths[key] = width
         value = self.expr(init) if init is not None else _const(0, width)
         self.scopes[-1][str(name)] = key
@@ -367,21 +387,90 @@ class _Compiler:
         width = self.widths[key]
         return _Expr(lambda ctx, mask: ctx.get(key), width)
 
+    def key_of(self, node: Tree) -> str:
+        """The storage key a dotted path names (a local variable's, or a field's)."""
+        names = self.path(node)
+        local = self.local(names)
+        if isinstance(local, str):
+            return ".".join([local, *names[1:]])
+        return ".".join(names)
+
+    def composite(self, key: str) -> tuple[list[str], list[str]] | None:
+        """A header's or struct's leaves below `key` (field suffixes, header suffixes); None
+        when `key` is a bit field or names nothing."""
+        if key in self.widths:
+            return None
+        head = key + "."
+        fields = sorted(k[len(key) :] for k in self.widths if k.startswith(head))
+        headers = sorted(k[len(key) :] for k in self.dp.headers if k == key or k.startswith(head))
+        return (fields, headers) if fields or headers else None
+
+    def declare_composite(self, base: str, type_name: str, node: Tree, depth: int = 0) -> None:
+        """Storage for a local of header or struct type `type_name` at `base`."""
+        htype = self.program.headers.get(type_name)
+        if htype is not None:
+            self.dp.headers[base] = htype
+            for fname, width in htype.fields:
+                self.widths[f"{base}.{fname}"] = width
+            return
+        fields = self.program.structs.get(type_name)
+        if fields is None or depth > 32:
+            raise self.fail(node, f"type {type_name!r} is not a bit<N>, header or struct type")
+        for fname, ftype in fields:
+            inner = str(ftype.children[0]) if ftype.data == "named_type" else ""
+            if inner in self.program.headers or inner in self.program.structs:
+                self.declare_composite(f"{base}.{fname}", inner, node, depth + 1)
+            else:
+                self.widths[f"{base}.{fname}"] = self.type_width(ftype, f"{type_name}.{fname}")
+
+    def copy_composite(self, target: str, source: Tree, node: Tree) -> StmtFn:
+        """`target = source` for headers and structs: every field, and every header's validity;
+        `source` a path of the same shape or a list `{a, b, ...}` of the fields in order."""
+        shape = self.composite(target)
+        assert shape is not None
+        fields, headers = shape
+        if source.data == "list_expr":
+            items = [c for c in source.children if c is not None]
+            if headers != [""] or len(items) != len(fields):
+                raise self.fail(node, "a list initialises a header's fields, one value each, in order")
+            htype = self.dp.headers[target]
+            exprs = [(f"{target}.{f}", self.expr(i)) for (f, _), i in zip(htype.fields, items, strict=True)]
+
+            def init(ctx: _Ctx, mask: np.ndarray) -> None:
+                for key, expr in exprs:
+                    ctx.put(key, expr.fn(ctx, mask), mask)
+                ctx.valid[target] = ctx.header_valid(target) | mask
+
+            return init
+        if source.data != "ref":
+            raise self.fail(node, "a header or struct is assigned from another of its type")
+        origin = self.key_of(source.children[0])
+        if self.composite(origin) != shape:
+            raise self.fail(node, f"{origin} and {target} are not of the same type")
+
+        def copy(ctx: _Ctx, mask: np.ndarray) -> None:
+            for suffix in fields:
+                ctx.put(target + suffix, ctx.get(origin + suffix), mask)
+            for suffix in headers:
+                valid = ctx.header_valid(origin + suffix)
+                ctx.valid[target + suffix] = np.where(mask, valid, ctx.header_valid(target + suffix))
+
+        return copy
+
     def lvalue(self, node: Tree) -> tuple[str, int]:
         names = self.path(node)
         if len(names) == 1 and names[0] in self.params:
             if names[0] not in self.writable:
                 raise self.fail(node, f"action parameter {names[0]!r} is read-only")
             return self.params[names[0]], self.widths[self.params[names[0]]]
-        local = self.local(names) if len(node.children) == 1 else None
-        key = local if isinstance(local, str) else ".".join(names)
+        key = self.key_of(node)
         if key not in self.widths or key.startswith("istd."):
             raise self.fail(node, f"{'.'.join(str(t) for t in node.children)!r} cannot be assigned")
         return key, self.widths[key]
 
     def header(self, node: Tree) -> str:
-        key = ".".join(self.path(node))
-        if key not in self.program.header_instances:
+        key = self.key_of(node)
+        if key not in self.dp.headers:
             raise self.fail(node, f"{key!r} is not a header")
         return key
 
@@ -823,7 +912,11 @@ class _Compiler:
 
     def assign(self, node: Tree) -> StmtFn:
         target, value_node = node.children
+        if target.data != "lvalue":
+            raise self.fail(node, f"assigning to {target.data.replace('_', ' ')} is outside the supported subset")
         path, slice_ = target.children
+        if slice_ is None and self.composite(self.key_of(path)) is not None:
+            return self.copy_composite(self.key_of(path), value_node, node)
         key, width = self.lvalue(path)
         value = self.expr(value_node)
         if slice_ is None:
@@ -977,10 +1070,25 @@ class _Compiler:
         self.dp.sites += 1
         prefix = f"fn.{name}#{self.dp.sites}"
         keys = {p: f"{prefix}.{p}" for p, _, _ in function.params}
-        for p, width, _ in function.params:
+        types = function.types or ("",) * len(args)
+        ins: list[tuple[str, _Expr]] = []
+        outs: list[tuple[str, str]] = []
+        copies_in: list[StmtFn] = []
+        copies_out: list[StmtFn] = []
+        for (p, width, direction), type_name, arg in zip(function.params, types, args, strict=True):
+            if type_name:
+                self.declare_composite(keys[p], type_name, node)
+                if direction != "out":
+                    copies_in.append(self.copy_composite(keys[p], arg, node))
+                if direction in ("out", "inout"):
+                    if arg.data != "ref":
+                        raise self.fail(arg, "an out or inout argument must be a header, struct or field")
+                    copies_out.append(self.copy_composite(self.key_of(arg.children[0]), _ref(keys[p], arg), node))
+                continue
             self.widths[keys[p]] = width
-        ins = [(keys[p], self.expr(a) if d != "out" else _const(0)) for (p, _, d), a in zip(function.params, args, strict=True)]
-        outs = [(self.lvalue_of(a)[0], keys[p]) for (p, _, d), a in zip(function.params, args, strict=True) if d in ("out", "inout")]
+            ins.append((keys[p], self.expr(arg) if direction != "out" else _const(0)))
+            if direction in ("out", "inout"):
+                outs.append((self.lvalue_of(arg)[0], keys[p]))
         target = None
         if function.returns is not None:
             target = f"{prefix}.$return"
@@ -997,6 +1105,8 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> Value:
             for key, expr in ins:
                 ctx.put(key, expr.fn(ctx, mask), mask)
+            for copy in copies_in:
+                copy(ctx, mask)
             if target is not None:
                 ctx.put(target, 0, mask)
             returned, ctx.returned = ctx.returned, None
@@ -1004,6 +1114,8 @@ class _Compiler:
             ctx.returned = returned
             for key, local in outs:
                 ctx.put(key, ctx.get(local), mask)
+            for copy in copies_out:
+                copy(ctx, mask)
             return ctx.get(target) if target is not None else 0
 
         return _Expr(run, function.returns)
@@ -1436,6 +1548,7 @@ class Datapath:
         self.state_visits: dict[str, int] = {}
         self.locals: set[str] = set()  # storage keys of variables declared in blocks
         self.sites = 0  # function calls inlined so far (each has its own storage)
+        self.headers: dict[str, HeaderType] = dict(program.header_instances)  # and local ones
         self.action_runs: dict[str, int] = {}
         declared = {name: i for i, name in enumerate(program.errors)}
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
@@ -1466,7 +1579,8 @@ class Datapath:
             compiler.roles = control.roles
             compiler.control = control
             assert control.apply is not None
-            self.blocks[control.name] = compiler.block(control.apply)
+            apply = Tree("block", [*control.prelude, *control.apply.children], control.apply.meta)
+            self.blocks[control.name] = compiler.block(apply)
             self.block_inits[control.name] = [
                 (f"var.{control.name}.{name}", compiler.expr(init))
                 for name, (_, init) in control.variables.items()
@@ -1729,6 +1843,8 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
     parser = compiler.program.parser
     compiler.roles = parser.roles
     states: dict[str, tuple[StmtFn, Callable[[_Ctx, np.ndarray], list[tuple[str, np.ndarray]]]]] = {}
+    compiler.scopes.append({})
+    prelude = [compiler.declare_local(node) for node in parser.prelude]
     for name, node in parser.states.items():
         compiler.scopes.append({})
         body = [compiler.statement(s) for s in node.children[1:-1]]
@@ -1747,6 +1863,8 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
         everyone = np.ones(ctx.n, dtype=bool)
         for key, init in inits:
             ctx.put(key, init.fn(ctx, everyone), everyone)
+        for declare in prelude:
+            declare(ctx, everyone)
         pending: dict[str, np.ndarray] = {"start": everyone}
         for _ in range(MAX_PARSER_STEPS):
             live = {s: m & ~ctx.parser_error for s, m in pending.items() if s not in ("accept", "reject")}
@@ -1798,14 +1916,17 @@ def _transition(
         items = keyset.children if keyset.data == "keyset_tuple" else [keyset]
         if len(items) != len(keys) and not (len(items) == 1 and items[0].data == "ks_default"):
             raise compiler.fail(case, f"keyset has {len(items)} values for {len(keys)} select keys")
-        matchers: list[tuple[int, int | None] | None] = []
+        matchers: list[tuple[str, int, int] | None] = []
         for item in items:
             if item.data == "ks_default":
                 matchers.append(None)
-            elif item.data == "ks_mask":
-                matchers.append((compiler.constant(item.children[0]), compiler.constant(item.children[1])))
+            elif item.data in ("ks_mask", "ks_range"):
+                low, high = (compiler.constant(c) for c in item.children)
+                matchers.append((item.data, low, high))
+            elif item.data == "ks_value":
+                matchers.append(("value", compiler.constant(item.children[0]), 0))
             else:
-                matchers.append((compiler.constant(item.children[0]), None))
+                raise compiler.fail(item, f"keyset {item.data} is outside the supported subset")
         cases.append((matchers, target(state)))  # type: ignore[arg-type]
 
     def run(ctx: _Ctx, mask: np.ndarray) -> list[tuple[str, np.ndarray]]:
@@ -1814,14 +1935,17 @@ def _transition(
         out = []
         for matchers, state in cases:
             rows = left.copy()
-            for value, matcher in zip(values, matchers, strict=False):
+            for value, matcher, key in zip(values, matchers, keys, strict=False):
                 if matcher is None:
                     continue
-                want, bits = matcher
-                if bits is None:
-                    rows &= value == want
+                form, want, other = matcher
+                full = _mask_of(key.width or 64)
+                if form == "value":
+                    rows &= value == (want & full)
+                elif form == "ks_mask":
+                    rows &= (value & (other & full)) == (want & other & full)
                 else:
-                    rows &= (value & bits) == (want & bits)
+                    rows &= (value >= (want & full)) & (value <= (other & full))
             if rows.any():
                 out.append((state, rows))
                 left &= ~rows

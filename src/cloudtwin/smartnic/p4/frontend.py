@@ -184,6 +184,11 @@ class _Checker:
             return self.enums[name]
         raise self.fail(node, f"{what}: type {name!r} is not a bit<N> type or typedef of one")
 
+    def is_composite(self, type_: Tree) -> bool:
+        """Whether `type_` names a header or struct (held field by field, not as one value)."""
+        name = str(type_.children[0]) if type_.data == "named_type" else ""
+        return name in self.headers or name in self.structs
+
     def annotation_in(self, node: Tree, name: str) -> str | None:
         """The body of annotation `name` written inside `node`'s source span, if any."""
         if node.meta.empty:
@@ -336,6 +341,8 @@ class _Checker:
                         child, f"parser {name}: state {state} is declared twice (first at {line}:{column})"
                     )
                 block.states[state] = child
+            elif child.data == "var_decl" and self.is_composite(child.children[0]):
+                block.prelude.append(child)
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
                     self.width(child.children[0], str(child.children[1])), child.children[2]
@@ -367,6 +374,8 @@ class _Checker:
         elif node.data == "extern_decl":
             extern = self.extern(node)
             control.externs[extern.name] = extern
+        elif node.data == "var_decl" and self.is_composite(node.children[0]):
+            control.prelude.append(node)
         elif node.data == "var_decl":
             type_, name, init = node.children
             control.variables[str(name)] = (self.width(type_, str(name)), init)
@@ -394,12 +403,15 @@ class _Checker:
         self.declare(self.names, "function", str(name), node)
         returns = None if type_.data == "void_type" else self.width(type_, f"function {name} return")
         bound = []
+        types = []
         for param in (p for p in params.children if p is not None):
             direction, ptype, pname = param.children[:3]
-            width = self.width(ptype, f"function {name} parameter {pname}")
+            composite = self.is_composite(ptype)
+            width = 0 if composite else self.width(ptype, f"function {name} parameter {pname}")
             bound.append((str(pname), width, str(direction or "in")))
+            types.append(str(ptype.children[0]) if composite else "")
         self.distinct(node, f"function {name}: parameter", [p for p, _, _ in bound])
-        self.functions[str(name)] = Function(str(name), tuple(bound), returns, body)
+        self.functions[str(name)] = Function(str(name), tuple(bound), returns, body, tuple(types))
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])
@@ -556,6 +568,7 @@ class _Checker:
         program.errors = tuple(self.errors)
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
+        program.structs = self.structs
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
         return program

@@ -92,6 +92,7 @@ class Function:
     params: tuple[tuple[str, int, str], ...]
     returns: int | None
     body: Tree
+    types: tuple[str, ...] = ()  # per parameter: its header or struct type, "" for bit<N>
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ class Control:
     variables: dict[str, tuple[int, Tree | None]] = field(default_factory=dict)
     apply: Tree | None = None
     roles: dict[str, str] = field(default_factory=dict)
+    prelude: list[Tree] = field(default_factory=list)  # header- and struct-typed variables
 
 
 @dataclass
@@ -138,6 +140,7 @@ class ParserBlock:
     states: dict[str, Tree] = field(default_factory=dict)
     roles: dict[str, str] = field(default_factory=dict)
     variables: dict[str, tuple[int, Tree | None]] = field(default_factory=dict)
+    prelude: list[Tree] = field(default_factory=list)  # header- and struct-typed variables
 
 
 @dataclass
@@ -160,6 +163,7 @@ class Program:
     errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
     functions: dict[str, Function] = field(default_factory=dict)
+    structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
