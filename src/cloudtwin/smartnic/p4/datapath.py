@@ -325,7 +325,37 @@ class _Compiler:
             return _const(self.program.constants[raw])
         if key in self.widths:
             return self.load(key)
+        stacked = self.stack_member(key, node)
+        if stacked is not None:
+            return stacked
         raise self.fail(node, f"unknown name {raw!r}")
+
+    def stack_member(self, key: str, node: Tree) -> _Expr | None:
+        """`s.size`, `s.lastIndex` and `s.last.f` of header stack `s` (the element before
+        `next`), or None when `key` names none of them."""
+        for stack, (htype, size) in self.program.stacks.items():
+            if not key.startswith(stack + "."):
+                continue
+            rest = key[len(stack) + 1 :]
+            following = f"{stack}.$next"
+            if rest == "size":
+                return _const(size, 32)
+            if rest == "lastIndex":
+                return _Expr(lambda ctx, mask: _fit(ctx.get(following) - np.uint64(1), 32), 32)
+            field_name = rest.removeprefix("last.")
+            width = dict(htype.fields).get(field_name)
+            if rest.startswith("last.") and width is not None:
+                cells = [f"{stack}[{i}].{field_name}" for i in range(size)]
+
+                def last(ctx: _Ctx, mask: np.ndarray) -> Value:
+                    at = ctx.get(following).astype(np.int64) - 1
+                    out = _column(0, ctx.n, width)
+                    for i, cell in enumerate(cells):
+                        out = np.where(at == i, ctx.get(cell), out)
+                    return out
+
+                return _Expr(last, width)
+        return None
 
     def local(self, names: list[str]) -> str | int | None:
         """A variable's storage key (or a local constant's value), innermost scope first."""
@@ -400,7 +430,7 @@ class _Compiler:
         when `key` is a bit field or names nothing."""
         if key in self.widths:
             return None
-        head = key + "."
+        head = (key + ".", key + "[")
         fields = sorted(k[len(key) :] for k in self.widths if k.startswith(head))
         headers = sorted(k[len(key) :] for k in self.dp.headers if k == key or k.startswith(head))
         return (fields, headers) if fields or headers else None
@@ -615,6 +645,10 @@ class _Compiler:
             if function.width is None:
                 raise self.fail(call, f"function {names[0]} returns nothing; it is not a value")
             return function
+        union = self.key_of(Tree("path", path.children[:-1], path.meta)) if len(names) > 1 else ""
+        if names[-1] == "isValid" and union in self.program.unions:
+            members = self.program.unions[union]
+            return _Expr(lambda ctx, mask: np.logical_or.reduce([ctx.header_valid(m) for m in members]), 1, True)
         if names[-1] == "isValid":
             header = self.header(Tree("path", path.children[:-1], path.meta))
             return _Expr(lambda ctx, mask: ctx.header_valid(header).copy(), 1, True)
@@ -979,11 +1013,17 @@ class _Compiler:
             header = self.header(Tree("path", path.children[:-1], path.meta))
             flag = method == "setValid"
 
+            siblings = self.siblings(header) if flag else []
+
             def set_valid(ctx: _Ctx, mask: np.ndarray) -> None:
                 valid = ctx.header_valid(header)
                 ctx.valid[header] = np.where(mask, flag, valid)
+                for other in siblings:
+                    ctx.valid[other] = ctx.header_valid(other) & ~mask
 
             return set_valid
+        if method in ("push_front", "pop_front") and ".".join(target) in self.program.stacks:
+            return self.shift_stack(".".join(target), method, args, call)
         if method == "apply":
             apply = self.table_apply(target, call)
 
@@ -1135,10 +1175,85 @@ class _Compiler:
 
         return run
 
+    def siblings(self, header: str) -> list[str]:
+        """The other members of the header union `header` belongs to (none if it is in none)."""
+        for members in self.program.unions.values():
+            if header in members:
+                return [m for m in members if m != header]
+        return []
+
+    def shift_stack(self, stack: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
+        """push_front(n) / pop_front(n): elements move n places, the freed ones invalid."""
+        htype, size = self.program.stacks[stack]
+        if len(args) != 1:
+            raise self.fail(node, f"{method} takes a count")
+        count = self.constant(args[0])
+        if count < 0:
+            raise self.fail(node, f"{method}: a negative count")
+        names = [f for f, _ in htype.fields]
+        step = count if method == "push_front" else -count
+        order = range(size - 1, -1, -1) if step > 0 else range(size)
+        following = f"{stack}.$next"
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            for i in order:
+                source = i - step
+                cell = f"{stack}[{i}]"
+                if 0 <= source < size:
+                    for f in names:
+                        ctx.put(f"{cell}.{f}", ctx.get(f"{stack}[{source}].{f}"), mask)
+                    valid = ctx.header_valid(f"{stack}[{source}]")
+                else:
+                    valid = np.zeros(ctx.n, dtype=bool)
+                ctx.valid[cell] = np.where(mask, valid, ctx.header_valid(cell))
+            moved = ctx.get(following).astype(np.int64) + step
+            ctx.put(following, np.clip(moved, 0, size).astype(np.uint64), mask)
+
+        return run
+
     def extract(self, args: list[Tree], node: Tree) -> StmtFn:
         if len(args) != 1 or args[0].data != "ref":
             raise self.fail(node, "extract takes one header")
+        key = self.key_of(args[0].children[0])
+        if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
+            return self.extract_next(key[: -len(".next")], node)
         header = self.header(args[0].children[0])
+        run = self.extract_into(header)
+        siblings = self.siblings(header)
+        if not siblings:
+            return run
+
+        def extract_member(ctx: _Ctx, mask: np.ndarray) -> None:
+            run(ctx, mask)
+            done = mask & ~ctx.parser_error
+            for other in siblings:
+                ctx.valid[other] = ctx.header_valid(other) & ~done
+
+        return extract_member
+
+    def extract_next(self, stack: str, node: Tree) -> StmtFn:
+        """extract(s.next): into the element nextIndex names, then nextIndex + 1; past the
+        last element the packet leaves the parser with error.StackOutOfBounds."""
+        _, size = self.program.stacks[stack]
+        runs = [self.extract_into(f"{stack}[{i}]") for i in range(size)]
+        following = f"{stack}.$next"
+        out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = ctx.get(following)
+            beyond = mask & (at >= np.uint64(size))
+            if beyond.any():
+                ctx.fail_rows(beyond, out_of_bounds)
+            for i, extract in enumerate(runs):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    extract(ctx, rows)
+            done = mask & ~ctx.parser_error
+            ctx.put(following, at + np.uint64(1), done)
+
+        return run
+
+    def extract_into(self, header: str) -> StmtFn:
         htype = self.program.header_instances[header]
         size = htype.size_bytes
         plan = [(f"{header}.{name}", offset, width) for name, (offset, width) in htype.offsets().items()]
@@ -1815,6 +1930,8 @@ def _storage_widths(program: Program) -> dict[str, int]:
         for name, width in htype.fields:
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
+    for stack in program.stacks:
+        widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
     for name, (width, _) in program.parser.variables.items():
         widths[f"var.{program.parser.name}.{name}"] = width
     for control in _blocks(program):

@@ -82,6 +82,9 @@ ARCHITECTURES = {
 ERROR_BITS = 16
 """How wide an `error` value is held (its code: its position among the declared errors)."""
 
+MAX_STACK_SIZE = 64
+"""The most elements a header stack may have."""
+
 ENUM_BITS = 32
 """How wide a member of a plain `enum` is held (its position in the enum)."""
 
@@ -140,6 +143,10 @@ class _Checker:
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
         self.functions: dict[str, Function] = {}
+        self.stack_sizes: dict[str, dict[str, int]] = {}  # struct -> stack field -> size
+        self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
+        self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
+        self.union_groups: dict[str, list[str]] = {}  # union instance -> its member instances
 
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
@@ -306,8 +313,23 @@ class _Checker:
         self.distinct(node, f"struct {name}: field", [str(f.children[-1]) for f in node.children[1:]])
         for f in node.children[1:]:
             if f.children[1] is not None:
-                raise self.fail(f, f"struct {name}: header stacks are outside the supported subset")
+                size = self.constant(f.children[1])
+                if not 1 <= size <= MAX_STACK_SIZE:
+                    raise self.fail(f, f"struct {name}: a header stack of {size} is outside 1..{MAX_STACK_SIZE}")
+                self.stack_sizes.setdefault(name, {})[str(f.children[-1])] = size
         self.structs[name] = [(str(f.children[-1]), f.children[0]) for f in node.children[1:]]
+
+    def _union_decl(self, node: Tree) -> None:
+        name = str(node.children[0])
+        self.declare(self.names, "type", name, node)
+        self.distinct(node, f"header_union {name}: member", [str(f.children[-1]) for f in node.children[1:]])
+        members = []
+        for f in node.children[1:]:
+            tname = str(f.children[0].children[0]) if f.children[0].data == "named_type" else ""
+            if tname not in self.headers or f.children[1] is not None:
+                raise self.fail(f, f"header_union {name}: members must be headers")
+            members.append((str(f.children[-1]), tname))
+        self.unions[name] = members
 
     def _action_decl(self, node: Tree) -> None:
         self.declare(self.names, "action", str(node.children[0]), node)
@@ -505,6 +527,21 @@ class _Checker:
         out = {}
         for fname, type_ in self.structs[struct]:
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            size = self.stack_sizes.get(struct, {}).get(fname)
+            if size is not None:
+                if tname not in self.headers:
+                    raise self.fail(type_, f"{struct}.{fname}: only stacks of headers are supported")
+                for i in range(size):
+                    out[f"{prefix}.{fname}[{i}]"] = self.headers[tname]
+                self.stacks[f"{prefix}.{fname}"] = (self.headers[tname], size)
+                continue
+            if tname in self.unions:
+                group = []
+                for member, htype in self.unions[tname]:
+                    out[f"{prefix}.{fname}.{member}"] = self.headers[htype]
+                    group.append(f"{prefix}.{fname}.{member}")
+                self.union_groups[f"{prefix}.{fname}"] = group
+                continue
             if tname in self.structs and tname != struct and prefix.count(".") < MAX_STRUCT_NESTING:
                 out.update(self.header_instances(tname, node, f"{prefix}.{fname}"))
                 continue
@@ -569,6 +606,8 @@ class _Checker:
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
         program.structs = self.structs
+        program.stacks = self.stacks
+        program.unions = self.union_groups
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
         return program
@@ -621,7 +660,7 @@ class _Checker:
                 raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
             names = [str(t) for t in args[0].children[0].children]
             header = ".".join([deparser.roles.get(names[0], names[0]), *names[1:]])
-            inside = [h for h in instances if h.startswith(f"{header}.")]
+            inside = [h for h in instances if h.startswith((f"{header}.", f"{header}["))]
             if header not in instances and not inside:
                 raise self.fail(stmt, f"emit: {header} is not a header or a struct of headers")
             order.extend([header] if header in instances else inside)

@@ -93,6 +93,11 @@ def _fold(node: Tree) -> Tree:
         if base.data == "call_expr" and base.children[0].data == "call":
             return Tree("call_expr", [Tree("call_member", [*base.children[0].children, name], meta)], meta)
         return node
+    if kind == "index" and _path(children[0]) is not None and children[1].data == "number":
+        digits = re.sub(r"^[0-9]+[ws]", "", str(children[1].children[0])).replace("_", "")
+        path = _path(children[0])
+        last = Token("NAME", f"{path.children[-1]}[{int(digits, 0)}]")
+        return Tree("ref", [Tree("path", [*path.children[:-1], last], meta)], meta)
     if kind == "call_raw":
         callee, *args = children
         path = _path(callee)

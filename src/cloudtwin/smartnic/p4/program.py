@@ -164,6 +164,8 @@ class Program:
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
     functions: dict[str, Function] = field(default_factory=dict)
     structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
+    stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
+    unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
