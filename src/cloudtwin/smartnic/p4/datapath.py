@@ -1684,6 +1684,7 @@ class Datapath:
         for state in self.tables.values():
             args = tuple(self.default_arg(a) for a in state.table.default_args)
             state.default = (state.table.default_action, args)
+            state.entries = [self.const_entry(state, i, e) for i, e in enumerate(state.table.entries)]
             state.invalidate()
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
@@ -1746,6 +1747,49 @@ class Datapath:
         if width is None:
             raise compiler.fail(expr, f"table {table.name}: a key needs a known width")
         return width
+
+    def const_entry(self, state: _TableState, position: int, node: Tree) -> TableEntry:
+        """An entry of a table's `entries` list; the earlier an entry, the higher its priority."""
+        compiler = _Compiler(self)
+        keyset, ref = node.children
+        items = keyset.children if keyset.data == "keyset_tuple" else [keyset]
+        keys = state.table.keys
+        if len(items) == 1 and len(keys) != 1 and items[0].data == "ks_default":
+            items = items * len(keys)
+        if len(items) != len(keys):
+            raise compiler.fail(node, f"table {state.table.name}: an entry has {len(items)} values for {len(keys)} keys")
+        match = tuple(
+            self.entry_match(compiler, item, key.kind, width)
+            for item, key, width in zip(items, keys, state.widths, strict=True)
+        )
+        action = str(ref.children[0])
+        if action not in state.table.actions:
+            raise compiler.fail(ref, f"table {state.table.name}: {action} is not one of its actions")
+        args = tuple(compiler.constant(a) for a in ref.children[1:] if a is not None)
+        params = self.action_params(action, self.owners.get(state.table.name))
+        if len(args) != len(params):
+            raise compiler.fail(ref, f"action {action} takes {len(params)} arguments, got {len(args)}")
+        values = tuple(a & _mask_of(w) for a, (_, w) in zip(args, params, strict=True))
+        return TableEntry(match, action, values, -position)
+
+    def entry_match(self, compiler: _Compiler, item: Tree, kind: MatchKind, width: int) -> int | tuple[int, int]:
+        full = _mask_of(width)
+        if item.data == "ks_default":
+            if kind == MatchKind.EXACT:
+                raise compiler.fail(item, "an exact key cannot be `_` or default")
+            return (0, 0)
+        if item.data == "ks_value":
+            value = compiler.constant(item.children[0]) & full
+            return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
+        if item.data != "ks_mask" or kind == MatchKind.EXACT:
+            raise compiler.fail(item, f"this entry value is outside the subset for a {kind.value} key")
+        value, mask = (compiler.constant(c) & full for c in item.children)
+        if kind == MatchKind.LPM:
+            prefix = bin(mask).count("1")
+            if mask != full ^ _mask_of(width - prefix):
+                raise compiler.fail(item, f"an lpm key's mask {mask:#x} is not a prefix")
+            return (value & mask, prefix)
+        return (value & mask, mask)
 
     def default_arg(self, node: Tree) -> int:
         compiler = _Compiler(self)

@@ -457,6 +457,7 @@ class _Checker:
         keys: list[TableKey] = []
         actions: list[str] = []
         default: Tree | None = None
+        entries: tuple[Tree, ...] = ()
         const_default = False
         size = 1024
         self.distinct(
@@ -478,9 +479,10 @@ class _Checker:
             elif prop.data == "table_default":
                 const_default = prop.children[0] is not None
                 default = prop.children[1]
-            elif prop.data in ("table_entries", "table_other"):
-                what = "entries" if prop.data == "table_entries" else f"property {prop.children[0]}"
-                raise self.fail(prop, f"table {name}: {what} is outside the supported subset")
+            elif prop.data == "table_entries":
+                entries = tuple(e for e in prop.children[1:] if e is not None)
+            elif prop.data == "table_other":
+                raise self.fail(prop, f"table {name}: property {prop.children[0]} is outside the supported subset")
             else:
                 size = self.constant(prop.children[0])
         if sum(k.kind == MatchKind.LPM for k in keys) > 1:
@@ -497,7 +499,7 @@ class _Checker:
                 raise self.fail(
                     default, f"table {name}: default action {default_name!r} is not in its actions"
                 )
-        return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size)
+        return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries)
 
     def struct_fields(
         self, struct: str, prefix: str, node: Tree, chain: tuple[str, ...] = ()

@@ -106,6 +106,7 @@ class Table:
     default_args: tuple[Tree, ...]
     default_is_const: bool
     size: int
+    entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
 
 
 @dataclass(frozen=True)
