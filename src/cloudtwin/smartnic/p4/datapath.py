@@ -698,10 +698,10 @@ class _Compiler:
         actions = {a: self.action_runner(a, node) for a in state.table.actions}
         actions.setdefault(state.table.default_action, self.action_runner(state.table.default_action, node))
 
-        for action_name in actions:
+        for action_name in list(actions):
             action = self.find_action(action_name, node)
             if action is not None and any(action.directions):
-                raise self.fail(node, f"table {state.table.name}: action {action_name} has directional parameters")
+                actions[action_name] = self.bind_directional(action, state.table, actions[action_name], node)
 
         def apply(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             values = [k.fn(ctx, mask) for k in keys]
@@ -1093,6 +1093,30 @@ class _Compiler:
                 ctx.put(key, ctx.get(param), mask)
 
         return call
+
+    def bind_directional(self, action: Action, table: Table, run: ActionFn, node: Tree) -> ActionFn:
+        """A table's action whose directional parameters its `actions` list binds
+        (`a(hdr.x)`): copied in before it runs, `out`/`inout` ones copied back after."""
+        args = table.bound.get(action.name, ())
+        count = sum(1 for d in action.directions if d)
+        if len(args) != count or any(not d for d in action.directions[:count]):
+            raise self.fail(node, f"table {table.name}: action {action.name} needs its {count} directional arguments")
+        exprs = [self.expr(a) if d != "out" else _const(0) for a, d in zip(args, action.directions, strict=False)]
+        scope = self.param_scope(action)
+        outs = [
+            (self.lvalue_of(a)[0], f"param.{scope}{action.name}.{p}")
+            for a, d, (p, _) in zip(args, action.directions, action.params, strict=False)
+            if d in ("out", "inout")
+        ]
+        widths = [w for _, w in action.params[:count]]
+
+        def bound(ctx: _Ctx, mask: np.ndarray, params: list[np.ndarray]) -> None:
+            given = [_column(e.fn(ctx, mask), ctx.n, w) for e, w in zip(exprs, widths, strict=True)]
+            run(ctx, mask, [*given, *params])
+            for key, param in outs:
+                ctx.put(key, ctx.get(param), mask)
+
+        return bound
 
     def lvalue_of(self, node: Tree) -> tuple[str, int]:
         """The storage an `out`/`inout` argument names (a field or variable, no slices)."""

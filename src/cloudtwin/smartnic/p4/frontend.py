@@ -458,6 +458,7 @@ class _Checker:
         actions: list[str] = []
         default: Tree | None = None
         entries: tuple[Tree, ...] = ()
+        bound: dict[str, tuple[Tree, ...]] = {}
         const_default = False
         size = 1024
         self.distinct(
@@ -476,6 +477,10 @@ class _Checker:
                     keys.append(TableKey(text, elem.children[0], MatchKind(kind), 0, alias or text))
             elif prop.data == "table_actions":
                 actions = [str(ref.children[0]) for ref in prop.children]
+                bound = {
+                    str(ref.children[0]): tuple(a for a in ref.children[1:] if a is not None)
+                    for ref in prop.children
+                }
             elif prop.data == "table_default":
                 const_default = prop.children[0] is not None
                 default = prop.children[1]
@@ -499,7 +504,9 @@ class _Checker:
                 raise self.fail(
                     default, f"table {name}: default action {default_name!r} is not in its actions"
                 )
-        return Table(name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries)
+        return Table(
+            name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries, bound
+        )
 
     def struct_fields(
         self, struct: str, prefix: str, node: Tree, chain: tuple[str, ...] = ()

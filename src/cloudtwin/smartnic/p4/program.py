@@ -107,6 +107,7 @@ class Table:
     default_is_const: bool
     size: int
     entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
+    bound: dict[str, tuple[Tree, ...]] = field(default_factory=dict)  # action -> its directional args
 
 
 @dataclass(frozen=True)

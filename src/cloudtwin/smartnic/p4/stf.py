@@ -403,8 +403,8 @@ class _Runner:
     def add(self, command: Command) -> None:
         state = self.table(command)
         action, params = self.action(command, state)
-        # bmv2: the lower an entry's priority number, the earlier it matches
-        priority = -command.priority if command.priority is not None else 0
+        # as p4c's STF runner passes them: the higher an entry's priority number, the earlier it matches
+        priority = command.priority if command.priority is not None else 0
         state.entries = [*state.entries, TableEntry(self.match(command, state), action, params, priority)]
         state.invalidate()
 
