@@ -21,7 +21,7 @@ from lark import Token, Tree
 from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.arch.externs import arch_extern
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
-from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, Program, Table
+from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, ParserBlock, Program, Table
 
 __all__ = [
     "DENSE_CELLS",
@@ -1024,6 +1024,9 @@ class _Compiler:
             return set_valid
         if method in ("push_front", "pop_front") and ".".join(target) in self.program.stacks:
             return self.shift_stack(".".join(target), method, args, call)
+        owner = self.control or self.program.parser
+        if method == "apply" and len(target) == 1 and target[0] in owner.instances:
+            return self.inline_block(self.program.blocks[owner.instances[target[0]]], args, call)
         if method == "apply":
             apply = self.table_apply(target, call)
 
@@ -1117,6 +1120,85 @@ class _Compiler:
                 ctx.put(key, ctx.get(param), mask)
 
         return bound
+
+    def inline_block(self, block: Control | ParserBlock, args: list[Tree], node: Tree) -> StmtFn:
+        """`instance.apply(args)` of a parser or control: its body inlined here, arguments
+        copied in and `out`/`inout` ones copied back (as P4 calls are)."""
+        if len(args) != len(block.params):
+            raise self.fail(node, f"{block.name} takes {len(block.params)} arguments, got {len(args)}")
+        if block.name in self.compiling:
+            raise self.fail(node, f"{block.name} applies itself")
+        if isinstance(block, Control) and (block.tables or block.externs or block.variables or block.instances):
+            raise self.fail(node, f"applying {block.name}, a control with tables, externs or variables, is outside the subset")
+        self.dp.sites += 1
+        prefix = f"inl.{block.name}#{self.dp.sites}"
+        roles: dict[str, str] = {}
+        scope: dict[str, str | int] = {}
+        enter: list[StmtFn] = []
+        leave: list[StmtFn] = []
+        for (name, direction, type_), arg in zip(block.params, args, strict=True):
+            type_name = str(type_.children[0]) if type_.data == "named_type" else ""
+            if type_name in ("packet_in", "packet_out"):
+                roles[name] = "pkt"
+                continue
+            key = f"{prefix}.{name}"
+            scope[name] = key
+            composite = type_name in self.program.headers or type_name in self.program.structs
+            if composite:
+                self.declare_composite(key, type_name, node)
+                if direction == "out":
+                    enter.append(self.clear_composite(key))
+                else:
+                    enter.append(self.copy_composite(key, arg, node))
+            else:
+                self.widths[key] = self.type_width(type_, f"{block.name} parameter {name}")
+                value = self.expr(arg) if direction != "out" else _const(0)
+                enter.append(lambda ctx, mask, key=key, value=value: ctx.put(key, value.fn(ctx, mask), mask))
+            if direction in ("out", "inout"):
+                if arg.data != "ref":
+                    raise self.fail(arg, "an out or inout argument must be a header, struct or field")
+                if composite:
+                    leave.append(self.copy_composite(self.key_of(arg.children[0]), _ref(key, arg), node))
+                else:
+                    target = self.lvalue_of(arg)[0]
+                    leave.append(lambda ctx, mask, key=key, target=target: ctx.put(target, ctx.get(key), mask))
+        saved = (self.scopes, self.params, self.roles, self.returns, self.writable, self.control)
+        self.scopes, self.params, self.roles, self.returns, self.writable = [scope], {}, roles, [None], set()
+        self.compiling.append(block.name)
+        try:
+            if isinstance(block, ParserBlock):
+                self.control = None
+                body = _parser_machine(self, block, f"{block.name}.")
+            else:
+                self.control = block
+                assert block.apply is not None
+                body = self.block(Tree("block", [*block.prelude, *block.apply.children], block.apply.meta))
+        finally:
+            self.compiling.pop()
+            self.scopes, self.params, self.roles, self.returns, self.writable, self.control = saved
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            for step in enter:
+                step(ctx, mask)
+            returned, ctx.returned = ctx.returned, None
+            body(ctx, mask)
+            ctx.returned = returned
+            for step in leave:
+                step(ctx, mask)
+
+        return run
+
+    def clear_composite(self, key: str) -> StmtFn:
+        """A header or struct made fresh: fields 0, headers invalid."""
+        fields, headers = self.composite(key) or ([], [])
+
+        def fresh(ctx: _Ctx, mask: np.ndarray) -> None:
+            for suffix in fields:
+                ctx.put(key + suffix, 0, mask)
+            for suffix in headers:
+                ctx.valid[key + suffix] = ctx.header_valid(key + suffix) & ~mask
+
+        return fresh
 
     def lvalue_of(self, node: Tree) -> tuple[str, int]:
         """The storage an `out`/`inout` argument names (a field or variable, no slices)."""
@@ -1278,7 +1360,7 @@ class _Compiler:
         return run
 
     def extract_into(self, header: str) -> StmtFn:
-        htype = self.program.header_instances[header]
+        htype = self.dp.headers[header]
         size = htype.size_bytes
         plan = [(f"{header}.{name}", offset, width) for name, (offset, width) in htype.offsets().items()]
         narrow = all(width <= 64 for _, width in htype.fields)
@@ -2027,6 +2109,13 @@ CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "Head
 def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
     parser = compiler.program.parser
     compiler.roles = parser.roles
+    machine = _parser_machine(compiler, parser, "")
+    return lambda ctx: machine(ctx, np.ones(ctx.n, dtype=bool))
+
+
+def _parser_machine(compiler: _Compiler, parser: ParserBlock, label: str) -> StmtFn:
+    """A parser's state machine run from `start` on the rows of a mask, until each row
+    accepts, rejects or meets an error; `label` prefixes its state names in the counts."""
     states: dict[str, tuple[StmtFn, Callable[[_Ctx, np.ndarray], list[tuple[str, np.ndarray]]]]] = {}
     compiler.scopes.append({})
     prelude = [compiler.declare_local(node) for node in parser.prelude]
@@ -2044,8 +2133,9 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
     visits = compiler.dp.state_visits
     timeout = compiler.dp.error_codes["ParserTimeout"]
 
-    def run(ctx: _Ctx) -> None:
-        everyone = np.ones(ctx.n, dtype=bool)
+    compiler.scopes.pop()
+
+    def run(ctx: _Ctx, everyone: np.ndarray) -> None:
         for key, init in inits:
             ctx.put(key, init.fn(ctx, everyone), everyone)
         for declare in prelude:
@@ -2060,7 +2150,7 @@ def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
                 return
             pending = {}
             for state, mask in live.items():
-                visits[state] = visits.get(state, 0) + int(mask.sum())
+                visits[label + state] = visits.get(label + state, 0) + int(mask.sum())
                 body, transition = states[state]
                 body(ctx, mask)
                 mask = mask & ~ctx.parser_error

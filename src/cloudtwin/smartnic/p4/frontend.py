@@ -365,6 +365,8 @@ class _Checker:
                 block.states[state] = child
             elif child.data == "var_decl" and self.is_composite(child.children[0]):
                 block.prelude.append(child)
+            elif child.data == "instance_decl" and not [a for a in child.children[1:-1] if a is not None]:
+                block.instances[str(child.children[-1])] = str(child.children[0])
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
                     self.width(child.children[0], str(child.children[1])), child.children[2]
@@ -373,6 +375,7 @@ class _Checker:
                 raise self.fail(child, f"parser-local {child.data.replace('_', ' ')} is outside the subset")
         if "start" not in block.states:
             raise self.fail(node, f"parser {name}: no start state")
+        block.params = _params(node.children[1])
         self.parsers.append(block)
 
     def _control_decl(self, node: Tree) -> None:
@@ -382,6 +385,7 @@ class _Checker:
         for child in node.children[2:-1]:
             self.control_local(control, child)
         control.apply = node.children[-1]
+        control.params = _params(node.children[1])
         self.controls.append((control, node.children[1]))
 
     def control_local(self, control: Control, node: Tree) -> None:
@@ -403,6 +407,8 @@ class _Checker:
             control.variables[str(name)] = (self.width(type_, str(name)), init)
         elif node.data == "const_decl":
             self._const_decl(node)
+        elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
+            control.instances[str(node.children[-1])] = str(node.children[0])
         else:
             raise self.fail(node, f"instantiating {node.children[0]} is outside the supported subset")
 
@@ -616,6 +622,7 @@ class _Checker:
         program.functions = self.functions
         program.structs = self.structs
         program.stacks = self.stacks
+        program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
         program.emit_order = self.emits(deparser, instances)
         program.parser = parser
@@ -677,6 +684,11 @@ class _Checker:
 
 
 _TYPE_RULES = {"bit_type", "bool_type", "named_type"}
+
+
+def _params(node: Tree) -> list[tuple[str, str, Tree]]:
+    """A parameter list as (name, direction or "", type)."""
+    return [(str(p.children[2]), str(p.children[0] or ""), p.children[1]) for p in node.children if p is not None]
 
 
 def _position(node: Tree | Token) -> tuple[int, int]:

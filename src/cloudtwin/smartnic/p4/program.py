@@ -132,6 +132,8 @@ class Control:
     apply: Tree | None = None
     roles: dict[str, str] = field(default_factory=dict)
     prelude: list[Tree] = field(default_factory=list)  # header- and struct-typed variables
+    params: list[tuple[str, str, Tree]] = field(default_factory=list)  # (name, direction, type)
+    instances: dict[str, str] = field(default_factory=dict)  # local name -> control or parser
 
 
 @dataclass
@@ -143,6 +145,8 @@ class ParserBlock:
     roles: dict[str, str] = field(default_factory=dict)
     variables: dict[str, tuple[int, Tree | None]] = field(default_factory=dict)
     prelude: list[Tree] = field(default_factory=list)  # header- and struct-typed variables
+    params: list[tuple[str, str, Tree]] = field(default_factory=list)  # (name, direction, type)
+    instances: dict[str, str] = field(default_factory=dict)  # local name -> parser
 
 
 @dataclass
@@ -168,6 +172,7 @@ class Program:
     structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
+    blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
