@@ -95,7 +95,7 @@ def _replicate(ctx: _Ctx, engine: Replication) -> tuple[list[int], list[int], li
 # externs --------------------------------------------------------------------------------
 @register("v1model", "mark_to_drop")
 def _mark_to_drop(compiler: Any, args: list[Tree], node: Tree) -> Any:
-    if len(args) != 1 or compiler.expr(args[0]) is None:
+    if len(args) != 1:
         raise compiler.fail(node, "mark_to_drop takes standard_metadata")
     target = ".".join(compiler.path(args[0].children[0])) if args[0].data == "ref" else ""
     if target != _STD:

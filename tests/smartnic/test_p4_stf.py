@@ -1,0 +1,161 @@
+"""p4c's STF packet tests: the script parser, the runner, and the whole shared suite.
+
+The suite (`../shared/datasets/p4c-stf/`, 160 v1model and PSA tests) runs in-process: every
+test passes or is refused as unsupported with the construct named; none may fail.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cloudtwin.errors import NicError
+from cloudtwin.smartnic.p4.stf import Expect, parse_stf, run_stf
+
+SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
+
+PASS_FLOOR = 87
+"""How many of the shared suite's tests pass (the rest are refused as unsupported)."""
+
+
+def test_add_with_priority_ternary_lpm_and_params() -> None:
+    (cmd,) = parse_stf("add ingress.t 7 h.a:0x0A&&&0xF0 h.b:0x0A000000/8 h.c:5 ingress.act(x:0x1f, y:2)\n")
+    assert (cmd.kind, cmd.name, cmd.priority, cmd.action) == ("add", "ingress.t", 7, "ingress.act")
+    assert cmd.keys == (("h.a", ("ternary", 10, 0xF0)), ("h.b", ("lpm", 0x0A000000, 8)), ("h.c", 5))
+    assert cmd.params == (("x", 31), ("y", 2))
+
+
+def test_add_without_priority_and_wildcard_nibbles() -> None:
+    (cmd,) = parse_stf("add t data.f1:0x****0101 setb1(val:0x7f)")
+    assert cmd.priority is None
+    assert cmd.keys == (("data.f1", ("ternary", 0x0101, 0x0000FFFF)),)
+    (bits,) = parse_stf("add t f:0b1*0 a()")
+    assert bits.keys == (("f", ("ternary", 0b100, 0b101)),)
+
+
+def test_expect_wildcards_and_end_marker() -> None:
+    loose, exact = parse_stf("expect 2 0b **** 11 # comment\nexpect 3 0b11 $\n")
+    assert loose.expect == Expect(2, "0B****11", False) and exact.expect == Expect(3, "0B11", True)
+    assert loose.expect.matches(bytes.fromhex("0b123411ff"))  # longer is fine without `$`
+    assert not loose.expect.matches(bytes.fromhex("0b123412"))
+    assert not loose.expect.matches(bytes.fromhex("0b1234"))  # shorter never
+    assert exact.expect.matches(bytes.fromhex("0b11")) and not exact.expect.matches(bytes.fromhex("0b1100"))
+
+
+def test_other_commands() -> None:
+    commands = parse_stf(
+        "packet 0 ab cd\nwait\nsetdefault t drop()\nmc_mgrp_create 1\nmc_node_create 0 6 7\n"
+        "mc_node_associate 1 0\ncheck_counter c(3) bytes == 64\nregister_write r 5 100\n"
+        "meter_set_rates m 2 0.5:4 1:5\nmirroring_add 1 3\nremove t k:1\n"
+    )
+    assert [c.kind for c in commands][:3] == ["packet", "wait", "setdefault"]
+    assert commands[0].data == b"\xab\xcd"
+    assert commands[4].numbers == (0, 6, 7)
+    assert (commands[6].name, commands[6].numbers, commands[6].counter_kind) == ("c", (3, 64), "bytes")
+    assert commands[8].rates == ((0.5, 4), (1.0, 5))
+
+
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ("packet 0 0g", "not a hex digit"),
+        ("packet 0 abc", "whole number of bytes"),
+        ("packet 0 ab$", "`$` ends only an expected packet"),
+        ("add t k=1 a()", "is not FIELD:VALUE"),
+        ("add t k:1", "no ACTION(...)"),
+        ("add t k:1 a(x)", "is not NAME:VALUE"),
+        ("frobnicate 1", "unknown command 'frobnicate'"),
+        ("mc_node_associate 1", "takes 2 numbers"),
+    ],
+)
+def test_malformed_line_is_one_line_naming_file_and_line(line: str, reason: str) -> None:
+    with pytest.raises(NicError) as info:
+        parse_stf(f"# header\n{line}\n", "t.stf")
+    message = str(info.value)
+    assert message.startswith("t.stf:2: ") and reason in message and "\n" not in message
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(alphabet="addpacketxe0123456789abcdefABCDEF*$:&/()., \n#_-", max_size=80))
+def test_fuzzed_scripts_parse_or_fail_in_one_line(text: str) -> None:
+    try:
+        parse_stf(text, "f.stf")
+    except NicError as err:
+        assert str(err).startswith("f.stf:") and "\n" not in str(err)
+
+
+PROGRAM = """#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+parser P(packet_in p, out H h, inout M m, inout standard_metadata_t sm) {
+    state start { p.extract(h.h); transition accept; }
+}
+control V(inout H h, inout M m) { apply { } }
+control I(inout H h, inout M m, inout standard_metadata_t sm) {
+    action set(bit<8> v, bit<9> port) { h.h.b = v; sm.egress_spec = port; }
+    action drop() { mark_to_drop(sm); }
+    table t { key = { h.h.a : ternary; } actions = { set; drop; } default_action = drop; }
+    apply { t.apply(); }
+}
+control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }
+control C(inout H h, inout M m) { apply { } }
+control D(packet_out p, in H h) { apply { p.emit(h.h); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def _run(script: str) -> object:
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    return run_stf(PROGRAM, str(SUITE / "tests" / "inline.p4"), script, "inline.stf", (SUITE / "include",))
+
+
+def test_runner_priorities_drop_and_differences() -> None:
+    entries = "add t 1 h.a:0x10&&&0xF0 set(v:1, port:2)\nadd t 5 h.a:0x11 set(v:5, port:3)\n"
+    ok = _run(entries + "packet 0 11 00\nexpect 3 11 05 $\npacket 0 12 00\nexpect 2 12 *1\npacket 0 20 00\n")
+    assert ok.status == "pass" and (ok.expected, ok.matched, ok.unexpected) == (2, 2, 0)  # type: ignore[attr-defined]
+    wrong = _run(entries + "packet 0 12 00\nexpect 2 12 02\n")
+    assert wrong.status == "fail" and wrong.reason == "port 2 packet 1: expected 1202, got 1201"  # type: ignore[attr-defined]
+    extra = _run(entries + "packet 0 12 00\n")
+    assert extra.status == "fail" and extra.unexpected == 1  # type: ignore[attr-defined]
+
+
+def test_entry_that_does_not_fit_is_an_error_naming_the_line() -> None:
+    with pytest.raises(NicError, match=r"^inline\.stf:1: .*does not fit bit<9>"):
+        _run("add t h.a:1 set(v:1, port:512)\n")
+
+
+def _reason(text: str | None) -> str:
+    """A refusal's construct, without the file position and the names in quotes."""
+    text = re.sub(r"^\S+?:\d+(:\d+)?: ", "", text or "")
+    return re.sub(r"'[^']*'", "'…'", text)[:70]
+
+
+def test_the_shared_suite_passes_or_is_refused_never_fails() -> None:
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    status: Counter[str] = Counter()
+    reasons: Counter[str] = Counter()
+    failures = []
+    for script in sorted((SUITE / "tests").glob("*.stf")):
+        program = script.with_suffix(".p4")
+        result = run_stf(
+            program.read_text(), str(program), script.read_text(), str(script), (SUITE / "include",)
+        )
+        status[result.status] += 1
+        if result.status == "fail":
+            failures.append(f"{script.name}: {result.reason}")
+        elif result.status == "unsupported":
+            reasons[_reason(result.reason)] += 1
+    print(f"\np4c STF suite: {dict(status)}")
+    for reason, count in reasons.most_common():
+        print(f"{count:4d}  {reason}")
+    assert not failures, failures
+    assert status["pass"] >= PASS_FLOOR
