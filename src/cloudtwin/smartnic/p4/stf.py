@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+
+import numpy as np
 from pathlib import Path
 
 from cloudtwin.errors import NicError, P4Error
@@ -331,6 +333,7 @@ class _Runner:
         self.engine = Replication()
         self.nodes: list[tuple[int, list[int]]] = []  # mc node handle -> (rid, ports)
         self.sent: dict[int, list[bytes]] = {}  # port -> packets out, in order
+        self.pending: list[tuple[int, bytes]] = []  # packets queued to run as one batch
 
     def refuse(self, command: Command, what: str) -> Unsupported:
         return Unsupported(f"{self.source}:{command.line}:{command.column}: {what}")
@@ -435,15 +438,27 @@ class _Runner:
             self.engine.groups[group].extend((rid, port) for port in ports)
 
     def packet(self, command: Command) -> None:
+        """Queue a packet; queued packets run together (as one batch) before the next
+        command that changes the datapath, which is what running them one by one does."""
+        longest = max([len(command.data), *(len(d) for _, d in self.pending)])
+        if self.pending and (len(self.pending) + 1) * max(longest, 1) > BATCH_BYTES:
+            self.flush()
+        self.pending.append((command.port, command.data))
+
+    def flush(self) -> None:
+        """Run the queued packets, in order; what each sends joins its port's output."""
         from cloudtwin.smartnic.p4.arch.v1model import process
 
-        batch = PacketBatch.from_packets([command.data], input_port=command.port)
+        if not self.pending:
+            return
+        ports = np.array([p for p, _ in self.pending], dtype=np.uint64)
+        batch = PacketBatch.from_packets([d for _, d in self.pending], input_port=ports)
+        self.pending = []
         if self.dp.program.architecture == "v1model":
-            sent = process(self.dp, batch, self.engine)[0]
+            sent = [s for row in process(self.dp, batch, self.engine) for s in row]
         else:
             result = self.dp.process(batch)
-            out = result.packet(0)
-            sent = [] if out is None else [(int(result.out_port[0]), out)]
+            sent = [(int(result.out_port[i]), out) for i, out in enumerate(result.packets()) if out is not None]
         for port, data in sent:
             self.sent.setdefault(port, []).append(data)
 
@@ -457,6 +472,12 @@ def _key_index(keys: tuple[TableKey, ...], name: str, raw: str) -> int | None:
     return None
 
 
+BATCH_BYTES = 16 << 20
+"""The most bytes (packets x the longest of them) the runner puts in one batch."""
+
+_QUEUED = ("expect", "wait", "packet")
+"""Commands the run loop itself carries out."""
+
 _HANDLERS = {
     "add": _Runner.add,
     "setdefault": _Runner.setdefault,
@@ -464,7 +485,6 @@ _HANDLERS = {
     "mc_mgrp_create": _Runner.multicast,
     "mc_node_create": _Runner.multicast,
     "mc_node_associate": _Runner.multicast,
-    "packet": _Runner.packet,
 }
 
 
@@ -507,20 +527,18 @@ def run_stf(
         runner = _Runner(Datapath(program), stf_source)
     except P4Error as err:
         return StfResult("unsupported", reason=str(err))
+    unknown = next((c for c in commands if c.kind not in _HANDLERS and c.kind not in _QUEUED), None)
+    if unknown is not None:
+        return StfResult("unsupported", reason=str(runner.refuse(unknown, f"STF command {unknown.kind}")))
     expected: list[Expect] = []
     for command in commands:
-        handler = _HANDLERS.get(command.kind)
         if command.kind == "expect":
             assert command.expect is not None
             expected.append(command.expect)
-        elif command.kind == "wait":
-            continue
-        elif handler is None:
-            return StfResult("unsupported", reason=str(runner.refuse(command, f"STF command {command.kind}")))
-        else:
-            try:
-                handler(runner, command)
-            except Unsupported as err:
-                return StfResult("unsupported", reason=str(err))
-    result = _compare(expected, runner.sent)
-    return result
+        elif command.kind == "packet":
+            runner.packet(command)
+        elif command.kind != "wait":
+            runner.flush()
+            _HANDLERS[command.kind](runner, command)
+    runner.flush()
+    return _compare(expected, runner.sent)
