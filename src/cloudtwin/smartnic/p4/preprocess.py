@@ -159,10 +159,12 @@ def _include(rest: str, here: Path, state: _State, depth: int, where: str) -> No
     if path is None:
         return
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as handle:
+            raw = handle.read(state.budget + 1)
+        text = raw.decode("utf-8")
     except (OSError, UnicodeDecodeError) as err:
         raise P4Error(f"{where}: #include {path}: {err}") from err
-    state.budget -= len(text)
+    state.budget -= len(raw)
     if state.budget < 0:
         raise P4Error(f"{where}: the included files add more than {MAX_INCLUDE_BYTES:,} bytes")
     state.included.add(path.name)

@@ -334,6 +334,7 @@ class _Runner:
         self.nodes: list[tuple[int, list[int]]] = []  # mc node handle -> (rid, ports)
         self.sent: dict[int, list[bytes]] = {}  # port -> packets out, in order
         self.pending: list[tuple[int, bytes]] = []  # packets queued to run as one batch
+        self.longest = 0  # bytes of the longest queued packet
 
     def refuse(self, command: Command, what: str) -> Unsupported:
         return Unsupported(f"{self.source}:{command.line}:{command.column}: {what}")
@@ -440,10 +441,12 @@ class _Runner:
     def packet(self, command: Command) -> None:
         """Queue a packet; queued packets run together (as one batch) before the next
         command that changes the datapath, which is what running them one by one does."""
-        longest = max([len(command.data), *(len(d) for _, d in self.pending)])
-        if self.pending and (len(self.pending) + 1) * max(longest, 1) > BATCH_BYTES:
+        longest = max(self.longest, len(command.data), 1)
+        if self.pending and (len(self.pending) + 1) * longest > BATCH_BYTES:
             self.flush()
+            longest = max(len(command.data), 1)
         self.pending.append((command.port, command.data))
+        self.longest = longest
 
     def flush(self) -> None:
         """Run the queued packets, in order; what each sends joins its port's output."""
@@ -453,7 +456,7 @@ class _Runner:
             return
         ports = np.array([p for p, _ in self.pending], dtype=np.uint64)
         batch = PacketBatch.from_packets([d for _, d in self.pending], input_port=ports)
-        self.pending = []
+        self.pending, self.longest = [], 0
         if self.dp.program.architecture == "v1model":
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
         else:
