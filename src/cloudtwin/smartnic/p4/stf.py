@@ -455,7 +455,9 @@ class _Runner:
         if not self.pending:
             return
         ports = np.array([p for p, _ in self.pending], dtype=np.uint64)
-        batch = PacketBatch.from_packets([d for _, d in self.pending], input_port=ports)
+        # PNA: port 0 is the network (NET_TO_HOST), ports 1.. host functions (HOST_TO_NET)
+        direction = (ports != 0).astype(np.uint64)
+        batch = PacketBatch.from_packets([d for _, d in self.pending], direction, ports)
         self.pending, self.longest = [], 0
         if self.dp.program.architecture == "v1model":
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
