@@ -88,9 +88,19 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
         out.append((f"nic stf {label}", ["nic", "stf", program, stf, "-I", include], None))
     # a parser loop and a stack overflow end the parse (ParserTimeout, StackOutOfBounds) and
     # the packets go on with the error in standard_metadata, as in simple_switch
-    fine = _write(tmp, "fine.stf", "packet 0 01 00\npacket 0 02 00 00 00\npacket 0 03 00\n"
-                  "expect 1 01 00 $\nexpect 1 02 00 $\nexpect 1 03 00 $\n")
-    out.append(("nic stf parser loop and stack overflow (bounded)", ["nic", "stf", program, fine, "-I", include], None))
+    fine = _write(
+        tmp,
+        "fine.stf",
+        "packet 0 01 00\npacket 0 02 00 00 00\npacket 0 03 00\n"
+        "expect 1 01 00 $\nexpect 1 02 00 $\nexpect 1 03 00 $\n",
+    )
+    out.append(
+        (
+            "nic stf parser loop and stack overflow (bounded)",
+            ["nic", "stf", program, fine, "-I", include],
+            None,
+        )
+    )
     many = _write(tmp, "many.stf", "packet 0 03 00\n" * 100_000 + "expect 1 03 00\n" * 100_000)
     out.append(("nic stf 10^5 packets", ["nic", "stf", program, many, "-I", include, "--json"], None))
     for label, text in PROGRAMS.items():
@@ -98,5 +108,7 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
         out.append((f"nic stf program {label}", ["nic", "stf", bad, fine, "-I", include], None))
     out.append(("nic stf stf is /dev/zero", ["nic", "stf", program, "/dev/zero", "-I", include], None))
     out.append(("nic stf missing program", ["nic", "stf", str(tmp / "nope.p4"), fine], None))
-    out.append(("nic stf include dir missing", ["nic", "stf", program, fine, "-I", str(tmp / "nowhere")], None))
+    out.append(
+        ("nic stf include dir missing", ["nic", "stf", program, fine, "-I", str(tmp / "nowhere")], None)
+    )
     return out

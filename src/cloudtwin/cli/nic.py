@@ -155,7 +155,9 @@ def run(
 STF_BYTES = 4 << 20
 """The most bytes `nic stf` reads of an STF script (p4c's are a few KiB)."""
 
-_STF = typer.Argument(..., help="STF script: table entries, packets in, packets expected out.", show_default=False)
+_STF = typer.Argument(
+    ..., help="STF script: table entries, packets in, packets expected out.", show_default=False
+)
 _INCLUDE = typer.Option(
     None,
     "--include",

@@ -264,6 +264,31 @@ def _const(value: int, width: int | None = None) -> _Expr:
     return _Expr(lambda ctx, mask: value, width)
 
 
+def _last_of(cells: list[str], following: str, width: int) -> ExprFn:
+    """A stack's `last.<field>`: each row's field of the element before its nextIndex."""
+
+    def last(ctx: _Ctx, mask: np.ndarray) -> Value:
+        at = ctx.get(following).astype(np.int64) - 1
+        out = _column(0, ctx.n, width)
+        for i, cell in enumerate(cells):
+            out = np.where(at == i, ctx.get(cell), out)
+        return out
+
+    return last
+
+
+def _copy_in(key: str, value: _Expr) -> StmtFn:
+    return lambda ctx, mask: ctx.put(key, value.fn(ctx, mask), mask)
+
+
+def _copy_out(key: str, target: str) -> StmtFn:
+    return lambda ctx, mask: ctx.put(target, ctx.get(key), mask)
+
+
+def _last_index(following: str) -> ExprFn:
+    return lambda ctx, mask: _fit(ctx.get(following) - np.uint64(1), 32)
+
+
 def _ref(key: str, node: Tree) -> Tree:
     """A `ref` tree naming storage key `key` (the path a compiled copy reads from)."""
     return Tree("ref", [Tree("path", [Token("NAME", part) for part in key.split(".")], node.meta)], node.meta)
@@ -320,7 +345,9 @@ class _Compiler:
             key = ".".join([local, *names[1:]])
             if key in self.widths:
                 return self.load(key)
-            raise self.fail(node, f"{raw!r} is not a bit field (a header or struct as a value is outside the subset)")
+            raise self.fail(
+                node, f"{raw!r} is not a bit field (a header or struct as a value is outside the subset)"
+            )
         if raw in self.program.constants:
             return _const(self.program.constants[raw])
         if key in self.widths:
@@ -341,20 +368,12 @@ class _Compiler:
             if rest == "size":
                 return _const(size, 32)
             if rest == "lastIndex":
-                return _Expr(lambda ctx, mask: _fit(ctx.get(following) - np.uint64(1), 32), 32)
+                return _Expr(_last_index(following), 32)
             field_name = rest.removeprefix("last.")
             width = dict(htype.fields).get(field_name)
             if rest.startswith("last.") and width is not None:
                 cells = [f"{stack}[{i}].{field_name}" for i in range(size)]
-
-                def last(ctx: _Ctx, mask: np.ndarray) -> Value:
-                    at = ctx.get(following).astype(np.int64) - 1
-                    out = _column(0, ctx.n, width)
-                    for i, cell in enumerate(cells):
-                        out = np.where(at == i, ctx.get(cell), out)
-                    return out
-
-                return _Expr(last, width)
+                return _Expr(_last_of(cells, following, width), width)
         return None
 
     def local(self, names: list[str]) -> str | int | None:
@@ -648,7 +667,9 @@ class _Compiler:
         union = self.key_of(Tree("path", path.children[:-1], path.meta)) if len(names) > 1 else ""
         if names[-1] == "isValid" and union in self.program.unions:
             members = self.program.unions[union]
-            return _Expr(lambda ctx, mask: np.logical_or.reduce([ctx.header_valid(m) for m in members]), 1, True)
+            return _Expr(
+                lambda ctx, mask: np.logical_or.reduce([ctx.header_valid(m) for m in members]), 1, True
+            )
         if names[-1] == "isValid":
             header = self.header(Tree("path", path.children[:-1], path.meta))
             return _Expr(lambda ctx, mask: ctx.header_valid(header).copy(), 1, True)
@@ -918,7 +939,8 @@ class _Compiler:
                     value = label.children[0]
                     action = str(value.children[0].children[-1]) if value.data == "ref" else ""
                     if action not in table.actions and action != table.default_action:
-                        raise self.fail(label, f"switch: {action or 'label'} is not an action of {table.name}")
+                        what = f"switch: {action or 'label'} is not an action of {table.name}"
+                        raise self.fail(label, what)
                     actions.append(action)
                 wanted.append(actions)
 
@@ -947,7 +969,8 @@ class _Compiler:
     def assign(self, node: Tree) -> StmtFn:
         target, value_node = node.children
         if target.data != "lvalue":
-            raise self.fail(node, f"assigning to {target.data.replace('_', ' ')} is outside the supported subset")
+            what = target.data.replace("_", " ")
+            raise self.fail(node, f"assigning to {what} is outside the supported subset")
         path, slice_ = target.children
         if slice_ is None and self.composite(self.key_of(path)) is not None:
             return self.copy_composite(self.key_of(path), value_node, node)
@@ -1090,7 +1113,8 @@ class _Compiler:
         run = self.action_runner(name, node)
 
         def call(ctx: _Ctx, mask: np.ndarray) -> None:
-            values = [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in zip(exprs, action.params, strict=True)]
+            pairs = zip(exprs, action.params, strict=True)
+            values = [_column(e.fn(ctx, mask), ctx.n, w) for e, (_, w) in pairs]
             run(ctx, mask, values)
             for (key, _), param in outs:
                 ctx.put(key, ctx.get(param), mask)
@@ -1103,8 +1127,10 @@ class _Compiler:
         args = table.bound.get(action.name, ())
         count = sum(1 for d in action.directions if d)
         if len(args) != count or any(not d for d in action.directions[:count]):
-            raise self.fail(node, f"table {table.name}: action {action.name} needs its {count} directional arguments")
-        exprs = [self.expr(a) if d != "out" else _const(0) for a, d in zip(args, action.directions, strict=False)]
+            what = f"action {action.name} needs its {count} directional arguments"
+            raise self.fail(node, f"table {table.name}: {what}")
+        directions = zip(args, action.directions, strict=False)
+        exprs = [self.expr(a) if d != "out" else _const(0) for a, d in directions]
         scope = self.param_scope(action)
         outs = [
             (self.lvalue_of(a)[0], f"param.{scope}{action.name}.{p}")
@@ -1128,8 +1154,10 @@ class _Compiler:
             raise self.fail(node, f"{block.name} takes {len(block.params)} arguments, got {len(args)}")
         if block.name in self.compiling:
             raise self.fail(node, f"{block.name} applies itself")
-        if isinstance(block, Control) and (block.tables or block.externs or block.variables or block.instances):
-            raise self.fail(node, f"applying {block.name}, a control with tables, externs or variables, is outside the subset")
+        busy = isinstance(block, Control) and (block.tables or block.externs or block.variables)
+        if busy or (isinstance(block, Control) and block.instances):
+            what = "a control with tables, externs or variables,"
+            raise self.fail(node, f"applying {block.name}, {what} is outside the subset")
         self.dp.sites += 1
         prefix = f"inl.{block.name}#{self.dp.sites}"
         roles: dict[str, str] = {}
@@ -1153,7 +1181,7 @@ class _Compiler:
             else:
                 self.widths[key] = self.type_width(type_, f"{block.name} parameter {name}")
                 value = self.expr(arg) if direction != "out" else _const(0)
-                enter.append(lambda ctx, mask, key=key, value=value: ctx.put(key, value.fn(ctx, mask), mask))
+                enter.append(_copy_in(key, value))
             if direction in ("out", "inout"):
                 if arg.data != "ref":
                     raise self.fail(arg, "an out or inout argument must be a header, struct or field")
@@ -1161,7 +1189,7 @@ class _Compiler:
                     leave.append(self.copy_composite(self.key_of(arg.children[0]), _ref(key, arg), node))
                 else:
                     target = self.lvalue_of(arg)[0]
-                    leave.append(lambda ctx, mask, key=key, target=target: ctx.put(target, ctx.get(key), mask))
+                    leave.append(_copy_out(key, target))
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable, self.control)
         self.scopes, self.params, self.roles, self.returns, self.writable = [scope], {}, roles, [None], set()
         self.compiling.append(block.name)
@@ -1229,7 +1257,8 @@ class _Compiler:
                 if direction in ("out", "inout"):
                     if arg.data != "ref":
                         raise self.fail(arg, "an out or inout argument must be a header, struct or field")
-                    copies_out.append(self.copy_composite(self.key_of(arg.children[0]), _ref(keys[p], arg), node))
+                    back = self.key_of(arg.children[0])
+                    copies_out.append(self.copy_composite(back, _ref(keys[p], arg), node))
                 continue
             self.widths[keys[p]] = width
             ins.append((keys[p], self.expr(arg) if direction != "out" else _const(0)))
@@ -1240,7 +1269,8 @@ class _Compiler:
             target = f"{prefix}.$return"
             self.widths[target] = function.returns
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable)
-        self.scopes, self.params, self.roles, self.returns, self.writable = [dict(keys)], {}, {}, [target], set()
+        self.scopes, self.params, self.roles = [dict(keys)], {}, {}
+        self.returns, self.writable = [target], set()
         self.compiling.append(name)
         try:
             body = self.block(function.body)
@@ -1863,7 +1893,8 @@ class Datapath:
         if len(items) == 1 and len(keys) != 1 and items[0].data == "ks_default":
             items = items * len(keys)
         if len(items) != len(keys):
-            raise compiler.fail(node, f"table {state.table.name}: an entry has {len(items)} values for {len(keys)} keys")
+            what = f"an entry has {len(items)} values for {len(keys)} keys"
+            raise compiler.fail(node, f"table {state.table.name}: {what}")
         match = tuple(
             self.entry_match(compiler, item, key.kind, width)
             for item, key, width in zip(items, keys, state.widths, strict=True)
@@ -1878,7 +1909,9 @@ class Datapath:
         values = tuple(a & _mask_of(w) for a, (_, w) in zip(args, params, strict=True))
         return TableEntry(match, action, values, -position)
 
-    def entry_match(self, compiler: _Compiler, item: Tree, kind: MatchKind, width: int) -> int | tuple[int, int]:
+    def entry_match(
+        self, compiler: _Compiler, item: Tree, kind: MatchKind, width: int
+    ) -> int | tuple[int, int]:
         full = _mask_of(width)
         if item.data == "ks_default":
             if kind == MatchKind.EXACT:

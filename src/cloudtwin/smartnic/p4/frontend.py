@@ -213,7 +213,8 @@ class _Checker:
             if node.meta.start_pos <= at < node.meta.end_pos and name not in IGNORED_ANNOTATIONS:
                 line = self.text.count("\n", 0, at) + 1
                 column = at - self.text.rfind("\n", 0, at)
-                raise P4Error(f"{self.source}:{line}:{column}: annotation @{name} is outside the supported subset")
+                what = f"annotation @{name} is outside the supported subset"
+                raise P4Error(f"{self.source}:{line}:{column}: {what}")
 
     def source_text(self, node: Tree) -> str:
         meta = node.meta
@@ -315,7 +316,8 @@ class _Checker:
             if f.children[1] is not None:
                 size = self.constant(f.children[1])
                 if not 1 <= size <= MAX_STACK_SIZE:
-                    raise self.fail(f, f"struct {name}: a header stack of {size} is outside 1..{MAX_STACK_SIZE}")
+                    what = f"a header stack of {size} is outside 1..{MAX_STACK_SIZE}"
+                    raise self.fail(f, f"struct {name}: {what}")
                 self.stack_sizes.setdefault(name, {})[str(f.children[-1])] = size
         self.structs[name] = [(str(f.children[-1]), f.children[0]) for f in node.children[1:]]
 
@@ -345,7 +347,8 @@ class _Checker:
             raise self.fail(node, f"package instance {node.children[-1]}: only `main` in this subset")
         if self.main is not None:
             line, column = _position(self.main)
-            raise self.fail(node, f"{node.children[0]} is instantiated twice as main (first at {line}:{column})")
+            what = f"{node.children[0]} is instantiated twice as main"
+            raise self.fail(node, f"{what} (first at {line}:{column})")
         self.main = node
 
     def _parser_decl(self, node: Tree) -> None:
@@ -493,7 +496,8 @@ class _Checker:
             elif prop.data == "table_entries":
                 entries = tuple(e for e in prop.children[1:] if e is not None)
             elif prop.data == "table_other":
-                raise self.fail(prop, f"table {name}: property {prop.children[0]} is outside the supported subset")
+                what = f"property {prop.children[0]} is outside the supported subset"
+                raise self.fail(prop, f"table {name}: {what}")
             else:
                 size = self.constant(prop.children[0])
         if sum(k.kind == MatchKind.LPM for k in keys) > 1:
@@ -594,7 +598,8 @@ class _Checker:
         metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
         if package == "V1Switch":
             if "standard_metadata_t" not in self.structs:
-                raise self.fail(self.main, "V1Switch: standard_metadata_t is not declared (#include <v1model.p4>)")
+                what = "standard_metadata_t is not declared (#include <v1model.p4>)"
+                raise self.fail(self.main, f"V1Switch: {what}")
             metadata.update(self.struct_fields("standard_metadata_t", "standard_metadata", self.main))
         pipeline = [controls[name][0] for name in blocks[1:-1]]
         deparser = controls[blocks[-1]][0]
@@ -688,7 +693,8 @@ _TYPE_RULES = {"bit_type", "bool_type", "named_type"}
 
 def _params(node: Tree) -> list[tuple[str, str, Tree]]:
     """A parameter list as (name, direction or "", type)."""
-    return [(str(p.children[2]), str(p.children[0] or ""), p.children[1]) for p in node.children if p is not None]
+    params = [p for p in node.children if p is not None]
+    return [(str(p.children[2]), str(p.children[0] or ""), p.children[1]) for p in params]
 
 
 def _position(node: Tree | Token) -> tuple[int, int]:

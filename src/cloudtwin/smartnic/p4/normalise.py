@@ -17,10 +17,33 @@ __all__ = ["IGNORED_ANNOTATIONS", "normalise", "strip_annotations"]
 
 IGNORED_ANNOTATIONS = frozenset(
     {
-        "name", "noWarn", "hidden", "pure", "noSideEffects", "metadata", "alias", "deprecated",
-        "pipeline", "deparser", "optional", "defaultonly", "tableonly", "brief", "description",
-        "globalname", "id", "unused", "atomic", "noWarnUnused", "inline", "suppress_warnings",
-        "in_hdr_dpdk", "match", "p4runtime_translation", "controller_header", "packet_in",
+        "name",
+        "noWarn",
+        "hidden",
+        "pure",
+        "noSideEffects",
+        "metadata",
+        "alias",
+        "deprecated",
+        "pipeline",
+        "deparser",
+        "optional",
+        "defaultonly",
+        "tableonly",
+        "brief",
+        "description",
+        "globalname",
+        "id",
+        "unused",
+        "atomic",
+        "noWarnUnused",
+        "inline",
+        "suppress_warnings",
+        "in_hdr_dpdk",
+        "match",
+        "p4runtime_translation",
+        "controller_header",
+        "packet_in",
     }
 )
 """Annotations that do not change what a program does in this interpreter (bmv2 ignores
@@ -93,9 +116,9 @@ def _fold(node: Tree) -> Tree:
         if base.data == "call_expr" and base.children[0].data == "call":
             return Tree("call_expr", [Tree("call_member", [*base.children[0].children, name], meta)], meta)
         return node
-    if kind == "index" and _path(children[0]) is not None and children[1].data == "number":
+    path = _path(children[0]) if kind == "index" else None
+    if path is not None and children[1].data == "number":
         digits = re.sub(r"^[0-9]+[ws]", "", str(children[1].children[0])).replace("_", "")
-        path = _path(children[0])
         last = Token("NAME", f"{path.children[-1]}[{int(digits, 0)}]")
         return Tree("ref", [Tree("path", [*path.children[:-1], last], meta)], meta)
     if kind == "call_raw":
@@ -136,4 +159,3 @@ def normalise(tree: Tree) -> Tree:
         children = [done.pop(id(c)) if isinstance(c, Tree) else c for c in node.children]
         done[id(node)] = _fold(Tree(node.data, children, node.meta))
     return done[id(tree)]
-

@@ -70,8 +70,11 @@ def _expand(line: str, macros: dict[str, str]) -> str:
 
 def _condition(expr: str, macros: dict[str, str], where: str) -> bool:
     """An `#if` expression: integers, macros, defined(X), comparisons, && || !."""
-    expr = re.sub(r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)",
-                  lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0", expr)
+    expr = re.sub(
+        r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)",
+        lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0",
+        expr,
+    )
     expr = _expand(expr.split("//")[0], macros)
     expr = _WORD.sub(lambda m: m.group(0) if m.group(0).isdigit() else "0", expr)
     if not re.fullmatch(r"[\s0-9()<>=!&|+\-*]*", expr):
@@ -152,7 +155,7 @@ def _define(rest: str, state: _State, where: str) -> None:
 def _include(rest: str, here: Path, state: _State, depth: int, where: str) -> None:
     match = re.fullmatch(r'"([^"]+)"|<([^>]+)>', rest)
     if match is None:
-        raise P4Error(f"{where}: #include takes \"file\" or <file>")
+        raise P4Error(f'{where}: #include takes "file" or <file>')
     if depth >= MAX_INCLUDE_DEPTH:
         raise P4Error(f"{where}: #include nested more than {MAX_INCLUDE_DEPTH} deep")
     path = _find(match.group(1) or match.group(2), match.group(1) is not None, here, state, where)

@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
-from pathlib import Path
 
 from cloudtwin.errors import NicError, P4Error
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch, TableEntry, _TableState
@@ -350,7 +350,9 @@ class _Runner:
     def action(self, command: Command, state: _TableState) -> tuple[str, tuple[int, ...]]:
         name = command.action.split(".")[-1]
         if name not in state.table.actions and name != "NoAction":
-            raise NicError(f"{self.source}:{command.line}: action {command.action!r} is not one of {state.table.name}'s")
+            raise NicError(
+                f"{self.source}:{command.line}: action {command.action!r} is not one of {state.table.name}'s"
+            )
         owner = self.dp.owners.get(state.table.name)
         params = self.dp.action_params(name, owner)
         given = dict(command.params)
@@ -362,7 +364,9 @@ class _Runner:
         for pname, width in params:
             value = given[pname]
             if not 0 <= value < 1 << width:
-                raise NicError(f"{self.source}:{command.line}: {name}({pname}): {value} does not fit bit<{width}>")
+                raise NicError(
+                    f"{self.source}:{command.line}: {name}({pname}): {value} does not fit bit<{width}>"
+                )
             values.append(value)
         return name, tuple(values)
 
@@ -372,13 +376,14 @@ class _Runner:
         for field_name, value in command.keys:
             index = _key_index(keys, field_name.replace("$", "[").replace("[", "[", 1), field_name)
             if index is None:
-                raise NicError(f"{self.source}:{command.line}: {field_name!r} is not a key of {state.table.name}")
+                raise NicError(
+                    f"{self.source}:{command.line}: {field_name!r} is not a key of {state.table.name}"
+                )
             given[index] = value
         out: list[int | tuple[int, int]] = []
         for j, key in enumerate(keys):
             width = state.widths[j]
-            value = given.get(j)
-            out.append(self._key_value(command, key.kind, width, value, key.name))
+            out.append(self._key_value(command, key.kind, width, given.get(j), key.name))
         return tuple(out)
 
     def _key_value(
@@ -463,7 +468,9 @@ class _Runner:
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
         else:
             result = self.dp.process(batch)
-            sent = [(int(result.out_port[i]), out) for i, out in enumerate(result.packets()) if out is not None]
+            sent = [
+                (int(result.out_port[i]), out) for i, out in enumerate(result.packets()) if out is not None
+            ]
         for port, data in sent:
             self.sent.setdefault(port, []).append(data)
 
