@@ -285,6 +285,37 @@ def _copy_out(key: str, target: str) -> StmtFn:
     return lambda ctx, mask: ctx.put(target, ctx.get(key), mask)
 
 
+def _element_of(cells: list[str], index: _Expr, width: int, source: str, node: Tree) -> ExprFn:
+    """`s[e].f` read with a run-time index; past the stack it is refused (P4: undefined)."""
+    where = f"{source}:{node.meta.line}:{node.meta.column}"
+
+    def element(ctx: _Ctx, mask: np.ndarray) -> Value:
+        at = _column(index.fn(ctx, mask), ctx.n, index.width)
+        if (mask & (at >= np.uint64(len(cells)))).any():
+            raise P4Error(f"{where}: header stack index past {len(cells)} elements at run time")
+        out = _column(0, ctx.n, width)
+        for i, cell in enumerate(cells):
+            out = np.where(at == np.uint64(i), ctx.get(cell), out)
+        return out
+
+    return element
+
+
+def _short_circuit(left: _Expr, right: _Expr, both: bool) -> ExprFn:
+    """`a && b` (`both`) or `a || b`: `b` is evaluated only on the rows `a` leaves undecided,
+    so a table applied or a function called in `b` runs on those rows alone."""
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        first = _as_bool(left.fn(ctx, mask), ctx)
+        undecided = mask & (first if both else ~first)
+        if not undecided.any():
+            return first.copy()
+        second = _as_bool(right.fn(ctx, undecided), ctx)
+        return (first & second) if both else (first | second)
+
+    return fn
+
+
 def _last_index(following: str) -> ExprFn:
     return lambda ctx, mask: _fit(ctx.get(following) - np.uint64(1), 32)
 
@@ -546,6 +577,12 @@ class _Compiler:
             return self.slice(base, hi, lo, node)
         if kind == "mux":
             return self.mux(node)
+        if kind == "member" and node.children[0].data == "index":
+            stack, index, field_name, width = self.dynamic_element(node)
+            cells = [f"{stack}[{i}].{field_name}" for i in range(self.program.stacks[stack][1])]
+            return _Expr(_element_of(cells, index, width, self.program.source, node), width)
+        if kind in ("sat_add", "sat_sub"):
+            return self.saturating(node, kind)
         if kind == "error_const":
             name = f"error.{node.children[0]}"
             if name not in self.program.constants:
@@ -556,6 +593,39 @@ class _Compiler:
             inner = self.expr(node.children[1])
             return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
         raise self.fail(node, f"expression {kind} is outside the supported subset")
+
+    def dynamic_element(self, node: Tree) -> tuple[str, _Expr, str, int]:
+        """`s[e].f` with a run-time index: the stack, the index, the field and its width."""
+        base, field_name = node.children
+        stack_ref, index = base.children
+        stack = self.key_of(stack_ref.children[0]) if stack_ref.data == "ref" else ""
+        if stack not in self.program.stacks:
+            raise self.fail(node, "indexing something other than a header stack is outside the subset")
+        htype, _ = self.program.stacks[stack]
+        width = dict(htype.fields).get(str(field_name))
+        if width is None:
+            raise self.fail(node, f"{htype.name} has no field {field_name}")
+        return stack, self.expr(index), str(field_name), width
+
+    def saturating(self, node: Tree, kind: str) -> _Expr:
+        """`a |+| b`, `a |-| b` on bit<N>: clamped to 0 .. 2**N - 1 instead of wrapping."""
+        left, right = (self.expr(c) for c in node.children)
+        if left.width is None and right.width is not None:
+            left = _sized(left, right.width)
+        elif right.width is None and left.width is not None:
+            right = _sized(right, left.width)
+        width = left.width or right.width
+        if width is None or width > 64:
+            raise self.fail(node, "saturating arithmetic needs a known width of at most 64 bits")
+        top = _mask_of(width)
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            a = _column(left.fn(ctx, mask), ctx.n, width).astype(object)
+            b = _column(right.fn(ctx, mask), ctx.n, width).astype(object)
+            out = a + b if kind == "sat_add" else a - b
+            return np.clip(out, 0, top).astype(np.uint64)
+
+        return _Expr(fn, width)
 
     def mux(self, node: Tree) -> _Expr:
         """`c ? a : b`: `a` evaluated on the rows where `c` holds, `b` on the others."""
@@ -613,12 +683,7 @@ class _Compiler:
     def binary(self, node: Tree, kind: str) -> _Expr:
         left, right = (self.expr(c) for c in node.children)
         if kind in ("land", "lor"):
-            op = np.logical_and if kind == "land" else np.logical_or
-            return _Expr(
-                lambda ctx, mask: op(_as_bool(left.fn(ctx, mask), ctx), _as_bool(right.fn(ctx, mask), ctx)),
-                1,
-                True,
-            )
+            return _Expr(_short_circuit(left, right, kind == "land"), 1, True)
         if kind == "concat":
             if left.width is None or right.width is None:
                 raise self.fail(node, "++ needs operands of known width (cast the literal)")
@@ -870,6 +935,26 @@ class _Compiler:
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
 
+    def assign_element(self, target: Tree, value_node: Tree) -> StmtFn:
+        """`s[e].f = v` with a run-time index `e`; an index past the stack is refused when
+        a packet reaches it (P4 leaves what it does undefined)."""
+        stack, index, field_name, width = self.dynamic_element(target)
+        size = self.program.stacks[stack][1]
+        value = self.expr(value_node)
+        where = f"{self.program.source}:{target.meta.line}:{target.meta.column}"
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            if (mask & (at >= np.uint64(size))).any():
+                raise P4Error(f"{where}: header stack index past {stack}'s {size} elements at run time")
+            computed = value.fn(ctx, mask)
+            for i in range(size):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    ctx.put(f"{stack}[{i}].{field_name}", computed, rows)
+
+        return run
+
     def return_stmt(self, node: Tree) -> StmtFn:
         value = node.children[0]
         target = self.returns[-1] if self.returns else None
@@ -968,6 +1053,8 @@ class _Compiler:
 
     def assign(self, node: Tree) -> StmtFn:
         target, value_node = node.children
+        if target.data == "member" and target.children[0].data == "index":
+            return self.assign_element(target, value_node)
         if target.data != "lvalue":
             what = target.data.replace("_", " ")
             raise self.fail(node, f"assigning to {what} is outside the supported subset")
