@@ -588,11 +588,27 @@ class _Compiler:
             if name not in self.program.constants:
                 raise self.fail(node, f"unknown error {name}")
             return _const(self.program.constants[name], self.program.type_widths.get("error"))
-        if kind == "cast":
-            width = parse_number(str(node.children[0].children[0]))[0]
-            inner = self.expr(node.children[1])
-            return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
+        if kind in ("cast", "name_cast"):
+            return self.cast(node)
         raise self.fail(node, f"expression {kind} is outside the supported subset")
+
+    def cast(self, node: Tree) -> _Expr:
+        """`(bit<N>) e`, `(bool) e`, `(T) e` for a typedef or enum T of bit<N>."""
+        target, operand = node.children
+        inner = self.expr(operand)
+        if isinstance(target, Token):  # a type name
+            width = self.program.type_widths.get(str(target))
+            if width is None or str(target) == "error":
+                raise self.fail(node, f"a cast to {target} is outside the supported subset")
+        elif target.data == "bool_type":
+            if inner.width not in (1, None) and not inner.is_bool:
+                raise self.fail(node, "(bool) takes a bit<1>")
+            return _Expr(lambda ctx, mask: _as_bool(inner.fn(ctx, mask), ctx), 1, True)
+        elif target.data == "bits":
+            width = parse_number(str(target.children[0]))[0]
+        else:
+            raise self.fail(node, f"a cast to {target.data.removesuffix('_type')} is outside the supported subset")
+        return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
 
     def dynamic_element(self, node: Tree) -> tuple[str, _Expr, str, int]:
         """`s[e].f` with a run-time index: the stack, the index, the field and its width."""
@@ -935,6 +951,40 @@ class _Compiler:
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
 
+    def register_access(self, name: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
+        """v1model `r.read(out value, index)` and `r.write(index, value)`; an index past the
+        register is refused when a packet reaches it."""
+        cells, width = self.dp.registers[name]
+        if len(args) != 2:
+            raise self.fail(node, f"{name}.{method} takes two arguments")
+        where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+        index = self.expr(args[1] if method == "read" else args[0])
+
+        def rows_and_cells(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            if (mask & (at >= np.uint64(cells.size))).any():
+                raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
+            rows = np.flatnonzero(mask)
+            return rows, at[rows].astype(np.int64)
+
+        if method == "read":
+            key, _ = self.lvalue_of(args[0])
+
+            def read(ctx: _Ctx, mask: np.ndarray) -> None:
+                rows, at = rows_and_cells(ctx, mask)
+                column = _column(0, ctx.n, width)
+                column[rows] = cells[at]
+                ctx.put(key, column, mask)
+
+            return read
+        value = self.expr(args[1])
+
+        def write(ctx: _Ctx, mask: np.ndarray) -> None:
+            rows, at = rows_and_cells(ctx, mask)
+            cells[at] = _column(_fit(value.fn(ctx, mask), width), ctx.n, width)[rows]
+
+        return write
+
     def assign_element(self, target: Tree, value_node: Tree) -> StmtFn:
         """`s[e].f = v` with a run-time index `e`; an index past the stack is refused when
         a packet reaches it (P4 leaves what it does undefined)."""
@@ -1146,6 +1196,8 @@ class _Compiler:
             return apply_table
         if method == "extract" and target == ["pkt"]:
             return self.extract(args, call)
+        if method in ("read", "write") and len(target) == 1 and target[0] in self.dp.registers:
+            return self.register_access(target[0], method, args, call)
         if method == "count" and len(target) == 1:
             return self.count(target[0], args, call)
         if names == ["send_to_port"] and len(args) == 1:
@@ -1904,6 +1956,11 @@ class Datapath:
             name: (_cells(e.size), _cells(e.size)) for name, e in externs.items() if e.kind == "Counter"
         }
         self.meters = {name: _Meter(e.size, e.unit) for name, e in externs.items() if e.kind == "Meter"}
+        self.registers = {
+            name: (np.zeros(e.size, dtype=object if e.width > 64 else np.uint64), e.width)
+            for name, e in externs.items()
+            if e.kind == "register"
+        }
         for state in self.tables.values():
             args = tuple(self.default_arg(a) for a in state.table.default_args)
             state.default = (state.table.default_action, args)

@@ -82,6 +82,9 @@ ARCHITECTURES = {
 ERROR_BITS = 16
 """How wide an `error` value is held (its code: its position among the declared errors)."""
 
+DENSE_REGISTER_CELLS = 1 << 20
+"""The most cells a v1model register may declare (held as one array)."""
+
 MAX_STACK_SIZE = 64
 """The most elements a header stack may have."""
 
@@ -143,6 +146,7 @@ class _Checker:
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
         self.functions: dict[str, Function] = {}
+        self.registers: list[Tree] = []  # register declarations (v1model only)
         self.stack_sizes: dict[str, dict[str, int]] = {}  # struct -> stack field -> size
         self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
         self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
@@ -446,6 +450,8 @@ class _Checker:
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])
+        if kind == "register":
+            return self.register(node)
         if kind not in ("Counter", "Meter"):
             raise self.fail(node, f"extern {kind}: only Counter and Meter are supported")
         args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
@@ -460,6 +466,19 @@ class _Checker:
                 "(PNA's size is a bit<32>)",
             )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
+
+    def register(self, node: Tree) -> Extern:
+        """v1model's `register<T[, I]>(size) r;`: `size` cells of T."""
+        types = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data in _TYPE_RULES]
+        args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
+        if not types or len(args) != 1:
+            raise self.fail(node, "register<T>(size): one cell type and a size")
+        size = self.constant(args[0])
+        if not 1 <= size <= DENSE_REGISTER_CELLS:
+            raise self.fail(node, f"register {node.children[-1]}: size {size} is outside 1..{DENSE_REGISTER_CELLS}")
+        self.registers.append(node)
+        width = self.width(types[0], f"register {node.children[-1]}")
+        return Extern(str(node.children[-1]), "register", size, "cells", width)
 
     def table(self, control: Control, node: Tree) -> Table:
         name = str(node.children[0])
@@ -577,6 +596,8 @@ class _Checker:
             raise self.fail(tree, "no `PNA_NIC(...) main;` or `V1Switch(...) main;` instantiation")
         package = str(self.main.children[0])
         roles = ARCHITECTURES[package]
+        if self.registers and package != "V1Switch":
+            raise self.fail(self.registers[0], "extern register: only Counter and Meter are supported")
         blocks = [
             str(inst.children[0])
             for inst in self.main.children[1:-1]

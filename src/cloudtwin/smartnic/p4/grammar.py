@@ -98,6 +98,7 @@ block: "{" statement* "}"
           | var_decl
           | const_decl
           | postfix "=" expr ";"                    -> assign
+          | postfix OPASSIGN expr ";"               -> opassign
           | postfix ";"                             -> call_stmt
           | "if" "(" expr ")" statement ["else" statement]  -> if_stmt
           | "exit" ";"                              -> exit_stmt
@@ -162,6 +163,7 @@ name_cast: "(" NAME ")" postfix
      | "(" expr ")"
 
 LOOKAHEAD.3: "lookahead"
+OPASSIGN: "+=" | "-=" | "*=" | "&=" | "|=" | "^=" | "<<=" | ">>=" | "|+|=" | "|-|="
 STRING: /"(\\.|[^"\\])*"/
 NAME: /[A-Za-z_][A-Za-z_0-9]*/
 NUMBER: /([0-9]+[ws])?(0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)/

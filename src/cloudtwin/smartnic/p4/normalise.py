@@ -97,6 +97,12 @@ def strip_annotations(text: str) -> tuple[dict[int, tuple[str, str]], str]:
     return found, "".join(pieces)
 
 
+_OPERATORS = {
+    "+=": "add", "-=": "sub", "*=": "mul", "&=": "band", "|=": "bor", "^=": "bxor",
+    "<<=": "shl", ">>=": "shr", "|+|=": "sat_add", "|-|=": "sat_sub",
+}
+
+
 def _path(node: Tree) -> Tree | None:
     """The `path` a `ref` chain names, or None."""
     return node.children[0] if isinstance(node, Tree) and node.data == "ref" else None
@@ -132,6 +138,10 @@ def _fold(node: Tree) -> Tree:
         if isinstance(inner, Tree) and inner.data == "call_expr":
             return Tree("call_stmt", [inner.children[0]], meta)
         return node
+    if kind == "opassign":  # `a op= b` is `a = a op b`
+        target, operator, value = children
+        binary = Tree(_OPERATORS[str(operator)], [target, value], meta)
+        return _fold(Tree("assign", [target, binary], meta))
     if kind == "assign":
         target, value = children
         path = _path(target)

@@ -112,12 +112,14 @@ class Table:
 
 @dataclass(frozen=True)
 class Extern:
-    """A counter or meter instance: `kind` (`Counter`/`Meter`), how many cells, what it counts."""
+    """A counter, meter or register instance: `kind` (`Counter`/`Meter`/`register`), how
+    many cells, what it counts (a register: the width of its cells)."""
 
     name: str
     kind: str
     size: int
     unit: str
+    width: int = 0
 
 
 @dataclass

@@ -430,6 +430,24 @@ class _Runner:
         state.entries = kept
         state.invalidate()
 
+    def register(self, command: Command) -> None:
+        """register_write NAME INDEX VALUE, register_reset NAME; register_read only reads."""
+        name = command.name.split(".")[-1]
+        if name not in self.dp.registers:
+            raise NicError(f"{self.source}:{command.line}: {command.name!r} is not a register of the program")
+        cells, width = self.dp.registers[name]
+        if command.kind == "register_reset":
+            cells[:] = 0
+            return
+        index = command.numbers[0]
+        if not 0 <= index < cells.size:
+            raise NicError(f"{self.source}:{command.line}: index {index} is outside {name}'s {cells.size} cells")
+        if command.kind == "register_write":
+            value = command.numbers[1]
+            if not 0 <= value < 1 << width:
+                raise NicError(f"{self.source}:{command.line}: {value} does not fit bit<{width}>")
+            cells[index] = value
+
     def multicast(self, command: Command) -> None:
         if command.kind == "mc_mgrp_create":
             self.engine.groups.setdefault(command.numbers[0], [])
@@ -454,16 +472,24 @@ class _Runner:
         self.longest = longest
 
     def flush(self) -> None:
-        """Run the queued packets, in order; what each sends joins its port's output."""
+        """Run the queued packets, in order; what each sends joins its port's output. A
+        register carries state from packet to packet, so with registers they run one by one."""
+        pending, self.pending, self.longest = self.pending, [], 0
+        if not pending:
+            return
+        groups = [[p] for p in pending] if self.dp.registers else [pending]
+        for group in groups:
+            for port, data in self.run(group):
+                self.sent.setdefault(port, []).append(data)
+
+    def run(self, packets: list[tuple[int, bytes]]) -> list[tuple[int, bytes]]:
+        """`packets` through the datapath as one batch: the (port, bytes) they send, in order."""
         from cloudtwin.smartnic.p4.arch.v1model import process
 
-        if not self.pending:
-            return
-        ports = np.array([p for p, _ in self.pending], dtype=np.uint64)
+        ports = np.array([p for p, _ in packets], dtype=np.uint64)
         # PNA: port 0 is the network (NET_TO_HOST), ports 1.. host functions (HOST_TO_NET)
         direction = (ports != 0).astype(np.uint64)
-        batch = PacketBatch.from_packets([d for _, d in self.pending], direction, ports)
-        self.pending, self.longest = [], 0
+        batch = PacketBatch.from_packets([d for _, d in packets], direction, ports)
         if self.dp.program.architecture == "v1model":
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
         else:
@@ -471,8 +497,7 @@ class _Runner:
             sent = [
                 (int(result.out_port[i]), out) for i, out in enumerate(result.packets()) if out is not None
             ]
-        for port, data in sent:
-            self.sent.setdefault(port, []).append(data)
+        return sent
 
 
 def _key_index(keys: tuple[TableKey, ...], name: str, raw: str) -> int | None:
@@ -494,6 +519,9 @@ _HANDLERS = {
     "add": _Runner.add,
     "setdefault": _Runner.setdefault,
     "remove": _Runner.remove,
+    "register_read": _Runner.register,
+    "register_write": _Runner.register,
+    "register_reset": _Runner.register,
     "mc_mgrp_create": _Runner.multicast,
     "mc_node_create": _Runner.multicast,
     "mc_node_associate": _Runner.multicast,
