@@ -607,7 +607,8 @@ class _Compiler:
         elif target.data == "bits":
             width = parse_number(str(target.children[0]))[0]
         else:
-            raise self.fail(node, f"a cast to {target.data.removesuffix('_type')} is outside the supported subset")
+            what = target.data.removesuffix("_type")
+            raise self.fail(node, f"a cast to {what} is outside the supported subset")
         return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
 
     def dynamic_element(self, node: Tree) -> tuple[str, _Expr, str, int]:

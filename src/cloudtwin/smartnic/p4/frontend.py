@@ -147,6 +147,7 @@ class _Checker:
         self.instances: list[Tree] = []  # top-level instantiations (main)
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
+        self.aliases: dict[str, str] = {}  # @name of a table or action -> its name
         self.stack_sizes: dict[str, dict[str, int]] = {}  # struct -> stack field -> size
         self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
         self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
@@ -199,6 +200,18 @@ class _Checker:
         """Whether `type_` names a header or struct (held field by field, not as one value)."""
         name = str(type_.children[0]) if type_.data == "named_type" else ""
         return name in self.headers or name in self.structs
+
+    def control_plane_name(self, node: Tree, declared: str) -> None:
+        """Record a table's or action's `@name("...")` (written just before it): the name
+        a control plane (an STF script) calls it by."""
+        if node.meta.empty:
+            return
+        for at, (found, body) in self.annotations.items():
+            before = at < node.meta.start_pos and not self.text[at : node.meta.start_pos].strip()
+            if found == "name" and before:
+                alias = body.strip().strip('"').lstrip(".")
+                for key in (alias, alias.split(".")[-1]):
+                    self.aliases.setdefault(key, declared)
 
     def annotation_in(self, node: Tree, name: str) -> str | None:
         """The body of annotation `name` written inside `node`'s source span, if any."""
@@ -400,6 +413,8 @@ class _Checker:
             at = {"extern_decl": -1, "var_decl": 1, "instance_decl": -1}.get(node.data, 0)
             kind = node.data.removesuffix("_decl").replace("var", "variable")
             self.declare(self.locals[control.name], f"{control.name}: {kind}", str(node.children[at]), node)
+        if node.data in ("action_decl", "table_decl"):
+            self.control_plane_name(node, str(node.children[0]))
         if node.data == "action_decl":
             control.actions[str(node.children[0])] = self.action(node)
         elif node.data == "table_decl":
@@ -475,7 +490,8 @@ class _Checker:
             raise self.fail(node, "register<T>(size): one cell type and a size")
         size = self.constant(args[0])
         if not 1 <= size <= DENSE_REGISTER_CELLS:
-            raise self.fail(node, f"register {node.children[-1]}: size {size} is outside 1..{DENSE_REGISTER_CELLS}")
+            what = f"size {size} is outside 1..{DENSE_REGISTER_CELLS}"
+            raise self.fail(node, f"register {node.children[-1]}: {what}")
         self.registers.append(node)
         width = self.width(types[0], f"register {node.children[-1]}")
         return Extern(str(node.children[-1]), "register", size, "cells", width)
@@ -646,6 +662,7 @@ class _Checker:
         program.errors = tuple(self.errors)
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
+        program.aliases = self.aliases
         program.structs = self.structs
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}

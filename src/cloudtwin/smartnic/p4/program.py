@@ -171,6 +171,7 @@ class Program:
     errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
     functions: dict[str, Function] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)  # a table's or action's @name -> its name
     structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances

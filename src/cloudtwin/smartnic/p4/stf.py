@@ -341,7 +341,13 @@ class _Runner:
 
     def table(self, command: Command) -> _TableState:
         name = command.name
-        for candidate in (name, name.split(".")[-1]):
+        aliases = self.dp.program.aliases
+        for candidate in (
+            name,
+            name.split(".")[-1],
+            aliases.get(name, ""),
+            aliases.get(name.split(".")[-1], ""),
+        ):
             state = self.dp.tables.get(candidate)
             if state is not None:
                 return state
@@ -349,6 +355,9 @@ class _Runner:
 
     def action(self, command: Command, state: _TableState) -> tuple[str, tuple[int, ...]]:
         name = command.action.split(".")[-1]
+        if name not in state.table.actions:
+            aliases = self.dp.program.aliases
+            name = aliases.get(command.action, aliases.get(name, name))
         if name not in state.table.actions and name != "NoAction":
             raise NicError(
                 f"{self.source}:{command.line}: action {command.action!r} is not one of {state.table.name}'s"
@@ -441,7 +450,9 @@ class _Runner:
             return
         index = command.numbers[0]
         if not 0 <= index < cells.size:
-            raise NicError(f"{self.source}:{command.line}: index {index} is outside {name}'s {cells.size} cells")
+            raise NicError(
+                f"{self.source}:{command.line}: index {index} is outside {name}'s {cells.size} cells"
+            )
         if command.kind == "register_write":
             value = command.numbers[1]
             if not 0 <= value < 1 << width:
@@ -453,7 +464,7 @@ class _Runner:
             self.engine.groups.setdefault(command.numbers[0], [])
         elif command.kind == "mc_node_create":
             rid, *ports = command.numbers
-            self.nodes.append((rid, ports))
+            self.nodes.append((rid, sorted(set(ports))))  # bmv2 holds a node's ports as a bitmap
         else:
             group, handle = command.numbers
             if group not in self.engine.groups or not 0 <= handle < len(self.nodes):
