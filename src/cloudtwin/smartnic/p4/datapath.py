@@ -583,6 +583,8 @@ class _Compiler:
             return _Expr(_element_of(cells, index, width, self.program.source, node), width)
         if kind in ("sat_add", "sat_sub"):
             return self.saturating(node, kind)
+        if kind == "lookahead":
+            return self.lookahead(node)
         if kind == "error_const":
             name = f"error.{node.children[0]}"
             if name not in self.program.constants:
@@ -1197,6 +1199,10 @@ class _Compiler:
             return apply_table
         if method == "extract" and target == ["pkt"]:
             return self.extract(args, call)
+        if method == "advance" and target == ["pkt"] and len(args) == 1:
+            return self.advance(args[0], call)
+        if names in (["log_msg"], ["digest"]) and self.program.architecture == "v1model":
+            return lambda ctx, mask: None  # nothing a packet shows
         if method in ("read", "write") and len(target) == 1 and target[0] in self.dp.registers:
             return self.register_access(target[0], method, args, call)
         if method == "count" and len(target) == 1:
@@ -1486,6 +1492,49 @@ class _Compiler:
             ctx.put(following, np.clip(moved, 0, size).astype(np.uint64), mask)
 
         return run
+
+    def advance(self, amount: Tree, node: Tree) -> StmtFn:
+        """pkt.advance(bits): skip whole bytes; past the packet's end is error.PacketTooShort."""
+        bits = self.expr(amount)
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            count = _column(bits.fn(ctx, mask), ctx.n, bits.width).astype(np.int64)
+            if (mask & (count % 8 != 0)).any():
+                where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+                raise P4Error(f"{where}: advance by bits that are not whole bytes")
+            step = count // 8
+            short = mask & (ctx.cursor + step > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+            ctx.cursor = np.where(mask & ~short, ctx.cursor + step, ctx.cursor)
+
+        return run
+
+    def lookahead(self, node: Tree) -> _Expr:
+        """pkt.lookahead<bit<N>>(): the next N bits (N <= 64) without moving; rows without them
+        leave the parser with error.PacketTooShort."""
+        base, type_ = node.children[0], node.children[-1]
+        if base.data != "ref" or self.path(base.children[0]) != ["pkt"] or type_.data != "bit_type":
+            raise self.fail(node, "lookahead of anything but bit<N> from the packet is outside the subset")
+        width = self.type_width(type_, "lookahead")
+        if width > 64:
+            raise self.fail(node, "lookahead wider than 64 bits is outside the subset")
+        size = -(-width // 8)
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            short = mask & (ctx.cursor + size > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+            out = np.zeros(ctx.n, dtype=np.uint64)
+            rows = np.flatnonzero(mask & ~short)
+            if rows.size:
+                raw = _gather(ctx.data, rows, ctx.cursor[rows], size, ctx.n)
+                out[rows] = _bits(raw, 0, width)
+            return out
+
+        return _Expr(fn, width)
 
     def extract(self, args: list[Tree], node: Tree) -> StmtFn:
         if len(args) != 1 or args[0].data != "ref":

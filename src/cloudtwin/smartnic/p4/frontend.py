@@ -431,6 +431,8 @@ class _Checker:
             self._const_decl(node)
         elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
             control.instances[str(node.children[-1])] = str(node.children[0])
+        elif node.data == "instance_decl" and str(node.children[0]) == "counter":
+            control.externs[str(node.children[-1])] = self.v1model_counter(node)
         else:
             raise self.fail(node, f"instantiating {node.children[0]} is outside the supported subset")
 
@@ -481,6 +483,18 @@ class _Checker:
                 "(PNA's size is a bit<32>)",
             )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
+
+    def v1model_counter(self, node: Tree) -> Extern:
+        """v1model's `counter(size, CounterType.x) c;` (its counts show in no packet)."""
+        args = [a for a in node.children[1:-1] if a is not None]
+        if len(args) != 2:
+            raise self.fail(node, "counter(size, CounterType.packets|bytes|packets_and_bytes)")
+        size = self.constant(args[0])
+        if not 1 <= size <= MAX_EXTERN_CELLS:
+            what = f"size {size} is outside 1..{MAX_EXTERN_CELLS}"
+            raise self.fail(node, f"counter {node.children[-1]}: {what}")
+        self.registers.append(node)  # v1model only, as a register
+        return Extern(str(node.children[-1]), "Counter", size, _UNITS.get(self.constant(args[1]), "packets"))
 
     def register(self, node: Tree) -> Extern:
         """v1model's `register<T[, I]>(size) r;`: `size` cells of T."""
@@ -613,7 +627,8 @@ class _Checker:
         package = str(self.main.children[0])
         roles = ARCHITECTURES[package]
         if self.registers and package != "V1Switch":
-            raise self.fail(self.registers[0], "extern register: only Counter and Meter are supported")
+            kind = str(self.registers[0].children[0])
+            raise self.fail(self.registers[0], f"extern {kind}: only Counter and Meter are supported")
         blocks = [
             str(inst.children[0])
             for inst in self.main.children[1:-1]
