@@ -528,12 +528,18 @@ class _Compiler:
         if self.composite(origin) != shape:
             raise self.fail(node, f"{origin} and {target} are not of the same type")
 
+        siblings = self.siblings(target)  # a union member made valid invalidates the others
+
         def copy(ctx: _Ctx, mask: np.ndarray) -> None:
             for suffix in fields:
                 ctx.put(target + suffix, ctx.get(origin + suffix), mask)
             for suffix in headers:
                 valid = ctx.header_valid(origin + suffix)
                 ctx.valid[target + suffix] = np.where(mask, valid, ctx.header_valid(target + suffix))
+            if siblings:
+                made = mask & ctx.header_valid(target)
+                for other in siblings:
+                    ctx.valid[other] = ctx.header_valid(other) & ~made
 
         return copy
 
