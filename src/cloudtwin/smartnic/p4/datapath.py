@@ -264,17 +264,25 @@ def _const(value: int, width: int | None = None) -> _Expr:
     return _Expr(lambda ctx, mask: value, width)
 
 
+def _sequence_of(steps: list[StmtFn]) -> StmtFn:
+    def run(ctx: _Ctx, mask: np.ndarray) -> None:
+        for step in steps:
+            step(ctx, mask)
+
+    return run
+
+
+def _pick(ctx: _Ctx, at: np.ndarray, cells: list[str], width: int) -> np.ndarray:
+    """Each row's value of `cells[at]` (0 where `at` names no cell)."""
+    out = _column(0, ctx.n, width)
+    for i, cell in enumerate(cells):
+        out = np.where(at == i, ctx.get(cell), out)
+    return out
+
+
 def _last_of(cells: list[str], following: str, width: int) -> ExprFn:
     """A stack's `last.<field>`: each row's field of the element before its nextIndex."""
-
-    def last(ctx: _Ctx, mask: np.ndarray) -> Value:
-        at = ctx.get(following).astype(np.int64) - 1
-        out = _column(0, ctx.n, width)
-        for i, cell in enumerate(cells):
-            out = np.where(at == i, ctx.get(cell), out)
-        return out
-
-    return last
+    return lambda ctx, mask: _pick(ctx, ctx.get(following).astype(np.int64) - 1, cells, width)
 
 
 def _copy_in(key: str, value: _Expr) -> StmtFn:
@@ -293,10 +301,7 @@ def _element_of(cells: list[str], index: _Expr, width: int, source: str, node: T
         at = _column(index.fn(ctx, mask), ctx.n, index.width)
         if (mask & (at >= np.uint64(len(cells)))).any():
             raise P4Error(f"{where}: header stack index past {len(cells)} elements at run time")
-        out = _column(0, ctx.n, width)
-        for i, cell in enumerate(cells):
-            out = np.where(at == np.uint64(i), ctx.get(cell), out)
-        return out
+        return _pick(ctx, at.astype(np.int64), cells, width)
 
     return element
 
@@ -427,18 +432,9 @@ class _Compiler:
         if type_name in self.program.headers or type_name in self.program.structs:
             self.declare_composite(key, type_name, node)
             self.scopes[-1][str(name)] = key
-            fields, headers = self.composite(key) or ([], [])
+            clear = self.clear_composite(key)
             copy = self.copy_composite(key, init, node) if init is not None else None
-
-            def fresh(ctx: _Ctx, mask: np.ndarray) -> None:
-                for suffix in fields:
-                    ctx.put(key + suffix, 0, mask)
-                for suffix in headers:
-                    ctx.valid[key + suffix] = ctx.header_valid(key + suffix) & ~mask
-                if copy is not None:
-                    copy(ctx, mask)
-
-            return fresh
+            return clear if copy is None else _sequence_of([clear, copy])
         width = self.type_width(type_, str(name))
         self.widths[key] = width
         value = self.expr(init) if init is not None else _const(0, width)
@@ -1313,35 +1309,17 @@ class _Compiler:
         self.dp.sites += 1
         prefix = f"inl.{block.name}#{self.dp.sites}"
         roles: dict[str, str] = {}
-        scope: dict[str, str | int] = {}
-        enter: list[StmtFn] = []
-        leave: list[StmtFn] = []
+        params, bound = [], []
         for (name, direction, type_), arg in zip(block.params, args, strict=True):
             type_name = str(type_.children[0]) if type_.data == "named_type" else ""
             if type_name in ("packet_in", "packet_out"):
                 roles[name] = "pkt"
                 continue
-            key = f"{prefix}.{name}"
-            scope[name] = key
             composite = type_name in self.program.headers or type_name in self.program.structs
-            if composite:
-                self.declare_composite(key, type_name, node)
-                if direction == "out":
-                    enter.append(self.clear_composite(key))
-                else:
-                    enter.append(self.copy_composite(key, arg, node))
-            else:
-                self.widths[key] = self.type_width(type_, f"{block.name} parameter {name}")
-                value = self.expr(arg) if direction != "out" else _const(0)
-                enter.append(_copy_in(key, value))
-            if direction in ("out", "inout"):
-                if arg.data != "ref":
-                    raise self.fail(arg, "an out or inout argument must be a header, struct or field")
-                if composite:
-                    leave.append(self.copy_composite(self.key_of(arg.children[0]), _ref(key, arg), node))
-                else:
-                    target = self.lvalue_of(arg)[0]
-                    leave.append(_copy_out(key, target))
+            width = 0 if composite else self.type_width(type_, f"{block.name} parameter {name}")
+            params.append((name, direction, type_name if composite else "", width))
+            bound.append(arg)
+        scope, enter, leave = self.bind(prefix, params, bound, node)
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable, self.control)
         self.scopes, self.params, self.roles, self.returns, self.writable = [scope], {}, roles, [None], set()
         self.compiling.append(block.name)
@@ -1367,6 +1345,35 @@ class _Compiler:
                 step(ctx, mask)
 
         return run
+
+    def bind(
+        self, prefix: str, params: list[tuple[str, str, str, int]], args: list[Tree], node: Tree
+    ) -> tuple[dict[str, str | int], list[StmtFn], list[StmtFn]]:
+        """Storage for the parameters (name, direction, header/struct type or "", width) of
+        an inlined call under `prefix`: the scope naming them, the copy-in steps and the
+        copy-out steps (`out` parameters start as 0 or invalid headers)."""
+        scope: dict[str, str | int] = {}
+        enter: list[StmtFn] = []
+        leave: list[StmtFn] = []
+        for (name, direction, type_name, width), arg in zip(params, args, strict=True):
+            key = f"{prefix}.{name}"
+            scope[name] = key
+            if type_name:
+                self.declare_composite(key, type_name, node)
+                out = direction == "out"
+                enter.append(self.clear_composite(key) if out else self.copy_composite(key, arg, node))
+            else:
+                self.widths[key] = width
+                enter.append(_copy_in(key, self.expr(arg) if direction != "out" else _const(0)))
+            if direction not in ("out", "inout"):
+                continue
+            if arg.data != "ref":
+                raise self.fail(arg, "an out or inout argument must be a header, struct or field")
+            if type_name:
+                leave.append(self.copy_composite(self.key_of(arg.children[0]), _ref(key, arg), node))
+            else:
+                leave.append(_copy_out(key, self.lvalue_of(arg)[0]))
+        return scope, enter, leave
 
     def clear_composite(self, key: str) -> StmtFn:
         """A header or struct made fresh: fields 0, headers invalid."""
@@ -1395,33 +1402,15 @@ class _Compiler:
             raise self.fail(node, f"function {name} calls itself; P4 functions cannot recurse")
         self.dp.sites += 1
         prefix = f"fn.{name}#{self.dp.sites}"
-        keys = {p: f"{prefix}.{p}" for p, _, _ in function.params}
         types = function.types or ("",) * len(args)
-        ins: list[tuple[str, _Expr]] = []
-        outs: list[tuple[str, str]] = []
-        copies_in: list[StmtFn] = []
-        copies_out: list[StmtFn] = []
-        for (p, width, direction), type_name, arg in zip(function.params, types, args, strict=True):
-            if type_name:
-                self.declare_composite(keys[p], type_name, node)
-                if direction != "out":
-                    copies_in.append(self.copy_composite(keys[p], arg, node))
-                if direction in ("out", "inout"):
-                    if arg.data != "ref":
-                        raise self.fail(arg, "an out or inout argument must be a header, struct or field")
-                    back = self.key_of(arg.children[0])
-                    copies_out.append(self.copy_composite(back, _ref(keys[p], arg), node))
-                continue
-            self.widths[keys[p]] = width
-            ins.append((keys[p], self.expr(arg) if direction != "out" else _const(0)))
-            if direction in ("out", "inout"):
-                outs.append((self.lvalue_of(arg)[0], keys[p]))
+        params = [(p, d, t, w) for (p, w, d), t in zip(function.params, types, strict=True)]
+        scope, enter, leave = self.bind(prefix, params, args, node)
         target = None
         if function.returns is not None:
             target = f"{prefix}.$return"
             self.widths[target] = function.returns
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable)
-        self.scopes, self.params, self.roles = [dict(keys)], {}, {}
+        self.scopes, self.params, self.roles = [scope], {}, {}
         self.returns, self.writable = [target], set()
         self.compiling.append(name)
         try:
@@ -1431,19 +1420,15 @@ class _Compiler:
             self.scopes, self.params, self.roles, self.returns, self.writable = saved
 
         def run(ctx: _Ctx, mask: np.ndarray) -> Value:
-            for key, expr in ins:
-                ctx.put(key, expr.fn(ctx, mask), mask)
-            for copy in copies_in:
-                copy(ctx, mask)
+            for step in enter:
+                step(ctx, mask)
             if target is not None:
                 ctx.put(target, 0, mask)
             returned, ctx.returned = ctx.returned, None
             body(ctx, mask)
             ctx.returned = returned
-            for key, local in outs:
-                ctx.put(key, ctx.get(local), mask)
-            for copy in copies_out:
-                copy(ctx, mask)
+            for step in leave:
+                step(ctx, mask)
             return ctx.get(target) if target is not None else 0
 
         return _Expr(run, function.returns)
