@@ -352,6 +352,7 @@ class _Compiler:
         self.scopes: list[dict[str, str | int]] = []  # block-local variables and constants
         self.writable: set[str] = set()  # the running action's directional parameters
         self.returns: list[str | None] = []  # where `return` puts its value (None: no value)
+        self.inlined: list[Control] = []  # the controls with tables applied so far
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -802,6 +803,11 @@ class _Compiler:
             raise self.fail(node, f"{'.'.join(names)!r} is not a table of {self.control.name}")
         state = self.dp.tables[names[0]]
         keys = [self.expr(k.expr) for k in state.table.keys]
+        if len(state.widths) != len(keys):  # a table of a control applied from another
+            if any(k.width is None for k in keys):
+                raise self.fail(node, f"table {state.table.name}: a key needs a known width")
+            state.widths = tuple(k.width for k in keys if k.width is not None)
+            self.dp.initialise(state)
         actions = {a: self.action_runner(a, node) for a in state.table.actions}
         actions.setdefault(state.table.default_action, self.action_runner(state.table.default_action, node))
 
@@ -884,6 +890,8 @@ class _Compiler:
         if not self.compiling:
             return
         caller = self.compiling[-1]
+        if caller not in self.calls:  # a function, parser or control being inlined
+            return
         self.calls[caller] += self.calls[name]
         if self.calls[caller] > MAX_ACTION_CALLS:
             raise self.fail(
@@ -1302,10 +1310,14 @@ class _Compiler:
             raise self.fail(node, f"{block.name} takes {len(block.params)} arguments, got {len(args)}")
         if block.name in self.compiling:
             raise self.fail(node, f"{block.name} applies itself")
-        busy = isinstance(block, Control) and (block.tables or block.externs or block.variables)
-        if busy or (isinstance(block, Control) and block.instances):
-            what = "a control with tables, externs or variables,"
+        busy = isinstance(block, Control) and (block.externs or block.variables or block.instances)
+        if busy or (isinstance(block, Control) and block.tables and block not in _applied(self.program)):
+            what = "a control with externs, variables or tables and more than one instance,"
             raise self.fail(node, f"applying {block.name}, {what} is outside the subset")
+        if block in self.inlined:
+            raise self.fail(node, f"{block.name} is applied twice; one application per instance is supported")
+        if isinstance(block, Control) and block.tables:
+            self.inlined.append(block)
         self.dp.sites += 1
         prefix = f"inl.{block.name}#{self.dp.sites}"
         roles: dict[str, str] = {}
@@ -1985,6 +1997,10 @@ class Datapath:
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
         self.tables: dict[str, _TableState] = {}
         self.owners: dict[str, Control] = {}  # table, counter or meter -> its control
+        for control in _applied(program):  # their keys' widths are known where they are applied
+            for name, table in control.tables.items():
+                self.own(name, control)
+                self.tables[name] = _TableState(table, ())
         for control in _blocks(program):
             for name, table in control.tables.items():
                 self.own(name, control)
@@ -2003,10 +2019,8 @@ class Datapath:
             if e.kind == "register"
         }
         for state in self.tables.values():
-            args = tuple(self.default_arg(a) for a in state.table.default_args)
-            state.default = (state.table.default_action, args)
-            state.entries = [self.const_entry(state, i, e) for i, e in enumerate(state.table.entries)]
-            state.invalidate()
+            if len(state.widths) == len(state.table.keys):
+                self.initialise(state)
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
         self.blocks: dict[str, StmtFn] = {}
@@ -2025,6 +2039,13 @@ class Datapath:
             ]
         self.control = self.blocks[program.control.name]
         self.var_inits = self.block_inits[program.control.name]
+
+    def initialise(self, state: _TableState) -> None:
+        """A table's default action and `entries`, once its keys' widths are known."""
+        args = tuple(self.default_arg(a) for a in state.table.default_args)
+        state.default = (state.table.default_action, args)
+        state.entries = [self.const_entry(state, i, e) for i, e in enumerate(state.table.entries)]
+        state.invalidate()
 
     def own(self, name: str, control: Control) -> None:
         """Record that `name` (a table or extern) belongs to `control`; P4Error when two
@@ -2302,7 +2323,7 @@ def _storage_widths(program: Program) -> dict[str, int]:
         widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
     for name, (width, _) in program.parser.variables.items():
         widths[f"var.{program.parser.name}.{name}"] = width
-    for control in _blocks(program):
+    for control in (*_blocks(program), *_applied(program)):
         for name, (width, _) in control.variables.items():
             widths[f"var.{control.name}.{name}"] = width
         for action in control.actions.values():
@@ -2317,6 +2338,15 @@ def _storage_widths(program: Program) -> dict[str, int]:
 def _blocks(program: Program) -> tuple[Control, ...]:
     """The program's controls that run per packet (PNA: its main control)."""
     return program.controls or (program.control,)
+
+
+def _applied(program: Program) -> tuple[Control, ...]:
+    """The controls instantiated exactly once inside others (their tables are the
+    program's, under their own names); a control instantiated twice would need a table
+    per instance, which is outside the subset."""
+    names = [n for block in program.blocks.values() for n in block.instances.values()]
+    once = [n for n in dict.fromkeys(names) if names.count(n) == 1]
+    return tuple(b for n in once if isinstance(b := program.blocks.get(n), Control))
 
 
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
