@@ -117,11 +117,12 @@ def test_core_commands_run_without_the_extras(args: tuple[str, ...], tmp_path: P
             ),
             "nic",
         ),
+        (("nic", "stf", "examples/p4/security_groups.p4", "examples/p4/security_groups.stf"), "nic"),
         (("evaluate", "examples/migration.yaml", "--strategies", "ecmp", "--no-store"), "mobility"),
         (("serve", "--port", "0"), "web"),
         (("federate", "serve", "--state", "unused-state.json"), "web"),
     ],
-    ids=["nic-boot", "nic-run", "migration", "serve", "federate-serve"],
+    ids=["nic-boot", "nic-run", "nic-stf", "migration", "serve", "federate-serve"],
 )
 def test_a_missing_extra_is_one_line_naming_it(args: tuple[str, ...], extra: str) -> None:
     result = _cli(*args)
