@@ -813,6 +813,9 @@ class _Compiler:
 
         for action_name in list(actions):
             action = self.find_action(action_name, node)
+            if action is not None and any(action.types):
+                what = f"action {action_name} has header or struct parameters"
+                raise self.fail(node, f"table {state.table.name}: {what}")
             if action is not None and any(action.directions):
                 actions[action_name] = self.bind_directional(action, state.table, actions[action_name], node)
 
@@ -1259,6 +1262,8 @@ class _Compiler:
             return lambda ctx, mask: None
         if len(args) != len(action.params):
             raise self.fail(node, f"action {name} takes {len(action.params)} arguments, got {len(args)}")
+        if any(action.types):
+            return self.inline_action(action, args, node)
         directions = action.directions or ("",) * len(args)
         exprs = [self.expr(a) if d != "out" else _const(0) for a, d in zip(args, directions, strict=True)]
         outs = [
@@ -1398,6 +1403,38 @@ class _Compiler:
                 ctx.valid[key + suffix] = ctx.header_valid(key + suffix) & ~mask
 
         return fresh
+
+    def inline_action(self, action: Action, args: list[Tree], node: Tree) -> StmtFn:
+        """A direct call of an action with header or struct parameters: inlined here, its
+        arguments copied in and `out`/`inout` ones back."""
+        if action.name in self.compiling:
+            raise self.fail(node, f"action {action.name} calls itself; P4 actions cannot recurse")
+        self.dp.sites += 1
+        prefix = f"act.{action.name}#{self.dp.sites}"
+        params = [
+            (p, d or "in", t, w)
+            for (p, w), d, t in zip(action.params, action.directions, action.types, strict=True)
+        ]
+        scope, enter, leave = self.bind(prefix, params, args, node)
+        saved = (self.scopes, self.params, self.returns, self.writable)
+        self.scopes, self.params, self.returns, self.writable = [scope], {}, [None], set()
+        self.compiling.append(action.name)
+        try:
+            body = self.block(action.body)
+        finally:
+            self.compiling.pop()
+            self.scopes, self.params, self.returns, self.writable = saved
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            for step in enter:
+                step(ctx, mask)
+            returned, ctx.returned = ctx.returned, None
+            body(ctx, mask)
+            ctx.returned = returned
+            for step in leave:
+                step(ctx, mask)
+
+        return run
 
     def lvalue_of(self, node: Tree) -> tuple[str, int]:
         """The storage an `out`/`inout` argument names (a field or variable, no slices)."""
@@ -2328,7 +2365,8 @@ def _storage_widths(program: Program) -> dict[str, int]:
             widths[f"var.{control.name}.{name}"] = width
         for action in control.actions.values():
             for pname, width in action.params:
-                widths[f"param.{control.name}.{action.name}.{pname}"] = width
+                if width:  # (a header or struct parameter is bound where the action is called)
+                    widths[f"param.{control.name}.{action.name}.{pname}"] = width
     for action in program.global_actions.values():
         for pname, width in action.params:
             widths[f"param.{action.name}.{pname}"] = width

@@ -440,15 +440,19 @@ class _Checker:
         name, params, body = node.children
         bound = []
         directions = []
+        types = []
         names = [str(p.children[2]) for p in params.children if p is not None]
         self.distinct(node, f"action {name}: parameter", names)
         for param in params.children:
             if param is None:
                 continue
             direction, type_, pname = param.children[:3]
-            bound.append((str(pname), self.width(type_, f"action {name} parameter {pname}")))
+            composite = self.is_composite(type_) and direction is not None
+            width = 0 if composite else self.width(type_, f"action {name} parameter {pname}")
+            bound.append((str(pname), width))
             directions.append(str(direction or ""))
-        return Action(str(name), tuple(bound), body, tuple(directions))
+            types.append(str(type_.children[0]) if composite else "")
+        return Action(str(name), tuple(bound), body, tuple(directions), tuple(types))
 
     def _function_decl(self, node: Tree) -> None:
         type_, name, params, body = node.children

@@ -75,6 +75,7 @@ class Action:
     params: tuple[tuple[str, int], ...]
     body: Tree
     directions: tuple[str, ...] = ()  # per parameter: "in", "out", "inout" or "" (control plane)
+    types: tuple[str, ...] = ()  # per parameter: its header or struct type, "" for bit<N>
 
     @property
     def plane_params(self) -> tuple[tuple[str, int], ...]:
