@@ -5,17 +5,21 @@ says which), verifyChecksum, ingress; then a non-zero `mcast_grp` sends one copy
 of that multicast group (`egress_rid` its replication id), else `egress_spec` 511 drops it,
 else it goes to port `egress_spec`. Each copy runs egress (with `egress_port` set and
 `egress_spec` reset to 0; `egress_spec` 511 at its end drops it), computeChecksum and the
-deparser. Externs: `mark_to_drop`, `verify_checksum`/`update_checksum` (csum16).
+deparser. Externs: `mark_to_drop`, `verify_checksum`/`update_checksum` (csum16), `hash`
+(crc16, crc32).
 """
 
 from __future__ import annotations
 
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from lark import Tree
 
+from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.arch.externs import register
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch, _as_bool, _column, _Ctx
 
@@ -145,5 +149,56 @@ def _verify_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
             return
         wrong = _column(checksum.fn(ctx, rows), ctx.n, 16) != _column(stored.fn(ctx, rows), ctx.n, 16)
         _put(ctx, "checksum_error", 1, rows & wrong)
+
+    return run
+
+
+def _crc16(data: bytes) -> int:
+    """CRC-16/ARC, bmv2's `crc16` (polynomial 0x8005 reflected, initial 0, no final XOR)."""
+    crc = 0
+    for byte in data:
+        crc ^= byte
+        for _ in range(8):
+            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
+    return crc
+
+
+_HASHES: dict[str, Callable[[bytes], int]] = {"crc16": _crc16, "crc32": zlib.crc32}
+"""The hash algorithms computed here, as bmv2 computes them (crc32 is zlib's CRC-32)."""
+
+
+@register("v1model", "hash")
+def _hash(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    """hash(result, algorithm, base, {fields}, max): result = base + hash(fields) % max, the
+    fields concatenated into whole bytes."""
+    if len(args) != 5 or args[3].data != "list_expr":
+        raise compiler.fail(node, "hash(result, HashAlgorithm.x, base, {fields}, max) is expected")
+    names = [str(t) for t in args[1].children[0].children] if args[1].data == "ref" else []
+    algorithm = _HASHES.get(names[-1]) if len(names) == 2 and names[0] == "HashAlgorithm" else None
+    if algorithm is None:
+        raise compiler.fail(args[1], "hash: only HashAlgorithm.crc16 and crc32 are supported")
+    fields = [compiler.expr(a) for a in args[3].children if a is not None]
+    widths = [f.width for f in fields]
+    if any(w is None for w in widths) or sum(w or 0 for w in widths) % 8:
+        raise compiler.fail(args[3], "hash: the fields must have known widths adding up to whole bytes")
+    base, limit = compiler.expr(args[2]), compiler.expr(args[4])
+    key, _ = compiler.lvalue_of(args[0])
+    size = sum(w or 0 for w in widths) // 8
+    where = f"{compiler.program.source}:{node.meta.line}:{node.meta.column}"
+
+    def run(ctx: _Ctx, mask: np.ndarray) -> None:
+        columns = [_column(f.fn(ctx, mask), ctx.n, f.width).tolist() for f in fields]
+        bases = _column(base.fn(ctx, mask), ctx.n, base.width).tolist()
+        limits = _column(limit.fn(ctx, mask), ctx.n, limit.width).tolist()
+        out = np.zeros(ctx.n, dtype=object)
+        for row in np.flatnonzero(mask).tolist():
+            if not limits[row]:
+                raise P4Error(f"{where}: hash with max 0 at run time")
+            value = 0
+            for column, width in zip(columns, widths, strict=True):
+                value = (value << (width or 0)) | int(column[row])
+            digest = algorithm(value.to_bytes(size, "big"))
+            out[row] = int(bases[row]) + digest % int(limits[row])
+        ctx.put(key, out, mask)
 
     return run
