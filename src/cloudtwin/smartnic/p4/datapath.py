@@ -258,10 +258,11 @@ class _Expr:
     fn: ExprFn
     width: int | None  # None: an unsized integer literal
     is_bool: bool = False
+    constant: bool = False  # known when the program is compiled (fn ignores its arguments)
 
 
 def _const(value: int, width: int | None = None) -> _Expr:
-    return _Expr(lambda ctx, mask: value, width)
+    return _Expr(lambda ctx, mask: value, width, constant=True)
 
 
 def _sequence_of(steps: list[StmtFn]) -> StmtFn:
@@ -333,7 +334,7 @@ def _ref(key: str, node: Tree) -> Tree:
 def _sized(expr: _Expr, width: int) -> _Expr:
     """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds)."""
     value = _fit(expr.fn(None, None), width)  # type: ignore[arg-type]
-    return _Expr(lambda ctx, mask: value, width)
+    return _const(int(value), width)
 
 
 class _Compiler:
@@ -386,7 +387,7 @@ class _Compiler:
                 node, f"{raw!r} is not a bit field (a header or struct as a value is outside the subset)"
             )
         if raw in self.program.constants:
-            return _const(self.program.constants[raw])
+            return _const(self.program.constants[raw], self.program.constant_widths.get(raw))
         if key in self.widths:
             return self.load(key)
         stacked = self.stack_member(key, node)
@@ -443,7 +444,11 @@ class _Compiler:
         return lambda ctx, mask: ctx.put(key, value.fn(ctx, mask), mask)
 
     def declare_constant(self, node: Tree) -> StmtFn:
-        _, name, value = node.children
+        """A constant declared in a block: a value of its type's width from here on."""
+        type_, name, value = node.children
+        named = type_.data == "named_type" and str(type_.children[0]) in self.program.type_widths
+        if type_.data == "bit_type" or named:
+            return self.declare_local(Tree("var_decl", [type_, name, value], node.meta))
         self.scopes[-1][str(name)] = self.constant(value)
         return lambda ctx, mask: None
 
@@ -672,7 +677,7 @@ class _Compiler:
 
     def constant(self, node: Tree) -> int:
         expr = self.expr(node)
-        if expr.width is not None and node.data not in ("number", "error_const"):
+        if not expr.constant:
             raise self.fail(node, "a compile-time constant is needed here")
         return int(expr.fn(None, None))  # type: ignore[arg-type]
 

@@ -11,6 +11,7 @@ deparser control of `emit`s; and the `main` instantiation of the PNA-like `PNA_N
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -148,6 +149,8 @@ class _Checker:
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
         self.aliases: dict[str, str] = {}  # @name of a table or action -> its name
+        self.meta_headers: dict[str, HeaderType] = {}  # headers inside the metadata struct
+        self.constant_widths: dict[str, int] = {}  # a `const bit<N>`'s N
         self.stack_sizes: dict[str, dict[str, int]] = {}  # struct -> stack field -> size
         self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
         self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
@@ -250,6 +253,14 @@ class _Checker:
             name = f"error.{node.children[0]}"
             if name in self.constants:
                 return self.constants[name]
+        fold = _FOLD.get(node.data)
+        if fold is not None:
+            left, right = (self.constant(c) for c in node.children)
+            if node.data in ("div", "mod") and right <= 0:
+                raise self.fail(node, "division by a constant that is not positive")
+            if node.data in ("shl", "shr") and not 0 <= right <= 4096:
+                raise self.fail(node, f"a shift by {right} is outside 0..4096")
+            return fold(left, right)
         raise self.fail(node, "a compile-time constant is needed here")
 
     def _error_decl(self, node: Tree) -> None:
@@ -300,9 +311,14 @@ class _Checker:
         handler(node)
 
     def _const_decl(self, node: Tree) -> None:
-        _, name, value = node.children
+        type_, name, value = node.children
         self.declare(self.names, "constant", str(name), node)
-        self.constants[str(name)] = self.constant(value)
+        number = self.constant(value)
+        if type_.data in ("bit_type", "named_type") and not self.is_composite(type_):
+            width = self.width(type_, f"constant {name}")
+            self.constant_widths[str(name)] = width
+            number &= (1 << width) - 1
+        self.constants[str(name)] = number
 
     def _typedef_decl(self, node: Tree) -> None:
         type_, name = node.children
@@ -587,6 +603,8 @@ class _Checker:
             if type_.data == "named_type" and str(type_.children[0]) in self.structs:
                 inner = (str(type_.children[0]), f"{prefix}.{fname}", node, (*chain, struct))
                 out.update(self.struct_fields(*inner))
+            elif type_.data == "named_type" and str(type_.children[0]) in self.headers:
+                self.meta_headers[f"{prefix}.{fname}"] = self.headers[str(type_.children[0])]
             else:
                 out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}")
             if len(out) > MAX_STRUCT_FIELDS:
@@ -652,6 +670,7 @@ class _Checker:
         hdr_type, meta_type = self.parser_types(parser)
         instances = self.header_instances(hdr_type, self.main)
         metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
+        instances.update(self.meta_headers)
         if package == "V1Switch":
             if "standard_metadata_t" not in self.structs:
                 what = "standard_metadata_t is not declared (#include <v1model.p4>)"
@@ -682,6 +701,7 @@ class _Checker:
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
         program.aliases = self.aliases
+        program.constant_widths = self.constant_widths
         program.structs = self.structs
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
@@ -746,6 +766,20 @@ class _Checker:
 
 
 _TYPE_RULES = {"bit_type", "bool_type", "named_type"}
+
+_FOLD: dict[str, Callable[[int, int], int]] = {
+    "add": lambda a, b: a + b,
+    "sub": lambda a, b: a - b,
+    "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
+    "shl": lambda a, b: a << b,
+    "shr": lambda a, b: a >> b,
+    "band": lambda a, b: a & b,
+    "bor": lambda a, b: a | b,
+    "bxor": lambda a, b: a ^ b,
+}
+"""Operators a compile-time constant may use (integers, exact)."""
 
 
 def _params(node: Tree) -> list[tuple[str, str, Tree]]:

@@ -173,6 +173,7 @@ class Program:
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
     functions: dict[str, Function] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)  # a table's or action's @name -> its name
+    constant_widths: dict[str, int] = field(default_factory=dict)  # `const bit<N> c`: c -> N
     structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
