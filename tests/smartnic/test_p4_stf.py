@@ -246,6 +246,11 @@ def test_typed_constants_keep_their_width_and_fold() -> None:
     ).replace("apply { t.apply(); }", "apply { h.h.a = (bit<8>)(K + K); h.h.b = BYTES; sm.egress_spec = 1; }")
     if not SUITE.is_dir():
         pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
-    result = run_stf(program, str(SUITE / "tests" / "c.p4"), "packet 0 00 00\nexpect 1 0e 0e $\n", "c.stf",
-                     (SUITE / "include",))
+    result = run_stf(
+        program,
+        str(SUITE / "tests" / "c.p4"),
+        "packet 0 00 00\nexpect 1 0e 0e $\n",
+        "c.stf",
+        (SUITE / "include",),
+    )
     assert result.status == "pass", result.reason
