@@ -11,6 +11,7 @@ deparser control of `emit`s; and the `main` instantiation of the PNA-like `PNA_N
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -838,7 +839,12 @@ def _relocate(message: str, source: str, located: Source) -> str:
     if not line_text.isdigit():
         return message
     where, line = located.locate(int(line_text))
-    return f"{where}:{line}:{rest}"
+
+    def first(match: re.Match[str]) -> str:  # "(first at L:C)" names its file and line too
+        origin, at = located.locate(int(match.group(1)))
+        return f"(first at {origin}:{at}:{match.group(2)})"
+
+    return f"{where}:{line}:" + re.sub(r"\(first at (\d+):(\d+)\)", first, rest)
 
 
 def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> Program:
