@@ -113,7 +113,7 @@ def run(
     --out encapsulated.pcap
     """
     with needs_extra("nic", "nic run", NicError):  # lark parses the P4 program
-        from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
+        from cloudtwin.smartnic.p4 import index_pcap, load_datapath, run_capture
 
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
@@ -127,10 +127,10 @@ def run(
         if located is err:
             raise
         raise located from err
-    capture = read_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
+    capture = index_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:
-        _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))
+        _write_atomic(out, report.pcap)
     if as_json:
         emit_json(report.to_json())
         return
