@@ -60,13 +60,14 @@ def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
     return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a failure never leaves a half-written file."""
+def _write_atomic(path: Path, parts: list[memoryview]) -> None:
+    """Write `parts`, one after the other, to `path` so that a failure never leaves a
+    half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines(parts)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -130,7 +131,7 @@ def run(
     capture = index_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:
-        _write_atomic(out, report.pcap)
+        _write_atomic(out, report.pcap_parts)
     if as_json:
         emit_json(report.to_json())
         return

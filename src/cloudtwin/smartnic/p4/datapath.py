@@ -1246,9 +1246,9 @@ class Datapath:
             header_len += v * htype.size_bytes
         length = np.where(alive, ctx.length + header_len - ctx.cursor, 0)
         width = max(int(length.max()) if n else 0, 1)
-        out = np.zeros((n, width), dtype=np.uint8)
         if not alive.any():
-            return out, length
+            return np.zeros((n, width), dtype=np.uint8), length
+        out = np.empty((n, width), dtype=np.uint8)  # the largest group writes every byte of it
         groups = _deparse_groups(valid, alive, ctx.cursor)
         groups.sort(key=lambda group: -(n if isinstance(group[0], slice) else group[0].size))
         for i, (rows, emitted, start) in enumerate(groups):
@@ -1263,9 +1263,11 @@ class Datapath:
                 size = htype.size_bytes
                 block[:, at : at + size] = self.header_bytes(ctx, header, htype, index)
                 at += size
-            span = min(ctx.data.shape[1] - start, width - at)
+            span = max(min(ctx.data.shape[1] - start, width - at), 0)
             if span > 0:
                 block[:, at : at + span] = ctx.data[slice(None) if whole else rows, start : start + span]
+            if whole:
+                out[:, at + span :] = 0
             if not whole:
                 out[rows] = block
         if not isinstance(groups[0][0], slice):

@@ -27,7 +27,7 @@ __all__ = [
     "Records",
     "dense_rows",
     "index_pcap",
-    "pcap_bytes",
+    "pcap_parts",
     "record_block",
     "read_pcap",
     "write_pcap",
@@ -102,14 +102,14 @@ def index_pcap(data: bytes, source: str = "<pcap>") -> Records:
     _snaplen, linktype = struct.unpack(order + "II", data[16:24])
     if linktype != LINKTYPE_ETHERNET:
         raise NicError(f"{source}: link type {linktype} is not Ethernet (1)")
-    starts = _record_starts(data, order)
-    header = _record_headers(data, starts[:-1], order)
+    buffer = np.frombuffer(data, dtype=np.uint8)
+    starts = np.array(_record_starts(data, order), dtype=np.int64)
+    header = _record_headers(buffer, starts[:-1], order)
     captured = header[:, 2].astype(np.int64)
     _check_records(captured, starts, len(data), source)
     scale = np.uint64(1 if magic == _MAGIC_NS else 1000)
     times = header[:, 0].astype(np.uint64) * np.uint64(1_000_000_000) + header[:, 1].astype(np.uint64) * scale
-    buffer = np.frombuffer(data, dtype=np.uint8)
-    return Records(buffer, np.asarray(starts[:-1], dtype=np.int64) + _RECORD_HEADER, captured, times)
+    return Records(buffer, starts[:-1] + _RECORD_HEADER, captured, times)
 
 
 def _record_starts(data: bytes, order: str) -> list[int]:
@@ -127,14 +127,12 @@ def _record_starts(data: bytes, order: str) -> list[int]:
     return starts
 
 
-def _record_headers(data: bytes, starts: list[int], order: str) -> np.ndarray:
+def _record_headers(buffer: np.ndarray, starts: np.ndarray, order: str) -> np.ndarray:
     """The four 32-bit words (seconds, fraction, captured, original) of each record header."""
-    at = np.asarray(starts, dtype=np.int64)
-    windows = sliding_window_view(np.frombuffer(data, dtype=np.uint8), _RECORD_HEADER)
-    return windows[at].view(order + "u4")
+    return sliding_window_view(buffer, _RECORD_HEADER)[starts].view(order + "u4")
 
 
-def _check_records(captured: np.ndarray, starts: list[int], size: int, source: str) -> None:
+def _check_records(captured: np.ndarray, starts: np.ndarray, size: int, source: str) -> None:
     """NicError for the first broken record: longer than a packet can be, or cut short."""
     too_long = np.flatnonzero(captured > MAX_PACKET_BYTES)
     if too_long.size:
@@ -144,7 +142,7 @@ def _check_records(captured: np.ndarray, starts: list[int], size: int, source: s
             f"{MAX_PACKET_BYTES:,} of the longest packet (a 64 KiB IP packet with Ethernet, VLAN "
             "and tunnel headers)"
         )
-    stop, last = starts[-1], len(starts) - 1
+    stop, last = int(starts[-1]), starts.size - 1
     if stop > size:
         raise NicError(f"{source}: record {last - 1} is truncated ({int(captured[-1])} bytes announced)")
     if stop < size:
@@ -177,9 +175,10 @@ def _prefix_words(width: int, words: int) -> np.ndarray:
     return (keep.astype(np.uint8) * np.uint8(255)).view(np.uint64)
 
 
-def pcap_bytes(blocks: list[np.ndarray]) -> bytes:
-    """A nanosecond-resolution pcap file of record blocks made by `record_block`."""
-    return b"".join([_FILE_HEADER, *(block.data for block in blocks)])
+def pcap_parts(blocks: list[np.ndarray]) -> list[memoryview]:
+    """A nanosecond-resolution pcap file of record blocks made by `record_block`, as the
+    parts to write one after the other (`writelines`), so the file is never copied whole."""
+    return [memoryview(_FILE_HEADER), *(block.data for block in blocks)]
 
 
 def record_block(
@@ -215,4 +214,4 @@ def write_pcap(packets: list[bytes], timestamp_ns: np.ndarray | None = None) -> 
     """A nanosecond-resolution pcap file holding `packets`."""
     records = Records.of(packets, timestamp_ns)
     data = dense_rows(records.buffer, records.offset, records.length)
-    return pcap_bytes([record_block(data, records.length, records.timestamp_ns)])
+    return b"".join(pcap_parts([record_block(data, records.length, records.timestamp_ns)]))

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -10,7 +11,7 @@ import numpy as np
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.entries import parse_entries
 from cloudtwin.smartnic.p4.frontend import parse_program
-from cloudtwin.smartnic.p4.pcap import Capture, Records, index_pcap, pcap_bytes, record_block
+from cloudtwin.smartnic.p4.pcap import Capture, Records, index_pcap, pcap_parts, record_block
 
 __all__ = ["BATCH_BYTES", "BATCH_PACKETS", "RunReport", "batches", "install", "load_datapath", "run_capture"]
 
@@ -25,7 +26,7 @@ instead of widening every row to its length."""
 
 @dataclass(frozen=True)
 class RunReport:
-    """What a capture did in the pipeline; `pcap` is the file of the packets that left it."""
+    """What a capture did in the pipeline; `pcap_parts` make the file of the packets that left it."""
 
     packets_in: int
     packets_out: int
@@ -34,7 +35,14 @@ class RunReport:
     out_ports: dict[int, int]
     table_hits: dict[str, list[int]]
     counters: dict[str, dict[int, tuple[int, int]]]
-    pcap: bytes
+    pcap_parts: list[memoryview]
+    phase_cpu_s: dict[str, float] = field(default_factory=dict)
+    """CPU seconds spent building batches, processing them and making the output records."""
+
+    @property
+    def pcap(self) -> bytes:
+        """The pcap file of the packets that left (`pcap_parts` joined)."""
+        return b"".join(self.pcap_parts)
 
     @property
     def output(self) -> list[bytes]:
@@ -87,22 +95,29 @@ def run_capture(datapath: Datapath, capture: Capture | Records, direction: int, 
     blocks: list[np.ndarray] = []
     ports: dict[int, int] = {}
     dropped = errors = 0
+    phases = dict.fromkeys(("batch", "process", "output"), 0.0)
     for start, stop in batches(records.length):
         part = slice(start, stop)
         stamps = records.timestamp_ns[part]
+        began = time.process_time()
         batch = PacketBatch.from_buffer(
             records.buffer, records.offset[part], records.length[part], direction, input_port, stamps
         )
+        built = time.process_time()
         result = datapath.process(batch)
+        processed = time.process_time()
         dropped += int(result.dropped.sum())
         errors += int(result.parser_error.sum())
         kept = ~result.dropped
         blocks.append(record_block(result.data, result.length, stamps, kept))
         _count_ports(result.out_port[kept], ports)
+        phases["batch"] += built - began
+        phases["process"] += processed - built
+        phases["output"] += time.process_time() - processed
     counters = datapath.counter_totals()
     hits = {name: [int(h) for h in state.hits] for name, state in datapath.tables.items()}
     n = len(records)
-    return RunReport(n, n - dropped, dropped, errors, ports, hits, counters, pcap_bytes(blocks))
+    return RunReport(n, n - dropped, dropped, errors, ports, hits, counters, pcap_parts(blocks), phases)
 
 
 def batches(lengths: np.ndarray) -> list[tuple[int, int]]:
