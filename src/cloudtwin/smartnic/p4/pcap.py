@@ -160,11 +160,14 @@ def dense_rows(buffer: np.ndarray, offset: np.ndarray, length: np.ndarray) -> np
     words = -(-width // 8)
     if n == 0:
         return np.zeros((0, width), dtype=np.uint8)
-    low = int(offset.min())
-    high = int((offset + length).max())
-    span = np.zeros(high - low + 8 * words, dtype=np.uint8)  # padded: whole rows read past the end
-    span[: high - low] = buffer[low:high]
-    out = sliding_window_view(span, 8 * words)[offset - low]
+    low, last = int(offset.min()), int(offset.max())
+    if last + 8 * words <= buffer.size:  # whole rows from the buffer itself
+        out = sliding_window_view(buffer[low:], 8 * words)[offset - low]
+    else:  # rows reach past the end: from a padded copy of the bytes they hold
+        high = int((offset + length).max())
+        span = np.zeros(high - low + 8 * words, dtype=np.uint8)
+        span[: high - low] = buffer[low:high]
+        out = sliding_window_view(span, 8 * words)[offset - low]
     out.view(np.uint64)[:] &= _prefix_words(width, words)[length]
     return out[:, :width]
 
