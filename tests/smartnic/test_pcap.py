@@ -146,3 +146,9 @@ def test_scaled_captures_give_the_bytes_they_gave_before(
         _digest(run_capture(shipped(p), scaled, direction, direction).pcap) for p in (program, "parse_only")
     )
     assert outputs == SCALED[pcap, direction, copies, program]
+
+
+def test_the_longest_packet_beside_short_ones_is_read_and_written_whole() -> None:
+    packets = [b"\x07" * MAX_PACKET_BYTES, b"\x01" * 60, b"\x02" * 61]  # a 65,664-wide batch of 3 rows
+    report = run_capture(shipped("parse_only"), index_pcap(capture(packets, [0, 1, 2])), 0, 0)
+    assert report.output == packets

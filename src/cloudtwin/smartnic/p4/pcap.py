@@ -168,14 +168,21 @@ def dense_rows(buffer: np.ndarray, offset: np.ndarray, length: np.ndarray) -> np
         span = np.zeros(high - low + 8 * words, dtype=np.uint8)
         span[: high - low] = buffer[low:high]
         out = sliding_window_view(span, 8 * words)[offset - low]
-    out.view(np.uint64)[:] &= _prefix_words(width, words)[length]
+    out.view(np.uint64)[:] &= _keep_words(length, width, words)
     return out[:, :width]
 
 
-def _prefix_words(width: int, words: int) -> np.ndarray:
-    """Row k: the `words` 64-bit words that keep the first k bytes of a row (k <= width) under `&`."""
-    keep = np.arange(8 * words) < np.arange(width + 1)[:, None]
-    return (keep.astype(np.uint8) * np.uint8(255)).view(np.uint64)
+def _keep_words(length: np.ndarray, width: int, words: int) -> np.ndarray:
+    """Per row, the `words` 64-bit words that keep its first `length` bytes under `&`: rows
+    of a table by length when the table is smaller than the batch, else word by word."""
+    if width < length.size:
+        keep = np.arange(8 * words) < np.arange(width + 1)[:, None]
+        return (keep.astype(np.uint8) * np.uint8(255)).view(np.uint64)[length]
+    return _PREFIX[np.clip(length[:, None] - 8 * np.arange(words), 0, 8)]
+
+
+_PREFIX = np.frombuffer(b"".join(bytes([255] * j + [0] * (8 - j)) for j in range(9)), dtype=np.uint64)
+"""_PREFIX[j]: the 64-bit word whose first j bytes (in memory order) `&` keeps."""
 
 
 def pcap_parts(blocks: list[np.ndarray]) -> list[memoryview]:
