@@ -149,7 +149,7 @@ def batches(lengths: np.ndarray) -> list[tuple[int, int]]:
 
 
 def _count_ports(out_port: np.ndarray, ports: dict[int, int]) -> None:
-    if out_port.size and 0 <= int(out_port.min()) and int(out_port.max()) < 1 << 16:  # counted, not sorted
+    if out_port.size and int(out_port.min()) >= 0 and int(out_port.max()) < 1 << 16:  # counted, not sorted
         counts = np.bincount(out_port)
         found = np.flatnonzero(counts)
         pairs = zip(found.tolist(), counts[found].tolist(), strict=True)
