@@ -50,23 +50,22 @@ PHASES = ("read", "batch", "process", "output", "write")
 
 def scaled_captures(folder: Path, packets: int) -> list[tuple[Path, str, int]]:
     """The shipped captures repeated to `packets` packets, half from each, as (file, --from,
-    packets) in files of at most PCAP_BYTES."""
+    packets) in files of at most PCAP_BYTES; each repetition 1 ms after the one before."""
     files = []
-    for name, origin in SOURCES:
+    for i, (name, origin) in enumerate(SOURCES):
         shipped = index_pcap((EXAMPLES / name).read_bytes(), name)
-        frames = shipped.packets()
-        span_ns = int(shipped.timestamp_ns.max() - shipped.timestamp_ns.min()) + 1_000_000
-        per_copy_bytes = int((shipped.length + 16).sum())
-        copies_per_file = (PCAP_BYTES - 24) // per_copy_bytes
-        copies = -(-packets // 2 // len(frames))
-        for part, first in enumerate(range(0, copies, copies_per_file)):
-            count = min(copies_per_file, copies - first)
-            copy = np.arange(first, first + count, dtype=np.uint64)
-            shift = np.repeat(copy * np.uint64(span_ns), len(frames))
-            times = np.tile(shipped.timestamp_ns, count) + shift
+        frames, wanted = shipped.packets(), packets // 2 + (packets % 2 if i == 0 else 0)
+        span_ns = np.uint64(int(shipped.timestamp_ns.max() - shipped.timestamp_ns.min()) + 1_000_000)
+        per_file = (PCAP_BYTES - 24) // int((shipped.length + 16).sum()) * len(frames)
+        for part, first in enumerate(range(0, wanted, per_file)):
+            count = min(per_file, wanted - first)
+            index = np.arange(first, first + count)
+            times = (
+                shipped.timestamp_ns[index % len(frames)] + (index // len(frames)).astype(np.uint64) * span_ns
+            )
             path = folder / f"{origin}-{part}.pcap"
-            path.write_bytes(write_pcap(frames * count, times))
-            files.append((path, origin, count * len(frames)))
+            path.write_bytes(write_pcap([frames[k] for k in (index % len(frames)).tolist()], times))
+            files.append((path, origin, count))
     return files
 
 
