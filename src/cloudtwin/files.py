@@ -90,7 +90,8 @@ def _read_fd(
     chunks: list[bytes] = []
     total = 0
     while total <= limit:
-        chunk = os.read(fd, min(_CHUNK_BYTES, limit + 1 - total))
+        # the size the file announces in one read (one copy, no join), then chunks up to the limit
+        chunk = os.read(fd, min(max(_CHUNK_BYTES, info.st_size + 1 - total), limit + 1 - total))
         if not chunk:
             break
         chunks.append(chunk)

@@ -1,8 +1,11 @@
 """Tenant isolation, as properties over >= 10,000 random packets and >= 10,000 random
-control-request sequences: no packet crosses tenants or reaches the underlay bare, no
-tenant write lands, and a primary's failover leaves the tables as they were."""
+control-request sequences: no packet crosses tenants or reaches the underlay bare, every
+packet the entries allow is forwarded, no tenant write lands, and a primary's failover
+leaves the tables as they were."""
 
 from __future__ import annotations
+
+import struct
 
 import numpy as np
 import pytest
@@ -17,65 +20,117 @@ from cloudtwin.smartnic.p4 import PacketBatch, TableEntry
 
 VNI_OF = {1: 1001, 2: 2002}
 MAC_OF = {1: "0a:00:00:00:10:01", 2: "0a:00:00:00:20:01"}
-REMOTE = ["0a:00:00:00:10:02", "0a:00:00:00:20:02", "0a:00:00:00:99:99"]
-LOCAL_VTEP, PROVIDER_ADDRESSES = "10.0.0.1", {"10.0.0.1", "10.0.0.2", "10.255.0.1"}
+REMOTE_OF = {1: "0a:00:00:00:10:02", 2: "0a:00:00:00:20:02"}
+REMOTE = [*REMOTE_OF.values(), "0a:00:00:00:99:99"]
+LOCAL_VTEP, PROVIDER_ADDRESSES = "10.0.0.1", ["10.0.0.1", "10.0.0.2", "10.255.0.1"]
 EXAMPLES_PER_RUN = 50
 PACKETS_PER_EXAMPLE = 210  # 50 x 210 = 10,500 packets
+ALLOWED_PER_EXAMPLE = 75  # drawn to be allowed, so more than a third are (others may be too)
 SEQUENCES_PER_EXAMPLE = 210  # 50 x 210 = 10,500 control sequences
 
 GATEWAY = shipped("vxlan_gateway")
+TENANT_OF_VNI = {vni: fn for fn, vni in VNI_OF.items()}
 
 
-def random_frames(rng: np.random.Generator) -> tuple[list[bytes], np.ndarray, np.ndarray]:
+def _mac(text: str) -> bytes:
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def _ip(text: str) -> bytes:
+    return bytes(int(part) for part in text.split("."))
+
+
+def frame(src: str, dst: str, ip_dst: str, dport: int, payload: bytes, ip_src: str = "192.168.1.1") -> bytes:
+    """Ethernet / IPv4 / UDP / payload, built by hand (scapy per packet is the slow part)."""
+    udp = struct.pack("!HHHH", 49152, dport, 8 + len(payload), 0) + payload
+    head = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), 1, 0, 64, 17, 0, _ip(ip_src), _ip(ip_dst))
+    words = sum(struct.unpack("!10H", head))
+    while words >> 16:
+        words = (words & 0xFFFF) + (words >> 16)
+    head = head[:10] + struct.pack("!H", ~words & 0xFFFF) + head[12:]
+    return _mac(dst) + _mac(src) + b"\x08\x00" + head + udp
+
+
+def vxlan(vni: int, inner: bytes, outer_dst: str = LOCAL_VTEP, src: str = "02:00:0a:00:00:fe") -> bytes:
+    """`inner` in VXLAN (VNI `vni`) from the remote VTEP 10.0.0.2 to `outer_dst`."""
+    header = struct.pack("!II", 0x08 << 24, vni << 8)
+    return frame(src, "02:00:0a:00:00:01", outer_dst, 4789, header + inner, "10.0.0.2")
+
+
+def test_the_hand_built_frames_are_what_scapy_builds() -> None:
+    inner = frame(MAC_OF[1], REMOTE_OF[1], "10.0.0.2", 80, b"abc")
+    built = Ether(src=MAC_OF[1], dst=REMOTE_OF[1]) / IP(src="192.168.1.1", dst="10.0.0.2", id=1)
+    assert inner == bytes(built / UDP(sport=49152, dport=80, chksum=0) / Raw(b"abc"))
+    outer = Ether(dst="02:00:0a:00:00:01", src="02:00:0a:00:00:fe") / IP(src="10.0.0.2", dst=LOCAL_VTEP, id=1)
+    assert vxlan(2002, inner) == bytes(
+        outer / UDP(sport=49152, dport=4789, chksum=0) / VXLAN(vni=2002) / inner
+    )
+
+
+def random_frames(rng: np.random.Generator) -> tuple[list[bytes], np.ndarray, np.ndarray, np.ndarray]:
     """Frames from tenants' functions (some forging VXLAN or aiming at provider addresses),
-    VXLAN from the network with any VNI, and plain garbage, from every port."""
-    frames, directions, ports = [], [], []
+    VXLAN from the network with any VNI, and plain garbage, from every port; and which of
+    them the entries allow. ALLOWED_PER_EXAMPLE of them are drawn among the allowed: a
+    function's frame to its tenant's remote VM, VXLAN to this VTEP for a local function."""
+    frames, directions, ports, allowed = [], [], [], []
     macs = [*MAC_OF.values(), *REMOTE]
-    for _ in range(PACKETS_PER_EXAMPLE):
-        kind = rng.integers(4)
+    drawn = rng.integers(4, size=PACKETS_PER_EXAMPLE - ALLOWED_PER_EXAMPLE)
+    for kind in rng.permutation([4] * ALLOWED_PER_EXAMPLE + drawn.tolist()).tolist():
         src, dst = (macs[i] for i in rng.integers(len(macs), size=2))
-        inner = (
-            Ether(src=src, dst=dst)
-            / IP(dst=str(rng.choice(sorted(PROVIDER_ADDRESSES))))
-            / UDP(dport=int(rng.choice([4789, 80, 179])))
-        )
-        if kind == 0:
-            frame, direction = inner / Raw(bytes(int(rng.integers(0, 64)))), 1
-        elif kind == 1:
+        port, direction = int(rng.integers(0, 4)), int(rng.integers(2))
+        aim = (str(rng.choice(PROVIDER_ADDRESSES)), int(rng.choice([4789, 80, 179])))
+        inner = frame(src, dst, *aim, b"")
+        if kind == 4:  # allowed by the entries, one way or the other
+            fn, payload = int(rng.integers(1, 3)), bytes(int(rng.integers(0, 64)))
+            if direction == 1:
+                port, packet = fn, frame(MAC_OF[fn], REMOTE_OF[fn], "10.1.2.3", 80, payload)
+            else:
+                packet = vxlan(VNI_OF[fn], frame(REMOTE_OF[fn], MAC_OF[fn], "192.168.1.1", 80, payload))
+            ok = True
+        elif kind == 0:  # a function's frame, to anyone
+            packet, direction = frame(src, dst, *aim, bytes(int(rng.integers(0, 64)))), 1
+            ok = REMOTE_OF.get(port) == dst
+        elif kind == 1:  # VXLAN forged from either side, with any VNI
             vni = int(rng.choice([1001, 2002, 3003]))
-            frame = Ether(src=src, dst=dst) / IP(dst=LOCAL_VTEP) / UDP(dport=4789) / VXLAN(vni=vni) / inner
-            direction = int(rng.integers(2))
-        elif kind == 2:
-            vni = int(rng.choice([1001, 2002]))
-            outer = IP(src="10.0.0.2", dst=str(rng.choice([LOCAL_VTEP, "10.0.0.3"])))
-            frame, direction = Ether() / outer / UDP(dport=4789) / VXLAN(vni=vni) / inner, 0
-        else:
-            frame, direction = Raw(rng.bytes(int(rng.integers(0, 120)))), int(rng.integers(2))
-        frames.append(bytes(frame))
+            packet = frame(src, dst, LOCAL_VTEP, 4789, struct.pack("!II", 0x08 << 24, vni << 8) + inner)
+            owner = REMOTE_OF.get(port) if direction == 1 else MAC_OF.get(TENANT_OF_VNI.get(vni, 0))
+            ok = owner == dst
+        elif kind == 2:  # VXLAN from the network, to this VTEP or another
+            vni, outer_dst = int(rng.choice([1001, 2002])), str(rng.choice([LOCAL_VTEP, "10.0.0.3"]))
+            packet, direction = vxlan(vni, inner, outer_dst), 0
+            ok = outer_dst == LOCAL_VTEP and MAC_OF[TENANT_OF_VNI[vni]] == dst
+        else:  # garbage
+            packet, ok = rng.bytes(int(rng.integers(0, 120))), False
+        frames.append(packet)
         directions.append(direction)
-        ports.append(int(rng.integers(0, 4)))
-    return frames, np.array(directions), np.array(ports)
+        ports.append(port)
+        allowed.append(ok)
+    return frames, np.array(directions), np.array(ports), np.array(allowed)
 
 
 @pytest.mark.slow
 @settings(max_examples=EXAMPLES_PER_RUN, deadline=None, derandomize=True)
 @given(st.integers(0, 2**32 - 1))
 def test_no_packet_crosses_tenants_or_reaches_the_underlay_bare(seed: int) -> None:
-    frames, directions, ports = random_frames(np.random.default_rng(seed))
+    frames, directions, ports, allowed = random_frames(np.random.default_rng(seed))
     result = GATEWAY.process(PacketBatch.from_packets(frames, directions, ports))
-    for i in np.flatnonzero(~result.dropped):
-        out = Ether(result.packet(i))
+    forwarded = ~result.dropped
+    assert allowed.sum() >= PACKETS_PER_EXAMPLE / 3  # a third at least is allowed ...
+    assert forwarded[allowed].all()  # ... and every allowed packet is forwarded
+    for i in np.flatnonzero(forwarded):
+        out, original = result.packet(i), frames[i]
+        assert out is not None
         if directions[i] == 1:  # from a tenant: only ever encapsulated, in its own VNI, to the network
             assert ports[i] in VNI_OF and result.out_port[i] == 0
-            assert out.haslayer(VXLAN) and out[VXLAN].vni == VNI_OF[ports[i]]
-            assert out[IP].src == LOCAL_VTEP and out[UDP].dport == 4789
-            assert bytes(out[VXLAN].payload) == frames[i]
+            assert out[12:14] == b"\x08\x00" and out[23] == 17 and out[36:38] == b"\x12\xb5"  # IPv4/UDP/4789
+            assert int.from_bytes(out[46:49], "big") == VNI_OF[ports[i]] and out[26:30] == _ip(LOCAL_VTEP)
+            assert out[50:] == original
         else:  # from the network: only to the function that owns the VNI and the MAC
             port = int(result.out_port[i])
-            original = Ether(frames[i])
-            assert port in VNI_OF and original[VXLAN].vni == VNI_OF[port]
-            assert original[IP].dst == LOCAL_VTEP and out.dst == MAC_OF[port]
-            assert result.packet(i) == bytes(original[VXLAN].payload)
+            assert original[12:14] == b"\x08\x00" and original[23] == 17 and original[36:38] == b"\x12\xb5"
+            assert port in VNI_OF and int.from_bytes(original[46:49], "big") == VNI_OF[port]
+            assert original[30:34] == _ip(LOCAL_VTEP) and out[:6] == _mac(MAC_OF[port])
+            assert out == original[50:]
 
 
 def snapshot(plane: ControlPlane) -> dict[str, list[TableEntry]]:

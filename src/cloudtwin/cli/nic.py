@@ -61,13 +61,14 @@ def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
     return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Write `data` to `path` so that a failure never leaves a half-written file."""
+def _write_atomic(path: Path, parts: list[memoryview]) -> None:
+    """Write `parts`, one after the other, to `path` so that a failure never leaves a
+    half-written file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
+            handle.writelines(parts)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -114,7 +115,7 @@ def run(
     --out encapsulated.pcap
     """
     with needs_extra("nic", "nic run", NicError):  # lark parses the P4 program
-        from cloudtwin.smartnic.p4 import load_datapath, read_pcap, run_capture, write_pcap
+        from cloudtwin.smartnic.p4 import index_pcap, load_datapath, run_capture
 
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
@@ -128,10 +129,10 @@ def run(
         if located is err:
             raise
         raise located from err
-    capture = read_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
+    capture = index_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
     report = run_capture(datapath, capture, direction, port if port is not None else direction)
     if out is not None:
-        _write_atomic(out, write_pcap(report.output, report.output_timestamp_ns))
+        _write_atomic(out, report.pcap_parts)
     if as_json:
         emit_json(report.to_json())
         return

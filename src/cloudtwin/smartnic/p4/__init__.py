@@ -3,7 +3,7 @@
 from cloudtwin.smartnic.p4.datapath import BatchResult, Datapath, PacketBatch, TableEntry
 from cloudtwin.smartnic.p4.entries import parse_entries
 from cloudtwin.smartnic.p4.frontend import parse_program
-from cloudtwin.smartnic.p4.pcap import Capture, read_pcap, write_pcap
+from cloudtwin.smartnic.p4.pcap import Capture, Records, index_pcap, read_pcap, write_pcap
 from cloudtwin.smartnic.p4.program import Program
 from cloudtwin.smartnic.p4.run import RunReport, install, load_datapath, run_capture
 
@@ -13,8 +13,10 @@ __all__ = [
     "Datapath",
     "PacketBatch",
     "Program",
+    "Records",
     "RunReport",
     "TableEntry",
+    "index_pcap",
     "install",
     "load_datapath",
     "parse_entries",

@@ -21,6 +21,7 @@ from lark import Token, Tree
 from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.arch.externs import arch_extern
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
+from cloudtwin.smartnic.p4.pcap import Records, dense_rows
 from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, ParserBlock, Program, Table
 
 __all__ = [
@@ -69,18 +70,39 @@ class PacketBatch:
         timestamp_ns: np.ndarray | None = None,
     ) -> PacketBatch:
         """A batch from packet bytes; `direction` 0 is from the network, 1 from the host."""
-        n = len(packets)
-        length = np.fromiter((len(p) for p in packets), dtype=np.int64, count=n)
-        width = int(length.max()) if n else 0
-        data = np.zeros((n, max(width, 1)), dtype=np.uint8)
-        flat = np.frombuffer(b"".join(packets), dtype=np.uint8)
-        rows = np.repeat(np.arange(n), length)
-        starts = np.repeat(np.cumsum(length) - length, length)
-        data[rows, np.arange(flat.size) - starts] = flat
+        laid = Records.of(packets, timestamp_ns)
+        times = laid.timestamp_ns
+        return cls.from_buffer(laid.buffer, laid.offset, laid.length, direction, input_port, times)
+
+    @classmethod
+    def from_buffer(
+        cls,
+        buffer: np.ndarray,
+        offset: np.ndarray,
+        length: np.ndarray,
+        direction: int | np.ndarray = 0,
+        input_port: int | np.ndarray = 0,
+        timestamp_ns: np.ndarray | None = None,
+    ) -> PacketBatch:
+        """A batch of the packets at `buffer[offset[i]:][:length[i]]` (a capture's bytes, read
+        in place by `index_pcap`): no Python object per packet."""
+        return cls.of_rows(dense_rows(buffer, offset, length), length, direction, input_port, timestamp_ns)
+
+    @classmethod
+    def of_rows(
+        cls,
+        data: np.ndarray,
+        length: np.ndarray,
+        direction: int | np.ndarray = 0,
+        input_port: int | np.ndarray = 0,
+        timestamp_ns: np.ndarray | None = None,
+    ) -> PacketBatch:
+        """A batch of rows already laid out as a byte matrix (row i: `length[i]` bytes, then zeros)."""
+        n = length.size
         times = np.zeros(n, dtype=np.uint64) if timestamp_ns is None else np.asarray(timestamp_ns, np.uint64)
         return cls(
             data,
-            length,
+            np.asarray(length, dtype=np.int64),
             np.broadcast_to(np.asarray(direction, dtype=np.uint64), (n,)).copy(),
             np.broadcast_to(np.asarray(input_port, dtype=np.uint64), (n,)).copy(),
             times,
@@ -2270,13 +2292,16 @@ class Datapath:
             header_len += v * htype.size_bytes
         length = np.where(alive, ctx.length + header_len - ctx.cursor, 0)
         width = max(int(length.max()) if n else 0, 1)
-        out = np.zeros((n, width), dtype=np.uint8)
         if not alive.any():
-            return out, length
-        for rows, emitted, start in _deparse_groups(valid, alive, ctx.cursor):
-            # every row: write in place; some rows: build their block, then place it whole
-            whole = isinstance(rows, slice)
-            index = np.arange(n) if isinstance(rows, slice) else rows
+            return np.zeros((n, width), dtype=np.uint8), length
+        out = np.empty((n, width), dtype=np.uint8)  # the largest group writes every byte of it
+        groups = _deparse_groups(valid, alive, ctx.cursor)
+        groups.sort(key=lambda group: -(n if isinstance(group[0], slice) else group[0].size))
+        for i, (rows, emitted, start) in enumerate(groups):
+            # the largest group is written in place over every row (its columns are there for
+            # all rows); each other group builds its rows whole and overwrites them
+            whole = i == 0
+            index = np.arange(n) if whole or isinstance(rows, slice) else rows
             block = out if whole else np.zeros((index.size, width), dtype=np.uint8)
             at = 0
             for k in emitted:
@@ -2284,11 +2309,15 @@ class Datapath:
                 size = htype.size_bytes
                 block[:, at : at + size] = self.header_bytes(ctx, header, htype, index)
                 at += size
-            span = min(ctx.data.shape[1] - start, width - at)
+            span = max(min(ctx.data.shape[1] - start, width - at), 0)
             if span > 0:
-                block[:, at : at + span] = ctx.data[rows, start : start + span]
+                block[:, at : at + span] = ctx.data[slice(None) if whole else rows, start : start + span]
+            if whole:
+                out[:, at + span :] = 0
             if not whole:
                 out[rows] = block
+        if not isinstance(groups[0][0], slice):
+            out[~alive] = 0  # rows that leave nothing, written over by the largest group
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
