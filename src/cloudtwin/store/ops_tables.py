@@ -44,6 +44,7 @@ TIME_FORMATS = [
     "%a %b %d %H:%M:%S %Y",
     "%d/%b/%Y:%H:%M:%S %z",
 ]
+_TIME_FORMATS_SQL = "[" + ", ".join("'" + f.replace("'", "''") + "'" for f in TIME_FORMATS) + "]"
 
 _DDL = [
     """CREATE TABLE ops_sources (
@@ -392,31 +393,37 @@ def _upsert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
 def _append_lines(
     con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table, year: int | None
 ) -> None:
-    con.register("_ops_chunk", table)
-    try:
-        con.execute(
-            """INSERT INTO ops_lines
-            SELECT ?, byte_offset, line,
-                   CASE WHEN year(t) = 1900 AND ?::INTEGER IS NOT NULL
-                        THEN t + to_years(?::INTEGER - 1900) ELSE t END,
-                   level, component, template_id, content, params
-            FROM (SELECT *, coalesce(try_strptime(ts_text, ?), try_cast(ts_text AS TIMESTAMP)) AS t
-                  FROM _ops_chunk)""",
-            [sid, year, year, TIME_FORMATS],
-        )
-    finally:
-        con.unregister("_ops_chunk")
+    year_sql = "NULL" if year is None else str(int(year))
+    _insert_arrow(
+        con, table, "ops_lines",
+        f"""SELECT {int(sid)}, byte_offset, line,
+               CASE WHEN year(t) = 1900 AND {year_sql}::INTEGER IS NOT NULL
+                    THEN t + to_years({year_sql}::INTEGER - 1900) ELSE t END,
+               level, component, template_id, content, params
+        FROM (SELECT *, coalesce(try_strptime(ts_text, {_TIME_FORMATS_SQL}),
+                                 try_cast(ts_text AS TIMESTAMP)) AS t
+              FROM _ops_chunk)""",
+    )
 
 
 def _append_unparsed(con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table) -> None:
-    con.register("_ops_bad", table)
-    try:
-        con.execute(
-            "INSERT INTO ops_unparsed SELECT ?, byte_offset, line, text, reason FROM _ops_bad",
-            [sid],
-        )
-    finally:
-        con.unregister("_ops_bad")
+    _insert_arrow(
+        con, table, "ops_unparsed",
+        f"SELECT {int(sid)}, byte_offset, line, text, reason FROM _ops_chunk",
+    )
+
+
+def _insert_arrow(
+    con: duckdb.DuckDBPyConnection, table: pa.Table, target: str, select: str
+) -> None:
+    """Insert ``select`` over ``table`` (named ``_ops_chunk`` in it) into ``target``.
+
+    As a relation, not a registered view: DuckDB keeps a registered table alive until
+    the transaction ends, so a commit of many chunks would hold all their batches.
+    """
+    relation = con.from_arrow(table).query("_ops_chunk", select)
+    assert relation is not None  # a SELECT always gives a relation
+    relation.insert_into(target)
 
 
 def set_fingerprint(
