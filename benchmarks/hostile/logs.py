@@ -60,15 +60,15 @@ def cases(tmp: Path) -> list[Case]:
     binary.write_bytes(bytes(range(256)) * 4096)
     ingest = ["logs", "ingest", "-f", "hdfs", "--db"]
     return [
-        ("logs: 600k lines, more than one transaction", [*ingest, db, str(big)], None),
-        ("logs: the same 600k lines again (adds 0)", [*ingest, db, str(big)], None),
-        ("logs: 600k lines on a pool of 2", [*ingest, pool_db, "-e", "process", "-w", "2", str(big)],
+        ("600k lines, more than one transaction", [*ingest, db, str(big)], None),
+        ("the same 600k lines again (adds 0)", [*ingest, db, str(big)], None),
+        ("600k lines on a pool of 2", [*ingest, pool_db, "-e", "process", "-w", "2", str(big)],
          None),
-        ("logs: 600k lines on stdin under the same source", [*ingest, db, "-"], big.read_bytes()),
-        ("logs: a 64 MiB line between two lines", [*ingest, db, str(long_line)], None),
-        ("logs: a 64 MiB line on a pool of 2",
+        ("600k lines on stdin under the same source", [*ingest, db, "-"], big.read_bytes()),
+        ("a 64 MiB line between two lines", [*ingest, db, str(long_line)], None),
+        ("a 64 MiB line on a pool of 2",
          [*ingest, pool_db, "-e", "process", "-w", "2", str(long_line)], None),
-        ("logs: 1 MiB of every byte value", [*ingest, db, str(binary)], None),
+        ("1 MiB of every byte value", [*ingest, db, str(binary)], None),
     ]
 
 
@@ -143,9 +143,9 @@ def probes(tmp: Path) -> list[Probe]:
         return ("ok" if n == LINES else "lost or doubled"), f"{what}; {n} of {LINES} lines stored"
 
     return [
-        ("logs: ingest killed mid-transaction, then run again", killed_then_resumed),
-        ("logs: the file shrinks while it is read", shrunk_while_read),
-        ("logs: a pool worker killed mid-chunk", worker_killed),
+        ("ingest killed mid-transaction, then run again", killed_then_resumed),
+        ("the file shrinks while it is read", shrunk_while_read),
+        ("a pool worker killed mid-chunk", worker_killed),
     ]
 
 
