@@ -179,6 +179,25 @@ def _busy_cpu_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
+def _session_cpu_s() -> float:
+    """CPU seconds of this session's processes: this one, pool workers and their server
+    (each process's own time and that of the children it has waited for). Unlike the
+    machine's busy time, other users' work does not count; Ray's processes that start
+    sessions of their own do not count either."""
+    sid, total = os.getsid(0), 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended meanwhile
+            continue
+        if int(fields[3]) == sid:  # fields from the state on: session, utime .. cstime
+            total += sum(int(v) for v in fields[11:15])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _executor(kind: str, workers: int) -> Any:
     if kind == "serial":
         return None
@@ -201,7 +220,7 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
     data = (LOGHUB / "HDFS" / "HDFS_2k.log").read_bytes().replace(b"\r\n", b"\n")
     stream = io.BufferedReader(_Repeat(data, lines), buffer_size=1 << 20)
     load = os.getloadavg()[0]
-    cpu0 = _busy_cpu_s()
+    cpu0, own0 = _busy_cpu_s(), _session_cpu_s()
     start = time.perf_counter()
     done = 0
     if tool == "ingest":
@@ -237,15 +256,17 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
                     d3.add_log_message(masker.mask(fields["Content"].strip()))
                     done += 1
     elapsed = time.perf_counter() - start
-    cpu = _busy_cpu_s() - cpu0
+    cpu, own = _busy_cpu_s() - cpu0, _session_cpu_s() - own0
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"lines": done, "seconds": elapsed, "lines_per_s": done / elapsed,
-            "peak_rss_mib": peak_kib / 1024, "cpu_s_per_m": cpu / done * 1e6, "load": load}
+            "peak_rss_mib": peak_kib / 1024, "cpu_s_per_m": cpu / done * 1e6,
+            "own_cpu_s_per_m": own / done * 1e6, "load": load}
 
 
 def _child(*args: str) -> dict[str, Any]:
-    out = subprocess.run(
-        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True
+    out = subprocess.run(  # a session of its own: its CPU is counted by _session_cpu_s
+        [sys.executable, __file__, "--worker", *args], check=True, capture_output=True, text=True,
+        start_new_session=True,
     )
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
@@ -316,12 +337,13 @@ _SCALE_RUNS = [
 def _scale_table(ten_million: bool, skip_ray: bool) -> None:
     print("End to end on HDFS_2k repeated: read, split header, mask, mine (and store, for")
     print("ingest, DuckDB capped as the CLI caps it). Serial runs mine in one process and")
-    print("store from a writer thread; pools mine in N worker processes. CPU is the machine's")
-    print("busy time per million lines (every process: driver, workers, DuckDB); load is the")
-    print("1-minute load average when the run started (on this 2-core machine, above ~0.5")
-    print("means other work shared the CPUs).")
+    print("store from a writer thread; pools mine in N worker processes. CPU is per million")
+    print("lines: 'own' counts the run's processes (driver, pool workers, DuckDB), 'machine'")
+    print("the machine's busy time (other users' work too); load is the 1-minute load average")
+    print("when the run started (on this 2-core machine, above ~0.5 means other work shared")
+    print("the CPUs).")
     header = (f"{'run':<22} {'lines':>11} {'seconds':>8} {'lines/s':>9} {'RSS MiB':>8} "
-              f"{'CPU s/M':>8} {'load':>5}")
+              f"{'own CPU':>8} {'machine':>8} {'load':>5}")
     print(header)
     runs = [r for r in _SCALE_RUNS if not (skip_ray and r[2] == "ray")]
     sizes = [1, 10] if ten_million else [1]
@@ -337,7 +359,8 @@ def _scale_table(ten_million: bool, skip_ray: bool) -> None:
                 r = _child("scale", tool, kind, str(workers), str(millions * 1_000_000), *db)
                 results[(label, millions)] = r
                 print(f"{label:<22} {r['lines']:>11,} {r['seconds']:>8.1f} {r['lines_per_s']:>9,.0f} "
-                      f"{r['peak_rss_mib']:>8.0f} {r['cpu_s_per_m']:>8.2f} {r['load']:>5.2f}",
+                      f"{r['peak_rss_mib']:>8.0f} {r['own_cpu_s_per_m']:>8.2f} "
+                      f"{r['cpu_s_per_m']:>8.2f} {r['load']:>5.2f}",
                       flush=True)
     print()
     for millions in sizes:
@@ -349,8 +372,10 @@ def _scale_table(ten_million: bool, skip_ray: bool) -> None:
             one = results.get((f"process x1, {tool}", millions))
             two = results.get((f"process x2, {tool}", millions))
             if one and two:
+                own = two["own_cpu_s_per_m"] / one["own_cpu_s_per_m"]
                 print(f"{millions}M lines, {tool}: 2 workers {two['lines_per_s'] / one['lines_per_s']:.2f}x "
-                      f"the lines/s of 1; CPU per line {two['cpu_s_per_m'] / one['cpu_s_per_m']:.2f}x")
+                      f"the lines/s of 1; own CPU per line {own:.2f}x (load "
+                      f"{one['load']:.2f}, {two['load']:.2f})")
     if ten_million:
         for label in ("cloudtwin, mine", "cloudtwin, ingest"):
             ratio = results[(label, 10)]["peak_rss_mib"] / results[(label, 1)]["peak_rss_mib"]

@@ -175,7 +175,7 @@ def test_a_killed_ingest_resumes_to_the_same_store_as_a_clean_one(tmp_path: Path
         "from cloudtwin.store import Store, ingest_stream\n"
         "path = Path(sys.argv[2])\n"
         "with Store(sys.argv[1]) as s, log_stream(path.open('rb'), str(path.resolve())) as log:\n"
-        "    ingest_stream(s, log, PRESETS['hdfs'], chunk_bytes=1000 * 100,\n"
+        "    ingest_stream(s, log, PRESETS['hdfs'], chunk_bytes=1000 * 100, commit_lines=1,\n"
         "                  progress=lambda n: print(n, flush=True))\n"
     )
     proc = subprocess.Popen(

@@ -195,3 +195,50 @@ def test_chunks_mined_apart_group_lines_about_as_well_as_one_pass(
         assert len(ids) == 2000
         scores.append(grouping_accuracy(truth, ids))
     assert scores[0] >= scores[1] - 0.002
+
+
+def test_commits_of_one_chunk_or_of_many_give_the_same_store(tmp_path: Path, mixed_log: Path) -> None:
+    # a transaction takes whole chunks until it holds commit_lines lines; the progress
+    # hook hears of each commit, and the bytes it is told of cover the log once
+    stores = {}
+    for commit_lines in (1, 2500, 10**9):
+        path, covered = tmp_path / f"{commit_lines}.duckdb", []
+        with Store(path) as store, log_stream(mixed_log.open("rb"), "the-log") as stream:
+            ingest_stream(store, stream, HDFS, chunk_bytes=40_000, commit_lines=commit_lines,
+                          progress=covered.append)
+        assert sum(covered) == mixed_log.stat().st_size
+        stores[commit_lines] = (_tables(path), len(covered))
+    (one, commits_1), (some, commits_some), (all_, commits_all) = stores.values()
+    assert one == some == all_
+    assert commits_1 > commits_some > commits_all == 1
+
+
+def test_a_failed_commit_stores_nothing_of_its_chunks(
+    tmp_path: Path, mixed_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the third chunk's append fails: the commit holding it is rolled back whole and the
+    # marker stays after the last commit, so the next ingest stores exactly the rest
+    from cloudtwin.store import ops_tables
+
+    append, calls = ops_tables._append_lines, []
+
+    def failing(*args: Any) -> None:
+        calls.append(1)
+        if len(calls) == 3:
+            raise duckdb.IOException("disk full")
+        append(*args)
+
+    path = tmp_path / "failed.duckdb"
+    monkeypatch.setattr(ops_tables, "_append_lines", failing)
+    with Store(path) as store, log_stream(mixed_log.open("rb"), "the-log") as stream:
+        with pytest.raises(duckdb.IOException):
+            ingest_stream(store, stream, HDFS, chunk_bytes=40_000, commit_lines=500)
+        [(stored, marked)] = store.query(
+            "SELECT (SELECT count(*) FROM ops_lines) + (SELECT count(*) FROM ops_unparsed), "
+            "(SELECT lines + unparsed FROM ops_sources)"
+        )[1]
+        assert 0 < stored == marked < 6000
+    monkeypatch.setattr(ops_tables, "_append_lines", append)
+    _ingest(path, mixed_log)
+    _ingest(tmp_path / "clean.duckdb", mixed_log)
+    assert _tables(path) == _tables(tmp_path / "clean.duckdb")

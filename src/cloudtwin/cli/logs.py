@@ -233,14 +233,20 @@ def ingest(
             ray_default_address=None, preload=("cloudtwin.ops.columnar",),
         )
     summaries = []
-    with Store(db, memory_limit=INGEST_MEMORY_LIMIT) as store:
-        for path in paths:
-            with _open_log(path) as log:
-                item = (LogInput(log, source, "append") if path == "-"
-                        else LogInput(log, str(Path(path).resolve())))
-                with _progress(Path(path).name, _file_size(path)) as hook:
-                    summaries += ingest_logs(store, [item], preset, year=year,
-                                             progress=lambda _name: hook, executor=pool)
+    try:
+        with Store(db, memory_limit=INGEST_MEMORY_LIMIT) as store:
+            for path in paths:
+                with _open_log(path) as log:
+                    item = (LogInput(log, source, "append") if path == "-"
+                            else LogInput(log, str(Path(path).resolve())))
+                    with _progress(Path(path).name, _file_size(path)) as hook:
+                        summaries += ingest_logs(store, [item], preset, year=year,
+                                                 progress=lambda _name: hook, executor=pool)
+    finally:
+        if pool is not None:
+            from cloudtwin.sweep.executors import stop_pool_servers
+
+            stop_pool_servers()
     if as_json:
         _print_json([asdict(s) for s in summaries])
         return

@@ -22,14 +22,15 @@ from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_tables import (
+    COMMIT_LINES,
     ChunkWrite,
+    CommitGroup,
     SourceState,
     ensure_ops_schema,
     load_miner,
     prepare_chunk,
     set_fingerprint,
     source_state,
-    store_chunk,
     write_batch,
 )
 
@@ -44,7 +45,7 @@ _RECORD_FORMAT = LogFormat(text="records", kind="jsonl", fields=JSON_FIELDS)
 #: lines, 341 MiB at 10M; with 256 MB, 330 and 484 MiB).
 INGEST_MEMORY_LIMIT = "64MB"
 
-#: Called after each committed batch with the number of bytes it covered.
+#: Called after each commit with the number of bytes it covered.
 ProgressHook = Callable[[int], None]
 #: What to do with a stream whose head differs from the one stored under its source.
 NewStream = Literal["refuse", "append"]
@@ -74,15 +75,16 @@ def ingest_stream(
     chunk_bytes: int = CHUNK_BYTES,
     progress: ProgressHook | None = None,
     executor: ChunkExecutor | None = None,
+    commit_lines: int = COMMIT_LINES,
 ) -> IngestSummary:
     """Ingest a log stream under a source name (``log.name`` unless given).
 
     The stream is cut into chunks of whole lines (``chunk_bytes`` each), which are
     mined, in this process or by ``executor``'s workers, from one snapshot of the
     store's templates; each chunk's groups are then merged into the store's template
-    set and its lines appended as one columnar batch, in chunk order, one transaction
-    per chunk. Where chunks are cut does not depend on the executor, so every executor
-    gives the same store.
+    set and its lines appended as one columnar batch, in chunk order. A transaction
+    takes whole chunks until it holds ``commit_lines`` lines. Where chunks are cut does
+    not depend on the executor, so every executor gives the same store.
 
     Ingesting the same stream again adds nothing, and a stream that grew adds only its
     new lines: its head is compared with the fingerprint kept for the source. A stream
@@ -113,7 +115,7 @@ def ingest_stream(
         log.stream, source, state.next_offset - state.stream_base, state.next_line,
         chunk_bytes, base_offset=state.stream_base,
     )
-    writer = _Writer(store, year, progress)
+    writer = _Writer(store, year, progress, commit_lines)
     try:
         for mined in mine_in_order(work, chunks, executor):
             write = prepare_chunk(state, miner, mined, merge_chunk(miner, mined, known))
@@ -127,18 +129,23 @@ def ingest_stream(
 class _Writer:
     """Stores prepared chunks, in order, on a thread of its own.
 
-    DuckDB releases the GIL while it appends and commits, so one chunk is stored while
-    the next is mined and merged. At most two chunks wait, so memory stays bounded; a
-    failed write stops the ingest at the next chunk, and what was queued before a
-    failure elsewhere is still stored.
+    DuckDB releases the GIL while it appends and commits, so chunks are stored while the
+    next ones are mined and merged. A transaction takes chunks until it holds
+    ``commit_lines`` lines (or the ingest ends). At most two chunks wait, so memory stays
+    bounded; a failed write stops the ingest at the next chunk, and what was queued
+    before a failure elsewhere is still stored.
     """
 
-    def __init__(self, store: Store, year: int | None, progress: ProgressHook | None) -> None:
+    def __init__(
+        self, store: Store, year: int | None, progress: ProgressHook | None, commit_lines: int
+    ) -> None:
         self._store = store
         self._year = year
         self._progress = progress
+        self._commit_lines = commit_lines
         self._queue: queue.Queue[ChunkWrite | None] = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
+        self._ended = False
         self._thread = threading.Thread(target=self._run, name="ops-writer", daemon=True)
         self._thread.start()
 
@@ -157,16 +164,38 @@ class _Writer:
             raise error
 
     def _run(self) -> None:
-        while (write := self._queue.get()) is not None:
-            if self._error is not None:
-                continue
-            try:
-                with self._store.transaction() as con:
-                    store_chunk(con, write, self._year)
-                if self._progress is not None:
-                    self._progress(write.covered)
-            except BaseException as err:  # handed to the ingesting thread
-                self._error = err
+        try:
+            while self._commit_group():
+                pass
+        except BaseException as err:  # handed to the ingesting thread
+            self._error = err
+            while self._take() is not None:  # let the ingesting thread reach close()
+                pass
+
+    def _take(self) -> ChunkWrite | None:
+        """The next queued chunk; None once the queue is closed."""
+        if self._ended:
+            return None
+        write = self._queue.get()
+        self._ended = write is None
+        return write
+
+    def _commit_group(self) -> bool:
+        """Store queued chunks in one transaction; False once the queue is closed."""
+        write = self._take()
+        if write is None:
+            return False
+        group = CommitGroup(self._year)
+        with self._store.transaction() as con:
+            while write is not None:
+                group.add(con, write)
+                if group.lines >= self._commit_lines:
+                    break
+                write = self._take()
+            group.finish(con)
+        if self._progress is not None:
+            self._progress(group.covered)
+        return write is not None
 
 
 def _same_stream(state: SourceState, log: LogStream) -> bool:

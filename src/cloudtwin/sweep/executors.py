@@ -34,6 +34,7 @@ __all__ = [
     "PoolExecutor",
     "SerialExecutor",
     "die_with_parent",
+    "stop_pool_servers",
     "points_job",
     "run_batch",
 ]
@@ -275,3 +276,18 @@ class PoolExecutor:
     def close(self) -> None:
         self._pending.clear()
         self._shutdown()
+
+
+def stop_pool_servers() -> None:
+    """Stop the fork server and resource tracker that process pools started in this process.
+
+    Left alone, they end a moment after the command that started them, so a caller that
+    waits for the command's whole session (a test harness, a job runner) sees processes
+    outlive it. Pools started later start them again.
+    """
+    from multiprocessing import forkserver, resource_tracker
+
+    for server in (forkserver._forkserver, resource_tracker._resource_tracker):
+        stop = getattr(server, "_stop", None)
+        if stop is not None:
+            stop()
