@@ -1,10 +1,11 @@
 """Shared fixtures: scenarios from overrides, a checker for paths through a topology, and the
-Loghub-2k sample logs kept beside the repository."""
+Loghub-2k sample logs kept beside the repository; and the order in which files run."""
 
 from __future__ import annotations
 
 import signal
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +17,23 @@ from cloudtwin.topology import Paths, Topology
 
 #: The Loghub-2k sample logs, kept outside the repository (never copied into it).
 LOGHUB = (Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "loghub-2k").resolve()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under `-n 2 --dist loadfile` (make test), workers take files in the order that
+    `pytest_collection_modifyitems` gives, not in xdist's own order by test count: that put
+    the long files of one to three tests (engine_vs, sweeps doc, ray, QEMU) last, where one
+    worker ran them while the other had nothing left to do."""
+    if getattr(config.option, "loadscopereorder", False):
+        config.option.loadscopereorder = False
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Files with a test marked slow first, then the others by their number of tests, most
+    first (a stable sort: a file's tests stay together and in their order)."""
+    count = Counter(item.path for item in items)
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: (item.path not in slow, -count[item.path]))
 
 
 def scenario_from(

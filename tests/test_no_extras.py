@@ -3,7 +3,10 @@ extra says which one in one line (`pip install 'cloudtwin[nic]'`), never a trace
 
 Two checks: a cheap one that blocks the optional packages in a subprocess (an entry of None
 in `sys.modules` makes their import fail as if they were not installed), and a slow one that
-installs the package without extras into a fresh venv, as a user's `pip install` would.
+installs the package without extras into a fresh venv, as a user's `pip install` would: pip
+builds and installs the wheel from this tree, and the core dependencies come from the
+environment the tests run in (exactly the distributions that `[project] dependencies` needs,
+found from their metadata), so only a change to the dependencies sends pip to an index.
 """
 
 from __future__ import annotations
@@ -12,9 +15,13 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
+from importlib import metadata
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -151,20 +158,66 @@ def _plain_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")}
 
 
-@pytest.fixture(scope="module")
-def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A fresh venv with `pip install <this tree>` (core dependencies only); its bin folder."""
-    venv = tmp_path_factory.mktemp("no-extras") / "venv"
-    env = _plain_env()
-    made = subprocess.run(
-        [sys.executable, "-m", "venv", str(venv)], env=env, capture_output=True, text=True, timeout=300
-    )
-    if made.returncode != 0:
-        pytest.skip(f"cannot make a venv with pip here: {made.stderr.strip()[-300:]}")
+def _core_distributions() -> list[metadata.Distribution] | None:
+    """The installed distributions that this tree's core dependencies need, transitively (each
+    requirement's markers and extras followed as pip follows them); None when one is missing, its
+    installed version does not satisfy the requirement or it has no RECORD of its files: then pip
+    must fetch it."""
+    declared = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]
+    todo = [(Requirement(line), "") for line in declared]
+    found: dict[str, tuple[metadata.Distribution, set[str]]] = {}
+    while todo:
+        requirement, extra = todo.pop()
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": extra}):
+            continue
+        try:
+            dist = metadata.distribution(requirement.name)
+        except metadata.PackageNotFoundError:
+            return None
+        if not requirement.specifier.contains(dist.version, prereleases=True) or not dist.files:
+            return None
+        dist, followed = found.setdefault(canonicalize_name(requirement.name), (dist, set()))
+        for wanted in ({"", *requirement.extras} - followed):
+            followed.add(wanted)
+            todo.extend((Requirement(line), wanted) for line in dist.requires or [])
+    return [dist for dist, _ in found.values()]
+
+
+def _top_levels(dist: metadata.Distribution) -> dict[str, list[str]]:
+    """The entries of site-packages that `dist` has files in, each with those files (RECORD's
+    paths), leaving out files outside site-packages and the shared bytecode cache."""
+    tops: dict[str, list[str]] = {}
+    for file in dist.files or []:
+        top = str(file).split("/")[0]
+        if top not in ("..", "__pycache__"):
+            tops.setdefault(top, []).append(str(file))
+    return tops
+
+
+def _link_distributions(dists: list[metadata.Distribution], site: Path) -> None:
+    """Make `dists` importable in `site` by symbolic links to their installed files, and nothing
+    else: an entry of site-packages that another distribution also has files in is linked file
+    by file."""
+    owners: dict[str, int] = {}
+    for dist in metadata.distributions():
+        for top in _top_levels(dist):
+            owners[top] = owners.get(top, 0) + 1
+    for dist in dists:
+        base = Path(str(dist.locate_file(""))).absolute()
+        for top, files in _top_levels(dist).items():
+            for link in [top] if owners[top] == 1 else files:
+                (site / link).parent.mkdir(parents=True, exist_ok=True)
+                if not (site / link).is_symlink():
+                    (site / link).symlink_to(base / link)
+
+
+def _pip_install(venv: Path, *args: str) -> None:
+    """`pip install ARGS` into `venv` (skips when no package index can be reached)."""
     try:
         pip = subprocess.run(
-            [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", str(REPO)],
-            env=env, capture_output=True, text=True, timeout=900,
+            [sys.executable, "-m", "pip", "--python", str(venv / "bin" / "python"), "install", "--quiet",
+             *args],
+            env=_plain_env(), capture_output=True, text=True, timeout=900,
         )
     except subprocess.TimeoutExpired:
         pytest.skip("pip install did not finish in 15 minutes (a slow or absent network)")
@@ -172,6 +225,28 @@ def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
         if any(sign in pip.stderr for sign in _NO_NETWORK):
             pytest.skip(f"pip cannot reach a package index: {pip.stderr.strip().splitlines()[-1]}")
         pytest.fail(f"pip install failed:\n{pip.stderr[-2000:]}")
+
+
+@pytest.fixture(scope="module")
+def plain_install(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv with `pip install <this tree>` (core dependencies only); its bin folder."""
+    venv = tmp_path_factory.mktemp("no-extras") / "venv"
+    made = subprocess.run(
+        [sys.executable, "-m", "venv", "--without-pip", str(venv)], env=_plain_env(), capture_output=True,
+        text=True, timeout=300,
+    )
+    if made.returncode != 0:
+        pytest.skip(f"cannot make a venv here: {made.stderr.strip()[-300:]}")
+    core = _core_distributions()
+    if core is None:  # the dependencies changed since this environment was installed
+        _pip_install(venv, str(REPO))
+    else:
+        _pip_install(venv, "--no-deps", str(REPO))
+        site = Path(subprocess.run(
+            [str(venv / "bin" / "python"), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            env=_plain_env(), capture_output=True, text=True, check=True, timeout=120,
+        ).stdout.strip())
+        _link_distributions(core, site)
     return venv / "bin"
 
 

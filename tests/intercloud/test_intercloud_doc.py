@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,11 +16,19 @@ DOC = REPO / "docs" / "intercloud.md"
 COMMANDS = console_commands(DOC)
 
 
+def _stored(command: str) -> set[str]:
+    """The state files and stores a command names (after --state and --db)."""
+    words = shlex.split(command)
+    return {value for flag, value in zip(words, words[1:], strict=False) if flag in ("--state", "--db")}
+
+
 @pytest.mark.parametrize("command", [c for c in COMMANDS if c.startswith("cloudtwin")])
 def test_documented_command_runs(tmp_path: Path, command: str) -> None:
+    """Each command runs after the doc's earlier commands that write what it reads (its state
+    file or store), in a folder of its own."""
     (tmp_path / "examples").symlink_to(REPO / "examples")
     for previous in COMMANDS[: COMMANDS.index(command)]:
-        if previous.startswith("cloudtwin") and ("--state" in previous or "--db" in previous):
+        if previous.startswith("cloudtwin") and _stored(previous) & _stored(command):
             run_documented(previous, tmp_path)
     done = run_documented(command, tmp_path)
     assert done.returncode == 0, f"{command}\n{done.stderr}"

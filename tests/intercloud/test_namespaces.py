@@ -18,7 +18,10 @@ from cloudtwin.scenario.federation import load_federation
 
 REPO = Path(__file__).resolve().parents[2]
 REASON = netns_capability()
-pytestmark = pytest.mark.skipif(REASON is not None, reason=REASON or "")
+pytestmark = [
+    pytest.mark.slow,  # real namespaces and pings, four times
+    pytest.mark.skipif(REASON is not None, reason=REASON or ""),
+]
 
 
 @pytest.fixture(scope="module")

@@ -7,10 +7,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from tests.cli.cli_helpers import REPO, run_documented
 from tests.test_docs import console_commands
 
 DOC = REPO / "docs" / "one-cloud.md"
+
+pytestmark = pytest.mark.slow  # the walk-through (evaluate, diagnose, migrate), then the cloud run again
 
 
 def test_the_walk_through_runs_and_its_tables_are_current(tmp_path: Path) -> None:

@@ -59,10 +59,10 @@ def interval95(values: Sequence[float]) -> tuple[float, float, float]:
     mean = sum(values) / n
     if n < 2:
         return mean, mean, mean
-    from scipy.stats import t
+    from scipy.special import stdtrit  # what scipy.stats.t.ppf computes, without scipy.stats' import (~1 s)
 
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = float(t.ppf(0.975, n - 1)) * sd / math.sqrt(n)
+    half = float(stdtrit(n - 1, 0.975)) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
 
 
