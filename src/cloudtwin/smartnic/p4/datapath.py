@@ -349,7 +349,7 @@ def _last_index(following: str) -> ExprFn:
 
 
 def _ref(key: str, node: Tree) -> Tree:
-    """A `ref` tree naming storage key `key` (the path a compiled copy reads from)."""
+    """A `ref` tree naming storage key `key` (the path that a compiled copy reads)."""
     return Tree("ref", [Tree("path", [Token("NAME", part) for part in key.split(".")], node.meta)], node.meta)
 
 
