@@ -2242,8 +2242,12 @@ class Datapath:
         return rows, params
 
     # running -------------------------------------------------------------------------
-    def process(self, batch: PacketBatch) -> BatchResult:
-        """Run every packet of `batch` through parser, control and deparser."""
+    def process(self, batch: PacketBatch, *, heads: bool = False) -> BatchResult:
+        """Run every packet of `batch` through parser, control and deparser.
+
+        With `heads`, `batch.data` holds only each packet's first bytes (at least as many as
+        the parser reads, `depth.parse_depth`): the result's rows are the packets' new heads,
+        which the bytes past each old head follow unchanged."""
         ctx = self.context(batch)
         self.parser(ctx)
         alive = ~ctx.parser_error
@@ -2252,6 +2256,11 @@ class Datapath:
         if alive.any():
             self.control(ctx, alive)
         dropped = ctx.drop | ctx.parser_error
+        if heads:
+            ctx.length = np.minimum(ctx.length, batch.data.shape[1])
+            head = batch.data.shape[1]
+            if ctx.n and int(ctx.cursor.max()) > head:
+                raise P4Error(f"{self.program.source}: the parser read past the {head}-byte head")
         data, length = self.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
