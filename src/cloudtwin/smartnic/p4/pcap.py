@@ -178,7 +178,7 @@ def _index_block(
     starts = np.array(_record_starts(data, order, at), dtype=np.int64)
     whole = int(np.searchsorted(starts[1:], len(data), side="right"))  # records ending in `data`
     read = whole + 1 if starts[whole] + _RECORD_HEADER <= len(data) else whole  # and a whole header after
-    header = _record_headers(buffer, starts[:read], order)
+    header = _record_headers(buffer, starts[:read], order) if read else np.zeros((0, 4), dtype=np.uint32)
     captured = header[:, 2].astype(np.int64)
     _check_lengths(captured, first, source)
     captured = captured[:whole]
