@@ -63,7 +63,7 @@ def _across_blocks(frame: bytes) -> dict[str, bytes]:
     return {
         "the longest packet across a block": fill + longest + capture([frame])[24:],
         "cut short across a block": fill + longest[:-1],
-        "too long across a block": fill + struct.pack("<IIII", 0, 0, MAX_PACKET_BYTES + 1, 0) + bytes(1 << 17),
+        "too long across a block": fill + struct.pack("<IIII", 0, 0, MAX_PACKET_BYTES + 1, 0) + bytes(1 << 7),
         "96 MiB of frames": capture([frame] * ((96 << 20) // (16 + len(frame)))),
     }
 

@@ -197,4 +197,4 @@ def test_a_parser_past_its_head_is_an_error_not_wrong_bytes() -> None:
     batch = PacketBatch.from_packets([frame])
     narrow = PacketBatch.of_rows(batch.data[:, :20].copy(), batch.length)
     with pytest.raises((P4Error, ValueError, IndexError)):
-        datapath.process(narrow, heads=True)
+        datapath.process(narrow)

@@ -5,16 +5,23 @@ the bytes its extracts and lookaheads take along the longest path of states. `ni
 then holds only that head of each packet in its batches and copies the rest untouched
 from the capture to the output. Anything that the count cannot bound from the program's
 text (a loop between states, `advance`, an extract of a variable size, a sub-parser, a
-lookahead of anything but `bit<N>`) gives None: the whole packet is batched.
+lookahead of anything but `bit<N>`, a packet recirculated or copied) gives None: the
+whole packet is batched.
 """
 
 from __future__ import annotations
+
+import re
 
 from lark import Token, Tree
 
 from cloudtwin.smartnic.p4.program import ParserBlock, Program
 
 __all__ = ["parse_depth"]
+
+_COPIES = re.compile(r"\b(recirc\w*|mirror\w*|clone\w*|resubmit\w*)\s*\(")
+"""A call that sends a packet through the pipeline again or copies it: the packet that
+comes back is the deparsed one, whole, so such a program is batched whole."""
 
 
 def parse_depth(program: Program) -> int | None:
@@ -25,7 +32,7 @@ def parse_depth(program: Program) -> int | None:
     18
     """
     parsers = [b for b in program.blocks.values() if isinstance(b, ParserBlock)]
-    if len(parsers) > 1 or program.architecture != "pna":
+    if len(parsers) > 1 or program.architecture != "pna" or _COPIES.search(program.text):
         return None
     parser = program.parser
     cost: dict[str, int] = {}

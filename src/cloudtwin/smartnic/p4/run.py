@@ -182,7 +182,7 @@ class _Run:
                 dense_rows(records.buffer, offset, head), length, self.direction, self.input_port, stamps
             )
             built = time.process_time()
-            result = self.datapath.process(batch, heads=self.head is not None)
+            result = self.datapath.process(batch)
             processed = time.process_time()
             self.dropped += int(result.dropped.sum())
             self.errors += int(result.parser_error.sum())
