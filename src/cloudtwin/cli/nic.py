@@ -17,7 +17,6 @@ from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
 from cloudtwin.files import open_bounded, read_text_bounded
-from cloudtwin.scenario.loader import line_of
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -56,6 +55,7 @@ def _read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
 
 def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
     """An entries error (`tables.t.3.match: ...`) with the file and line it names in front."""
+    from cloudtwin.scenario.loader import line_of  # with the scenario models: only on an error
     parts = (err.field or "").split(".")
     if node is None or parts[0] not in ("tables", "meters"):
         return err
