@@ -21,6 +21,7 @@ from lark import Token, Tree
 from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.arch.externs import arch_extern
 from cloudtwin.smartnic.p4.frontend import ISTD_FIELDS, parse_number
+from cloudtwin.smartnic.p4.meter import meter_colours
 from cloudtwin.smartnic.p4.pcap import Records, dense_rows
 from cloudtwin.smartnic.p4.program import Action, Control, HeaderType, MatchKind, ParserBlock, Program, Table
 
@@ -2019,31 +2020,15 @@ class _Meter:
         self.tokens[index] = [cburst, pburst, -1.0]
 
     def execute(self, ctx: _Ctx, mask: np.ndarray, index: Value, width: int | None) -> np.ndarray:
+        """The colour of each row of `mask` (GREEN for an unconfigured cell or an index outside
+        the array), metered in rounds over the cells (`meter.meter_colours`)."""
         colours = np.zeros(ctx.n, dtype=np.uint64)
         rows, cells = _in_array(index, width, ctx.n, self.size, mask)
-        times = ctx.get("istd.timestamp_ns")
-        for row, cell in zip(np.flatnonzero(rows).tolist(), cells.tolist(), strict=True):
-            config = self.config.get(cell)
-            if config is None:
-                continue  # an unconfigured cell (or an index outside the array) marks green
-            cir, cburst, pir, pburst = config
-            state = self.tokens[cell]
-            now = int(times[row]) * 1e-9
-            if state[2] >= 0:
-                elapsed = now - state[2]
-                state[0] = min(cburst, state[0] + cir * elapsed)
-                state[1] = min(pburst, state[1] + pir * elapsed)
-            state[2] = now
-            amount = 1.0 if self.unit == "packets" else float(ctx.length[row])
-            if state[1] < amount:
-                colours[row] = RED
-            elif state[0] < amount:
-                colours[row] = YELLOW
-                state[1] -= amount
-            else:
-                colours[row] = GREEN
-                state[0] -= amount
-                state[1] -= amount
+        if not cells.size:
+            return colours
+        times = ctx.get("istd.timestamp_ns")[rows]
+        amounts = np.ones(cells.size) if self.unit == "packets" else ctx.length[rows].astype(np.float64)
+        colours[rows] = meter_colours(self.config, self.tokens, cells, times, amounts)
         return colours
 
 
