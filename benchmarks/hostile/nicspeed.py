@@ -5,7 +5,7 @@ is a pass): records cut short in their header or their data, announced lengths p
 longest packet or past 4 GiB, the 64 MiB limit filled with 4 million empty records or with
 one packet per record of every length, both byte orders and resolutions, the latest
 timestamp a pcap can hold, and an output written over the input; and, since the capture
-is read a 4 MiB block at a time, records across a block's end: the longest packet, a
+is read a 2 MiB block at a time, records across a block's end: the longest packet, a
 record cut short or announcing too much there, and a capture of many blocks (96 MiB,
 past the old 64 MiB limit) whose memory must stay the block's.
 
@@ -21,7 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 P4 = REPO / "examples" / "p4"
 MAX_PACKET_BYTES = 65_535 + 128
 PCAP_BYTES = 64 << 20
-BLOCK_BYTES = 4 << 20
+BLOCK_BYTES = 2 << 20
 
 
 def capture(packets: list[bytes], order: str = "<", nanos: bool = True, seconds: int = 0) -> bytes:
@@ -57,8 +57,8 @@ def _files(tmp: Path) -> dict[str, bytes]:
 
 
 def _across_blocks(frame: bytes) -> dict[str, bytes]:
-    """Captures whose records cross the end of `nic run`'s 4 MiB read blocks."""
-    fill = capture([frame] * ((BLOCK_BYTES - 24) // (16 + len(frame)) - 1))  # ends a little before 4 MiB
+    """Captures whose records cross the end of `nic run`'s 2 MiB read blocks."""
+    fill = capture([frame] * ((BLOCK_BYTES - 24) // (16 + len(frame)) - 1))  # ends before block 1
     longest = capture([b"\x00" * MAX_PACKET_BYTES])[24:]
     return {
         "the longest packet across a block": fill + longest + capture([frame])[24:],
