@@ -14,12 +14,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudtwin.errors import NicError
+from cloudtwin.errors import NicError, P4Error
+from cloudtwin.smartnic.p4.run import load_datapath
 from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 105
+PASS_FLOOR = 117
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -254,3 +255,106 @@ def test_typed_constants_keep_their_width_and_fold() -> None:
         (SUITE / "include",),
     )
     assert result.status == "pass", result.reason
+
+
+PSA_PROGRAM = """#include <core.p4>
+#include <bmv2/psa.p4>
+header h_t { bit<8> a; bit<8> path; bit<16> instance; bit<32> port; }
+struct H { h_t h; }
+struct M { bit<8> seen; }
+struct E { }
+parser IP(packet_in p, out H h, inout M m, in psa_ingress_parser_input_metadata_t istd,
+          in E r1, in E r2) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, in psa_ingress_input_metadata_t istd,
+          inout psa_ingress_output_metadata_t ostd) {
+    action fwd(PortId_t port) { send_to_port(ostd, port); }
+    action flood(MulticastGroup_t g) { multicast(ostd, g); }
+    action mark() { m.seen = 1; }
+    table t { key = { h.h.a : exact; } actions = { fwd; flood; mark; } default_action = mark; }
+    apply { t.apply(); h.h.port = (bit<32>) istd.ingress_port; }
+}
+parser EP(packet_in p, out H h, inout M m, in psa_egress_parser_input_metadata_t istd,
+          in E n, in E c1, in E c2) {
+    state start { p.extract(h.h); transition accept; }
+}
+control Eg(inout H h, inout M m, in psa_egress_input_metadata_t istd,
+           inout psa_egress_output_metadata_t ostd) {
+    apply {
+        if (istd.packet_path == PSA_PacketPath_t.NORMAL_MULTICAST) { h.h.path = 2; }
+        if (istd.packet_path == PSA_PacketPath_t.NORMAL_UNICAST) { h.h.path = 1; }
+        h.h.instance = (bit<16>) istd.instance;
+        if (h.h.a == 9) { egress_drop(ostd); }
+        if (m.seen == 1) { h.h.a = 0xee; }
+    }
+}
+control Common(packet_out p, inout H h) { apply { p.emit(h.h); } }
+control ID(packet_out p, out E c, out E r, out E n, inout H h, in M m,
+           in psa_ingress_output_metadata_t o) {
+    Common() c1;
+    apply { c1.apply(p, h); }
+}
+control ED(packet_out p, out E c, out E r, inout H h, in M m, in psa_egress_output_metadata_t o,
+           in psa_egress_deparser_input_metadata_t d) {
+    Common() c2;
+    apply { c2.apply(p, h); }
+}
+IngressPipeline(IP(), I(), ID()) ip;
+EgressPipeline(EP(), Eg(), ED()) ep;
+PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
+"""
+
+
+def _psa(script: str) -> StfResult:
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    return run_stf(PSA_PROGRAM, str(SUITE / "tests" / "psa.p4"), script, "psa.stf", (SUITE / "include",))
+
+
+def test_psa_unicast_multicast_drop_and_the_default_drop() -> None:
+    """PSA as psa_switch runs it: ostd.drop starts true (a miss runs `mark`, which forwards
+    nothing); send_to_port unicasts (path NORMAL_UNICAST = 1, instance 0); multicast sends a
+    copy per member (path 2, instance = rid), ports ascending; egress_drop drops one copy;
+    user metadata is not carried to egress (m.seen is 0 there)."""
+    entries = (
+        "add t h.a:1 fwd(port:5)\nadd t h.a:2 flood(g:3)\nadd t h.a:9 fwd(port:4)\n"
+        "mc_mgrp_create 3\nmc_node_create 7 8 6\nmc_node_associate 3 0\n"
+    )
+    packets = (
+        "packet 2 01 00 0000 00000000\nexpect 5 01 01 0000 00000002 $\n"
+        "packet 3 02 00 0000 00000000\nexpect 6 02 02 0007 00000003 $\nexpect 8 02 02 0007 00000003 $\n"
+        "packet 1 09 00 0000 00000000\n"  # egress drops it
+        "packet 1 05 00 0000 00000000\n"  # a miss: `mark` leaves ostd.drop true
+    )
+    result = _psa(entries + packets)
+    assert result.status == "pass", result.reason
+    assert (result.expected, result.matched, result.unexpected) == (3, 3, 0)
+    wrong = _psa(entries + "packet 2 01 00 0000 00000000\nexpect 5 01 02 0000 00000002 $\n")
+    difference = "port 5 packet 1: expected 0102000000000002$, got 0101000000000002"
+    assert wrong.status == "fail" and wrong.reason == difference
+
+
+def test_psa_resubmit_is_refused_when_a_packet_asks_for_it() -> None:
+    resubmit = "action mark() { ostd.resubmit = true; ostd.drop = false; }"
+    program = PSA_PROGRAM.replace("action mark() { m.seen = 1; }", resubmit)
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    where = (str(SUITE / "tests" / "psa.p4"), "psa.stf", (SUITE / "include",))
+    script = "add t h.a:1 fwd(port:5)\npacket 2 01 00 0000 00000000\nexpect 5 01 01 0000 00000002 $\n"
+    assert run_stf(program, where[0], script, *where[1:]).status == "pass"
+    refused = run_stf(program, where[0], "packet 2 07 00 0000 00000000\n", *where[1:])
+    assert refused.status == "unsupported" and "resubmit" in (refused.reason or "")
+
+
+def test_nic_run_refuses_v1model_and_psa_programs(tmp_path: Path) -> None:
+    """`nic run` runs the NIC's PNA pipeline; other architectures are one line naming it."""
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    for name in ("core.p4", "v1model.p4"):
+        (tmp_path / name).write_text((SUITE / "include" / name).read_text())
+    (tmp_path / "bmv2").mkdir()
+    (tmp_path / "bmv2" / "psa.p4").write_text((SUITE / "include" / "bmv2" / "psa.p4").read_text())
+    for text, architecture in ((PROGRAM, "v1model"), (PSA_PROGRAM, "psa")):
+        with pytest.raises(P4Error, match=f"a {architecture} program; `nic run` runs the NIC's PNA pipeline"):
+            load_datapath(text, str(tmp_path / "x.p4"), {})

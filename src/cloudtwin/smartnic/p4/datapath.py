@@ -316,9 +316,8 @@ def _copy_out(key: str, target: str) -> StmtFn:
     return lambda ctx, mask: ctx.put(target, ctx.get(key), mask)
 
 
-def _element_of(cells: list[str], index: _Expr, width: int, source: str, node: Tree) -> ExprFn:
+def _element_of(cells: list[str], index: _Expr, width: int, where: str) -> ExprFn:
     """`s[e].f` read with a run-time index; past the stack it is refused (P4: undefined)."""
-    where = f"{source}:{node.meta.line}:{node.meta.column}"
 
     def element(ctx: _Ctx, mask: np.ndarray) -> Value:
         at = _column(index.fn(ctx, mask), ctx.n, index.width)
@@ -531,7 +530,8 @@ class _Compiler:
         """`target = source` for headers and structs: every field, and every header's validity;
         `source` a path of the same shape or a list `{a, b, ...}` of the fields in order."""
         shape = self.composite(target)
-        assert shape is not None
+        if shape is None:  # a struct without fields (`struct empty_t {}`): nothing to copy
+            return lambda ctx, mask: None
         fields, headers = shape
         if source.data == "list_expr":
             items = [c for c in source.children if c is not None]
@@ -610,7 +610,7 @@ class _Compiler:
         if kind == "member" and node.children[0].data == "index":
             stack, index, field_name, width = self.dynamic_element(node)
             cells = [f"{stack}[{i}].{field_name}" for i in range(self.program.stacks[stack][1])]
-            return _Expr(_element_of(cells, index, width, self.program.source, node), width)
+            return _Expr(_element_of(cells, index, width, self.program.where(node)), width)
         if kind in ("sat_add", "sat_sub"):
             return self.saturating(node, kind)
         if kind == "lookahead":
@@ -698,6 +698,8 @@ class _Compiler:
         return _Expr(fn, width, is_bool)
 
     def constant(self, node: Tree) -> int:
+        if node.data in ("true", "false"):
+            return int(node.data == "true")
         expr = self.expr(node)
         if not expr.constant:
             raise self.fail(node, "a compile-time constant is needed here")
@@ -791,6 +793,8 @@ class _Compiler:
             return self.checksum(args, call)
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
+        if len(names) == 2 and names[1] == "read" and names[0] in self.dp.registers and len(args) == 1:
+            return self.register_read(names[0], args[0], call)  # PSA's `r.read(index)`
         raise self.fail(call, f"call {'.'.join(names)}(...) is not an expression in the supported subset")
 
     def checksum(self, args: list[Tree], node: Tree) -> _Expr:
@@ -946,6 +950,14 @@ class _Compiler:
             raise self.fail(node, f"{name}.execute(index): {name!r} is not a Meter")
         index = self.expr(args[0])
         meter = self.dp.meters[name]
+        if self.program.architecture == "psa":  # PSA_MeterColor_t { RED, GREEN, YELLOW }
+            names = (f"PSA_MeterColor_t.{c}" for c in ("GREEN", "YELLOW", "RED"))
+            colour = np.array([self.program.constants[n] for n in names], dtype=np.uint64)
+
+            def psa_colour(ctx: _Ctx, mask: np.ndarray) -> Value:
+                return colour[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)]
+
+            return _Expr(psa_colour, 32)
         return _Expr(lambda ctx, mask: meter.execute(ctx, mask, index.fn(ctx, mask), index.width), 2)
 
     # statements ----------------------------------------------------------------------
@@ -994,18 +1006,44 @@ class _Compiler:
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
 
+    def register_read(self, name: str, index_node: Tree, node: Tree) -> _Expr:
+        """PSA's `r.read(index)`: the cell's value (an index past the register reads as 0,
+        a value PSA leaves unspecified)."""
+        cells, width = self.dp.registers[name]
+        psa = self.program.architecture == "psa"
+        where = self.program.where(node)
+        index = self.expr(index_node)
+
+        def read(ctx: _Ctx, mask: np.ndarray) -> Value:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            outside = at >= np.uint64(cells.size)
+            if psa:  # PSA: a read past the register gives an unspecified value, here 0
+                mask = mask & ~outside
+            elif (mask & outside).any():
+                raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
+            column = _column(0, ctx.n, width)
+            rows = np.flatnonzero(mask)
+            column[rows] = cells[at[rows].astype(np.int64)]
+            return column
+
+        return _Expr(read, width)
+
     def register_access(self, name: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
         """v1model `r.read(out value, index)` and `r.write(index, value)`; an index past the
         register is refused when a packet reaches it."""
         cells, width = self.dp.registers[name]
         if len(args) != 2:
             raise self.fail(node, f"{name}.{method} takes two arguments")
-        where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+        where = self.program.where(node)
         index = self.expr(args[1] if method == "read" else args[0])
+
+        psa = self.program.architecture == "psa"
 
         def rows_and_cells(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             at = _column(index.fn(ctx, mask), ctx.n, index.width)
-            if (mask & (at >= np.uint64(cells.size))).any():
+            if psa:  # PSA: a write past the register does nothing
+                mask = mask & (at < np.uint64(cells.size))
+            elif (mask & (at >= np.uint64(cells.size))).any():
                 raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
             rows = np.flatnonzero(mask)
             return rows, at[rows].astype(np.int64)
@@ -1034,7 +1072,7 @@ class _Compiler:
         stack, index, field_name, width = self.dynamic_element(target)
         size = self.program.stacks[stack][1]
         value = self.expr(value_node)
-        where = f"{self.program.source}:{target.meta.line}:{target.meta.column}"
+        where = self.program.where(target)
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             at = _column(index.fn(ctx, mask), ctx.n, index.width)
@@ -1230,6 +1268,8 @@ class _Compiler:
         owner = self.control or self.program.parser
         if method == "apply" and len(target) == 1 and target[0] in owner.instances:
             return self.inline_block(self.program.blocks[owner.instances[target[0]]], args, call)
+        if method == "apply" and len(target) == 1 and target[0] in self.program.blocks:
+            return self.inline_block(self.program.blocks[target[0]], args, call)  # `Type.apply(...)`
         if method == "apply":
             apply = self.table_apply(target, call)
 
@@ -1568,7 +1608,7 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             count = _column(bits.fn(ctx, mask), ctx.n, bits.width).astype(np.int64)
             if (mask & (count % 8 != 0)).any():
-                where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+                where = self.program.where(node)
                 raise P4Error(f"{where}: advance by bits that are not whole bytes")
             step = count // 8
             short = mask & (ctx.cursor + step > ctx.length)
@@ -2087,6 +2127,9 @@ class Datapath:
                 self.initialise(state)
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
+        self.egress_parser: Callable[[_Ctx], None] | None = None  # PSA's
+        if program.egress_parser is not None:
+            self.egress_parser = _compile_parser(_Compiler(self), program.egress_parser)
         self.blocks: dict[str, StmtFn] = {}
         self.block_inits: dict[str, list[tuple[str, _Expr]]] = {}
         for control in _blocks(program):
@@ -2277,15 +2320,18 @@ class Datapath:
             exited=np.zeros(n, dtype=bool),
         )
 
-    def deparse(self, ctx: _Ctx, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Valid emitted headers, then the payload after the parser's cursor.
+    def deparse(
+        self, ctx: _Ctx, alive: np.ndarray, order: tuple[str, ...] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Valid emitted headers (`order`, the deparser's by default), then the payload
+        after the parser's cursor.
 
         Rows are grouped by which headers they emit and where their payload starts (a
         batch has few such groups); each group is written as blocks: its headers' bytes
         side by side, then its payload shifted into place."""
         program = self.program
         n = ctx.n
-        emits = [(h, program.header_instances[h]) for h in program.emit_order]
+        emits = [(h, program.header_instances[h]) for h in (program.emit_order if order is None else order)]
         valid = [ctx.header_valid(h) & alive for h, _ in emits]
         header_len = np.zeros(n, dtype=np.int64)
         for v, (_, htype) in zip(valid, emits, strict=True):
@@ -2392,8 +2438,9 @@ def _storage_widths(program: Program) -> dict[str, int]:
     widths.update(program.metadata_fields)
     for stack in program.stacks:
         widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
-    for name, (width, _) in program.parser.variables.items():
-        widths[f"var.{program.parser.name}.{name}"] = width
+    for parser in (program.parser, program.egress_parser):
+        for name, (width, _) in parser.variables.items() if parser is not None else ():
+            widths[f"var.{parser.name}.{name}"] = width  # type: ignore[union-attr]
     for control in (*_blocks(program), *_applied(program)):
         for name, (width, _) in control.variables.items():
             widths[f"var.{control.name}.{name}"] = width
@@ -2426,8 +2473,8 @@ CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "Head
 """core.p4's errors in its order: a program that does not include it gets these codes."""
 
 
-def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
-    parser = compiler.program.parser
+def _compile_parser(compiler: _Compiler, parser: ParserBlock | None = None) -> Callable[[_Ctx], None]:
+    parser = parser or compiler.program.parser
     compiler.roles = parser.roles
     machine = _parser_machine(compiler, parser, "")
     return lambda ctx: machine(ctx, np.ones(ctx.n, dtype=bool))

@@ -78,8 +78,19 @@ _UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
 ARCHITECTURES = {
     "PNA_NIC": ("parser", "control", "deparser"),
     "V1Switch": ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser"),
+    "PSA_Switch": ("IngressPipeline", "PacketReplicationEngine", "EgressPipeline", "BufferingQueueingEngine"),
 }
 """The packages a program may instantiate as `main`, and the blocks each takes."""
+
+PSA_PIPELINES = {"IngressPipeline": "Ingress", "EgressPipeline": "Egress"}
+"""PSA's pipeline packages: each instantiates (parser, control, deparser)."""
+
+PSA_ROLES = {
+    "parser": ("pkt", "hdr", "meta", "", "psa.in1", "psa.in2", "psa.in3"),
+    "control": ("hdr", "meta", "", ""),
+}
+"""What each PSA block parameter is, by position ("": the architecture's struct of its type,
+held under the type's name; psa.inN: the metadata a packet brings in, as none is bridged)."""
 
 ERROR_BITS = 16
 """How wide an `error` value is held (its code: its position among the declared errors)."""
@@ -147,6 +158,8 @@ class _Checker:
         self.match_kinds: set[str] = set()
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
+        self.control_nodes: dict[str, Tree] = {}  # control name -> its declaration
+        self.packages: dict[str, Tree] = {}  # PSA's pipeline package instances by name
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
         self.aliases: dict[str, str] = {}  # @name of a table or action -> its name
@@ -250,6 +263,14 @@ class _Checker:
                 return self.constants[name]
         if node.data == "neg":
             return -self.constant(node.children[0])
+        if node.data in ("cast", "name_cast"):  # (bit<N>) c, (T) c: c at the type's width
+            target, operand = node.children
+            if isinstance(target, Token):
+                width = self.typedefs.get(str(target), self.enums.get(str(target)))
+            else:
+                width = parse_number(str(target.children[0]))[0] if target.data == "bits" else None
+            if width is not None:
+                return self.constant(operand) & ((1 << width) - 1)
         if node.data == "error_const":
             name = f"error.{node.children[0]}"
             if name in self.constants:
@@ -373,6 +394,10 @@ class _Checker:
         self.global_actions[action.name] = action
 
     def _main_decl(self, node: Tree) -> None:
+        if str(node.children[-1]) != "main" and str(node.children[0]) in PSA_PIPELINES:
+            self.declare(self.names, "package instance", str(node.children[-1]), node)
+            self.packages[str(node.children[-1])] = node  # PSA's IngressPipeline(...) ip;
+            return
         if str(node.children[0]) not in ARCHITECTURES:
             raise self.fail(
                 node, f"package {node.children[0]}: only {' or '.join(ARCHITECTURES)} in this subset"
@@ -423,6 +448,7 @@ class _Checker:
             self.control_local(control, child)
         control.apply = node.children[-1]
         control.params = _params(node.children[1])
+        self.control_nodes[control.name] = node
         self.controls.append((control, node.children[1]))
 
     def control_local(self, control: Control, node: Tree) -> None:
@@ -488,7 +514,7 @@ class _Checker:
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])
-        if kind == "register":
+        if kind == "register" or (kind == "Register" and self.architecture() == "PSA_Switch"):
             return self.register(node)
         if kind not in ("Counter", "Meter"):
             raise self.fail(node, f"extern {kind}: only Counter and Meter are supported")
@@ -505,6 +531,11 @@ class _Checker:
             )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
 
+    def architecture(self) -> str:
+        """The package the program instantiates as main (read ahead: main comes last)."""
+        found = re.search(r"^\s*(\w+)\s*(<[^>]*>)?\s*\([^;]*\)\s*main\s*;", self.text, re.MULTILINE)
+        return found.group(1) if found else ""
+
     def v1model_counter(self, node: Tree) -> Extern:
         """v1model's `counter(size, CounterType.x) c;` (its counts show in no packet)."""
         args = [a for a in node.children[1:-1] if a is not None]
@@ -518,7 +549,8 @@ class _Checker:
         return Extern(str(node.children[-1]), "Counter", size, _UNITS.get(self.constant(args[1]), "packets"))
 
     def register(self, node: Tree) -> Extern:
-        """v1model's `register<T[, I]>(size) r;`: `size` cells of T."""
+        """v1model's `register<T[, I]>(size) r;` and PSA's `Register<T, I>(size) r;`: `size`
+        cells of T."""
         types = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data in _TYPE_RULES]
         args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
         if not types or len(args) != 1:
@@ -646,8 +678,11 @@ class _Checker:
             self.declaration(node)
         self.refuse_annotations(tree)
         if self.main is None:
-            raise self.fail(tree, "no `PNA_NIC(...) main;` or `V1Switch(...) main;` instantiation")
+            packages = "`PNA_NIC(...) main;`, `V1Switch(...) main;` or `PSA_Switch(...) main;`"
+            raise self.fail(tree, f"no {packages}")
         package = str(self.main.children[0])
+        if package == "PSA_Switch":
+            return self.build_psa()
         roles = ARCHITECTURES[package]
         if self.registers and package != "V1Switch":
             kind = str(self.registers[0].children[0])
@@ -698,6 +733,110 @@ class _Checker:
         )
         program.architecture = "v1model" if package == "V1Switch" else "pna"
         program.controls = tuple(pipeline)
+        self.finish(program)
+        program.emit_order = self.emits(deparser, instances)
+        program.parser = parser
+        return program
+
+    def psa_blocks(self) -> list[str]:
+        """`PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;`:
+        the six blocks, ingress parser, control and deparser, then egress's."""
+        assert self.main is not None
+        args = [c for c in self.main.children[1:-1] if isinstance(c, Tree) and c.data.startswith("instance")]
+        if len(args) != 4:
+            what = "(IngressPipeline, PacketReplicationEngine(), EgressPipeline, BufferingQueueingEngine())"
+            raise self.fail(self.main, f"PSA_Switch takes {what}")
+        names: list[str] = []
+        for arg, want in ((args[0], "IngressPipeline"), (args[2], "EgressPipeline")):
+            pipeline = self.packages.get(str(arg.children[0])) if arg.data == "instance_name" else arg
+            if pipeline is None or str(pipeline.children[0]) != want:
+                raise self.fail(arg, f"PSA_Switch: {arg.children[0]} is not an {want}")
+            blocks = [
+                c for c in pipeline.children[1:] if isinstance(c, Tree) and c.data.startswith("instance")
+            ]
+            odd = any(b.data != "instance" or [a for a in b.children[1:] if a] for b in blocks)
+            if len(blocks) != 3 or odd:
+                raise self.fail(pipeline, f"{want} takes (parser(), control(), deparser()) in this subset")
+            names.extend(str(b.children[0]) for b in blocks)
+        return names
+
+    def psa_roles(self, node: Tree, kind: str, hdr: str, meta: str | None) -> dict[str, str]:
+        """A PSA block's parameters by position: packet, headers, user metadata, then the
+        architecture's structs (held under their type's name) and the metadata a packet
+        brings in (none is bridged or resubmitted here: all zero, under the block's name)."""
+        roles: dict[str, str] = {}
+        for position, (pname, _, type_) in enumerate(_params(node.children[1])):
+            tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if kind == "deparser":  # (only its emits are read)
+                role = {"packet_out": "pkt", hdr: "hdr", meta or "": "meta"}.get(tname, tname)
+            else:
+                table = PSA_ROLES[kind]
+                role = table[position] if position < len(table) else "?"
+                if role.startswith("psa."):
+                    role = f"in.{node.children[0]}.{pname}"
+                elif role == "":
+                    role = tname
+            if role == "?":
+                raise self.fail(node, f"{node.children[0]}: parameter {pname} is not one PSA passes")
+            if role in ("hdr", "meta") and tname != (hdr if role == "hdr" else meta):
+                what = "the ingress and egress headers (and user metadata) must be of one type here"
+                raise self.fail(type_, f"{node.children[0]}: {what}")
+            if kind != "deparser" and role not in ("pkt", "hdr", "meta") and tname not in self.structs:
+                raise self.fail(type_, f"{node.children[0]}: parameter {pname} must be a struct")
+            roles[pname] = role
+        return roles
+
+    def build_psa(self) -> Program:
+        """A PSA program: ingress parser, control and deparser, then egress's (bmv2's
+        psa_switch runs them; `arch.psa` drives the blocks)."""
+        assert self.main is not None
+        names = self.psa_blocks()
+        parsers = {p.name: p for p in self.parsers}
+        controls = {c.name: (c, params) for c, params in self.controls}
+        for i, name in enumerate(names):
+            known = parsers if i % 3 == 0 else controls
+            if name not in known:
+                raise self.fail(self.main, f"no {'parser' if i % 3 == 0 else 'control'} named {name!r}")
+        parser, egress_parser = parsers[names[0]], parsers[names[3]]
+        nodes = {str(n.children[0]): n for n in self._parser_nodes}
+        params = _params(nodes[names[0]].children[1])
+        types = [str(t.children[0]) if t.data == "named_type" else "" for _, _, t in params]
+        if len(types) < 3:
+            what = "PSA passes (packet, headers, metadata, ...)"
+            raise self.fail(nodes[names[0]], f"parser {names[0]}: {what}")
+        hdr_type, meta_type = types[1], types[2]
+        metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
+        instances = self.header_instances(hdr_type, self.main)
+        instances.update(self.meta_headers)
+        blocks: list[tuple[ParserBlock | Control, Tree, str]] = [
+            (parser, nodes[names[0]], "parser"),
+            (egress_parser, nodes[names[3]], "parser"),
+            *((controls[names[i]][0], self.control_nodes[names[i]], "control") for i in (1, 4)),
+            *((controls[names[i]][0], self.control_nodes[names[i]], "deparser") for i in (2, 5)),
+        ]
+        for block, node, kind in blocks:
+            block.roles = self.psa_roles(node, kind, hdr_type, meta_type)
+            types_of = {p: t for p, _, t in _params(node.children[1])}
+            for pname, role in block.roles.items():
+                ptype = types_of[pname]
+                tname = str(ptype.children[0]) if ptype.data == "named_type" else ""
+                if role not in ("pkt", "hdr", "meta") and tname in self.structs:
+                    metadata.update(self.struct_fields(tname, role, self.main))
+        ingress, egress = controls[names[1]][0], controls[names[4]][0]
+        program = Program(
+            self.source, self.text, self.headers, instances, metadata, self.constants,
+            parser, ingress, controls[names[2]][0], self.global_actions,
+        )
+        program.architecture = "psa"
+        program.controls = (ingress, egress)
+        program.egress_parser = egress_parser
+        self.finish(program)
+        program.emit_order = self.emits(controls[names[2]][0], instances)
+        program.egress_emit_order = self.emits(controls[names[5]][0], instances)
+        return program
+
+    def finish(self, program: Program) -> None:
+        """The declarations every architecture's program carries."""
         program.errors = tuple(self.errors)
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
@@ -707,9 +846,6 @@ class _Checker:
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
-        program.emit_order = self.emits(deparser, instances)
-        program.parser = parser
-        return program
 
     def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
         node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
@@ -746,8 +882,14 @@ class _Checker:
                 roles[str(name)] = "hdr" if tname == hdr_type else "meta"
         return roles
 
-    def emits(self, deparser: Control, instances: dict[str, HeaderType]) -> tuple[str, ...]:
+    def emits(
+        self, deparser: Control, instances: dict[str, HeaderType], roles: dict[str, str] | None = None,
+        depth: int = 0,
+    ) -> tuple[str, ...]:
+        """The headers the deparser emits, in order (a sub-control it applies, `c.apply(pkt,
+        hdr)`, emits its own in its place)."""
         order: list[str] = []
+        roles = deparser.roles if roles is None else roles
         assert deparser.apply is not None
         for stmt in deparser.apply.children:
             call = stmt.children[0] if stmt.data == "call_stmt" else None
@@ -755,10 +897,22 @@ class _Checker:
                 raise self.fail(stmt, "the deparser may only emit headers")
             path = [str(t) for t in call.children[0].children]
             args = [a for a in call.children[1:] if a is not None]
+            inner = self.control_nodes.get(deparser.instances.get(path[0], "")) if len(path) == 2 else None
+            if path[-1] == "apply" and inner is not None and depth < MAX_STRUCT_NESTING:
+                params = _params(inner.children[1])
+                if len(args) != len(params) or any(a.data != "ref" for a in args):
+                    raise self.fail(stmt, f"{path[0]}.apply: one name per parameter of {inner.children[0]}")
+                passed = {}
+                for (pname, _, _), arg in zip(params, args, strict=True):
+                    outer = [str(t) for t in arg.children[0].children]
+                    passed[pname] = ".".join([roles.get(outer[0], outer[0]), *outer[1:]])
+                sub = next(c for c, _ in self.controls if c.name == str(inner.children[0]))
+                order.extend(self.emits(sub, instances, passed, depth + 1))
+                continue
             if path[-1] != "emit" or len(args) != 1 or args[0].data != "ref":
                 raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
             names = [str(t) for t in args[0].children[0].children]
-            header = ".".join([deparser.roles.get(names[0], names[0]), *names[1:]])
+            header = ".".join([roles.get(names[0], names[0]), *names[1:]])
             inside = [h for h in instances if h.startswith((f"{header}.", f"{header}["))]
             if header not in instances and not inside:
                 raise self.fail(stmt, f"emit: {header} is not a header or a struct of headers")
@@ -823,7 +977,7 @@ def parse_program(
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
     try:
-        return _parse(body, source, annotations)
+        return _parse(body, source, annotations, located.origins if located is not None else [])
     except P4Error as err:
         if located is None:
             raise
@@ -847,7 +1001,9 @@ def _relocate(message: str, source: str, located: Source) -> str:
     return f"{where}:{line}:" + re.sub(r"\(first at (\d+):(\d+)\)", first, rest)
 
 
-def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> Program:
+def _parse(
+    text: str, source: str, annotations: dict[int, tuple[str, str]], origins: list[tuple[str, int]]
+) -> Program:
     try:
         tree = _lark().parse(text)
     except lark.UnexpectedCharacters as err:
@@ -869,6 +1025,7 @@ def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> P
     checker.annotations = annotations
     checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)
+    program.origins = origins
     from cloudtwin.smartnic.p4.datapath import compile_program
 
     compile_program(program)  # resolves every name and width now, so errors surface here

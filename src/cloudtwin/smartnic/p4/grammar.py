@@ -58,6 +58,7 @@ DIRECTION.2: "inout" | "in" | "out"
 
 main_decl: NAME ["<" type ("," type)* ">"] "(" [instance ("," instance)*] ")" NAME ";"
 instance: NAME "(" [instance ("," instance)*] ")"
+        | NAME -> instance_name
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
 ?parser_local: var_decl | const_decl | instance_decl | value_set_decl

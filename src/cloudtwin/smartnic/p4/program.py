@@ -167,7 +167,7 @@ class Program:
     deparser: Control
     global_actions: dict[str, Action]
     emit_order: tuple[str, ...] = ()
-    architecture: str = "pna"  # or "v1model"
+    architecture: str = "pna"  # or "v1model" or "psa"
     controls: tuple[Control, ...] = ()  # the pipeline's controls in order (PNA: the main control)
     errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
@@ -178,6 +178,17 @@ class Program:
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
+    origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)
+    egress_parser: ParserBlock | None = None  # PSA: the egress parser (`parser` is ingress's)
+    egress_emit_order: tuple[str, ...] = ()  # PSA: what the egress deparser emits
+
+    def where(self, node: Tree) -> str:
+        """`file:line:column` of `node` in the file it came from (through includes)."""
+        line, column = (node.meta.line, node.meta.column) if not node.meta.empty else (0, 0)
+        if 1 <= line <= len(self.origins):
+            origin, at = self.origins[line - 1]
+            return f"{origin}:{at}:{column}"
+        return f"{self.source}:{line}:{column}"
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""

@@ -503,6 +503,10 @@ class _Runner:
         batch = PacketBatch.from_packets([d for _, d in packets], direction, ports)
         if self.dp.program.architecture == "v1model":
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
+        elif self.dp.program.architecture == "psa":
+            from cloudtwin.smartnic.p4.arch import psa
+
+            sent = [s for row in psa.process(self.dp, batch, self.engine) for s in row]
         else:
             result = self.dp.process(batch)
             sent = [

@@ -184,7 +184,7 @@ def _hash(compiler: Any, args: list[Tree], node: Tree) -> Any:
     base, limit = compiler.expr(args[2]), compiler.expr(args[4])
     key, _ = compiler.lvalue_of(args[0])
     size = sum(w or 0 for w in widths) // 8
-    where = f"{compiler.program.source}:{node.meta.line}:{node.meta.column}"
+    where = compiler.program.where(node)
 
     def run(ctx: _Ctx, mask: np.ndarray) -> None:
         columns = [_column(f.fn(ctx, mask), ctx.n, f.width).tolist() for f in fields]
