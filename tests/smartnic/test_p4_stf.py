@@ -20,7 +20,7 @@ from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 117
+PASS_FLOOR = 122
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -358,3 +358,48 @@ def test_nic_run_refuses_v1model_and_psa_programs(tmp_path: Path) -> None:
     for text, architecture in ((PROGRAM, "v1model"), (PSA_PROGRAM, "psa")):
         with pytest.raises(P4Error, match=f"a {architecture} program; `nic run` runs the NIC's PNA pipeline"):
             load_datapath(text, str(tmp_path / "x.p4"), {})
+
+
+def test_range_optional_keys_and_priorities() -> None:
+    """Const entries: the smallest priority number wins (bmv2): `@priority(N)`, else one more
+    than the entry before. Range bounds are inclusive; an optional key is a value or `_`."""
+    program = PROGRAM.replace(
+        "table t { key = { h.h.a : ternary; } actions = { set; drop; } default_action = drop; }",
+        "table t { key = { h.h.a : range; h.h.b : optional; } actions = { set; drop; }\n"
+        "    default_action = drop;\n"
+        "    const entries = {\n"
+        "        (1 .. 8, _) : set(1, 1) @priority(5);\n"  # priority 5
+        "        (6 .. 12, 7) : set(2, 2);\n"  # priority 6
+        "        (8, _) : set(3, 3) @priority(2);\n"  # priority 2
+        "        (_, 9) : set(4, 4);\n"  # priority 3
+        "    } }",
+    )
+    script = (
+        "packet 0 01 00\nexpect 1 01 01 $\n"  # only the first
+        "packet 0 08 00\nexpect 3 08 03 $\n"  # first and third: 2 < 5
+        "packet 0 07 07\nexpect 1 07 01 $\n"  # first (5) and second (6)
+        "packet 0 0c 07\nexpect 2 0c 02 $\n"  # the second alone (12 is in 6 .. 12)
+        "packet 0 0d 07\n"  # nothing: the default drops it
+        "packet 0 08 09\nexpect 3 08 03 $\n"  # third (2) before fourth (3)
+        "packet 0 0d 09\nexpect 4 0d 04 $\n"
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    result = run_stf(program, str(SUITE / "tests" / "r.p4"), script, "r.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+    assert (result.expected, result.matched, result.unexpected) == (6, 6, 0)
+
+
+def test_division_and_modulo_round_down_and_refuse_zero() -> None:
+    """bit<8>: 200 / 7 = 28, 200 % 7 = 4; a divisor of 0 reached by a packet is refused."""
+    program = PROGRAM.replace(
+        "apply { t.apply(); }",
+        "apply { bit<8> q = h.h.a / h.h.b; h.h.b = h.h.a % h.h.b; h.h.a = q; sm.egress_spec = 1; }",
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    where = (str(SUITE / "tests" / "d.p4"), "d.stf", (SUITE / "include",))
+    result = run_stf(program, where[0], "packet 0 c8 07\nexpect 1 1c 04 $\n", *where[1:])
+    assert result.status == "pass", result.reason
+    zero = run_stf(program, where[0], "packet 0 c8 00\n", *where[1:])
+    assert zero.status == "unsupported" and zero.reason == f"{where[0]}:14:24: division by 0 at run time"

@@ -743,8 +743,10 @@ class _Compiler:
                 lambda ctx, mask: _concat(left.fn(ctx, mask), right.fn(ctx, mask), shift, total), total
             )
         if left.width is None and right.width is None and kind not in _COMPARE:
-            value = _BINARY[kind](int(left.fn(None, None)), int(right.fn(None, None)))  # type: ignore[arg-type]
-            return _const(int(value))
+            a, b = int(left.fn(None, None)), int(right.fn(None, None))  # type: ignore[arg-type]
+            if kind in ("div", "mod") and b <= 0:
+                raise self.fail(node, "division by a constant that is not positive")
+            return _const(int(_BINARY[kind](a, b)))
         if left.width is None and right.width is not None and not left.is_bool:
             left = _sized(left, right.width)
         elif right.width is None and left.width is not None and kind not in ("shl", "shr"):
@@ -758,6 +760,8 @@ class _Compiler:
                 lambda ctx, mask: _compare(compute, left.fn(ctx, mask), right.fn(ctx, mask), width), 1, True
             )
         w = width or 64
+        if kind in ("div", "mod"):
+            return _Expr(_divide(kind, left, right, w, self.program.where(node)), width)
         return _Expr(
             lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w), width
         )
@@ -2006,6 +2010,21 @@ def _arith(kind: str, left: Value, right: Value, width: int) -> Value:
         return _BINARY[kind](a, b)
 
 
+def _divide(kind: str, left: _Expr, right: _Expr, width: int, where: str) -> ExprFn:
+    """`a / b`, `a % b` on bit<N> (unsigned, rounding down); a row dividing by 0 is refused
+    when a packet reaches it (P4 leaves it undefined)."""
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a, b = _operands(left.fn(ctx, mask), right.fn(ctx, mask), width)
+        zero = _column(b, ctx.n, width) == 0
+        if (mask & zero).any():
+            raise P4Error(f"{where}: division by 0 at run time")
+        safe = np.where(zero, 1, b) if isinstance(b, np.ndarray) else b
+        return _fit(a // safe if kind == "div" else a % safe, width)
+
+    return fn
+
+
 def _compare(op: Callable[[Value, Value], Value], left: Value, right: Value, width: int | None) -> Value:
     a, b = _operands(left, right, width or 64)
     result = op(a, b)
@@ -2026,6 +2045,8 @@ _BINARY: dict[str, Callable[[Value, Value], Value]] = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
     "band": lambda a, b: a & b,
     "bor": lambda a, b: a | b,
     "bxor": lambda a, b: a ^ b,
@@ -2220,7 +2241,8 @@ class Datapath:
         if len(args) != len(params):
             raise compiler.fail(ref, f"action {action} takes {len(params)} arguments, got {len(args)}")
         values = tuple(a & _mask_of(w) for a, (_, w) in zip(args, params, strict=True))
-        return TableEntry(match, action, values, -position)
+        priorities = state.table.priorities
+        return TableEntry(match, action, values, -(priorities[position] if priorities else position))
 
     def entry_match(
         self, compiler: _Compiler, item: Tree, kind: MatchKind, width: int
@@ -2229,7 +2251,14 @@ class Datapath:
         if item.data == "ks_default":
             if kind == MatchKind.EXACT:
                 raise compiler.fail(item, "an exact key cannot be `_` or default")
-            return (0, 0)
+            return (0, full) if kind == MatchKind.RANGE else (0, 0)
+        if kind == MatchKind.RANGE and item.data in ("ks_value", "ks_range"):
+            low, high = (compiler.constant(c) & full for c in item.children) if item.data == "ks_range" else (
+                (compiler.constant(item.children[0]) & full,) * 2
+            )
+            return (low, high)
+        if kind == MatchKind.OPTIONAL and item.data == "ks_value":
+            return (compiler.constant(item.children[0]) & full, full)
         if item.data == "ks_value":
             value = compiler.constant(item.children[0]) & full
             return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
@@ -2601,7 +2630,7 @@ def _transition(
 def _build_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarray]:
     kinds = [k.kind for k in state.table.keys]
     entries = state.entries
-    if MatchKind.TERNARY in kinds or not kinds:
+    if {MatchKind.TERNARY, MatchKind.OPTIONAL, MatchKind.RANGE} & set(kinds) or not kinds:
         return _ternary_lookup(state)
     if MatchKind.LPM in kinds:
         return _lpm_lookup(state)
@@ -2682,6 +2711,9 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
         terms = []
         for j, kind in enumerate(kinds):
             match, width = state.entries[i].match[j], state.widths[j]
+            if kind == MatchKind.RANGE:
+                terms.append((match[0], match[1], True))  # type: ignore[index]
+                continue
             if kind == MatchKind.EXACT:
                 value, bits = int(match), _mask_of(width)  # type: ignore[arg-type]
             elif kind == MatchKind.LPM:
@@ -2689,7 +2721,7 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
                 bits = _mask_of(width) ^ _mask_of(width - prefix)
             else:
                 value, bits = match  # type: ignore[misc]
-            terms.append((value & bits, bits))
+            terms.append((value & bits, bits, False))
         rules.append((i, terms))
 
     def lookup(keys: list[np.ndarray]) -> np.ndarray:
@@ -2698,10 +2730,13 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
         left = np.ones(n, dtype=bool)
         for i, terms in rules:
             rows = left.copy()
-            for key, (value, bits) in zip(keys, terms, strict=True):
-                if bits == 0:
+            for key, (value, bits, is_range) in zip(keys, terms, strict=True):
+                if is_range:  # value .. bits, inclusive
+                    low, high = (b if key.dtype == object else np.uint64(b) for b in (value, bits))
+                    rows &= (key >= low) & (key <= high)
+                elif bits == 0:
                     continue
-                if key.dtype == object:
+                elif key.dtype == object:
                     rows &= (key & bits) == value
                 else:
                     rows &= (key & np.uint64(bits)) == np.uint64(value)

@@ -159,7 +159,8 @@ class _Checker:
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
         self.control_nodes: dict[str, Tree] = {}  # control name -> its declaration
-        self.packages: dict[str, Tree] = {}  # PSA's pipeline package instances by name
+        self.packages: dict[str, Tree] = {}
+        self.consumed: set[int] = set()  # annotations read where they mean something (@priority)
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
         self.aliases: dict[str, str] = {}  # @name of a table or action -> its name
@@ -244,7 +245,8 @@ class _Checker:
         if node.meta.empty:
             return
         for at, (name, _) in sorted(self.annotations.items()):
-            if node.meta.start_pos <= at < node.meta.end_pos and name not in IGNORED_ANNOTATIONS:
+            inside = node.meta.start_pos <= at < node.meta.end_pos and at not in self.consumed
+            if inside and name not in IGNORED_ANNOTATIONS:
                 line = self.text.count("\n", 0, at) + 1
                 column = at - self.text.rfind("\n", 0, at)
                 what = f"annotation @{name} is outside the supported subset"
@@ -570,6 +572,7 @@ class _Checker:
         default: Tree | None = None
         entries: tuple[Tree, ...] = ()
         bound: dict[str, tuple[Tree, ...]] = {}
+        priorities: tuple[int, ...] = ()
         const_default = False
         size = 1024
         self.distinct(
@@ -580,9 +583,8 @@ class _Checker:
                 for elem in prop.children:
                     kind = str(elem.children[1])
                     if kind not in MatchKind.__members__.values():
-                        raise self.fail(
-                            elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary"
-                        )
+                        what = f"match kind {kind!r} is not exact, lpm, ternary, optional or range"
+                        raise self.fail(elem, f"table {name}: {what}")
                     alias = (self.annotation_in(elem, "name") or "").strip().strip('"')
                     text = self.source_text(elem.children[0])
                     keys.append(TableKey(text, elem.children[0], MatchKind(kind), 0, alias or text))
@@ -597,6 +599,7 @@ class _Checker:
                 default = prop.children[1]
             elif prop.data == "table_entries":
                 entries = tuple(e for e in prop.children[1:] if e is not None)
+                priorities = self.entry_priorities(entries)
             elif prop.data == "table_other":
                 what = f"property {prop.children[0]} is outside the supported subset"
                 raise self.fail(prop, f"table {name}: {what}")
@@ -617,8 +620,30 @@ class _Checker:
                     default, f"table {name}: default action {default_name!r} is not in its actions"
                 )
         return Table(
-            name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries, bound
+            name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries,
+            bound, priorities,
         )
+
+    def entry_priorities(self, entries: tuple[Tree, ...]) -> tuple[int, ...]:
+        """Each const entry's priority number, the smallest winning as in bmv2: its
+        `@priority(N)`, else one more than the entry before it's (the first: 1), so that
+        without annotations the earliest entry wins."""
+        out: list[int] = []
+        for entry in entries:
+            found = None
+            if not entry.meta.empty:
+                for at, (name, body) in self.annotations.items():
+                    if name == "priority" and entry.meta.start_pos <= at < entry.meta.end_pos:
+                        found = (at, body)
+            if found is None:
+                out.append(out[-1] + 1 if out else 1)
+                continue
+            self.consumed.add(found[0])
+            try:
+                out.append(int(found[1].strip().strip("()"), 0))
+            except ValueError:
+                raise self.fail(entry, f"@priority{found[1]}: not a number") from None
+        return tuple(out)
 
     def struct_fields(
         self, struct: str, prefix: str, node: Tree, chain: tuple[str, ...] = ()

@@ -30,6 +30,8 @@ class MatchKind(StrEnum):
     EXACT = "exact"
     LPM = "lpm"
     TERNARY = "ternary"
+    OPTIONAL = "optional"  # a value or `_`: a ternary match with a full mask or none
+    RANGE = "range"  # lo .. hi, inclusive
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ class Table:
     size: int
     entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
     bound: dict[str, tuple[Tree, ...]] = field(default_factory=dict)  # action -> its directional args
+    priorities: tuple[int, ...] = ()  # per const entry: its priority number (the smallest wins)
 
 
 @dataclass(frozen=True)
