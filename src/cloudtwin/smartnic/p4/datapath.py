@@ -11,6 +11,7 @@ payload, which is moved as a block per distinct size change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -281,6 +282,7 @@ class _Expr:
     width: int | None  # None: an unsized integer literal
     is_bool: bool = False
     constant: bool = False  # known when the program is compiled (fn ignores its arguments)
+    signed: bool = False  # an int<N>: its bits (held as bit<N>) read in two's complement
 
 
 def _const(value: int, width: int | None = None) -> _Expr:
@@ -352,10 +354,44 @@ def _ref(key: str, node: Tree) -> Tree:
     return Tree("ref", [Tree("path", [Token("NAME", part) for part in key.split(".")], node.meta)], node.meta)
 
 
-def _sized(expr: _Expr, width: int) -> _Expr:
-    """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds)."""
+def _sized(expr: _Expr, width: int, signed: bool = False) -> _Expr:
+    """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds), as an int<N>
+    when it meets one."""
     value = _fit(expr.fn(None, None), width)  # type: ignore[arg-type]
-    return _const(int(value), width)
+    return _Expr(lambda ctx, mask: int(value), width, constant=True, signed=signed)
+
+
+def _signed_of(value: Value, width: int) -> Any:
+    """The bits of an int<`width`> read in two's complement: int64 columns up to 64 bits,
+    Python ints (object columns) beyond."""
+    half = 1 << (width - 1)
+    if isinstance(value, (int, np.integer)):
+        number = int(value) & _mask_of(width)
+        return number - (1 << width) if number >= half else number
+    if width > 64 or value.dtype == object:
+        wide = value.astype(object) & _mask_of(width)
+        return np.where(wide >= half, wide - (1 << width), wide)
+    bits = value.astype(np.uint64) & np.uint64(_mask_of(width))
+    if width == 64:
+        return bits.view(np.int64)
+    return (bits.astype(np.int64) ^ np.int64(half)) - np.int64(half)
+
+
+def _bits_of(value: Any, width: int) -> Value:
+    """A signed number (from `_signed_of` and arithmetic on it) back to its `width` bits."""
+    if isinstance(value, (int, np.integer)):
+        return int(value) & _mask_of(width)
+    if value.dtype == object:
+        out = value & _mask_of(width)
+        return out if width > 64 else out.astype(np.uint64)
+    return value.astype(np.uint64) & np.uint64(_mask_of(width))
+
+
+def _resize(value: Value, source: int, target: int, signed: bool) -> Value:
+    """`value` of `source` bits as `target` bits: sign-extended when it is signed."""
+    if signed and target > source:
+        return _bits_of(_signed_of(value, source), target)
+    return _fit(value, target)
 
 
 class _Compiler:
@@ -460,6 +496,8 @@ class _Compiler:
             return clear if copy is None else _sequence_of([clear, copy])
         width = self.type_width(type_, str(name))
         self.widths[key] = width
+        if self.is_signed(type_):
+            self.dp.signed.add(key)
         value = self.expr(init) if init is not None else _const(0, width)
         self.scopes[-1][str(name)] = key
         return lambda ctx, mask: ctx.put(key, value.fn(ctx, mask), mask)
@@ -473,9 +511,16 @@ class _Compiler:
         self.scopes[-1][str(name)] = self.constant(value)
         return lambda ctx, mask: None
 
+    def is_signed(self, node: Tree) -> bool:
+        """Whether type `node` is int<N> or a typedef of one."""
+        named = node.data == "named_type" and str(node.children[0]) in self.program.signed_types
+        return node.data == "int_type" or named
+
     def type_width(self, node: Tree, what: str) -> int:
         if node.data == "bit_type":
             return parse_number(str(node.children[0].children[0]))[0]
+        if node.data == "int_type":
+            return parse_number(str(node.children[0]))[0]
         if node.data == "bool_type":
             return 1
         if node.data == "error_type":
@@ -488,7 +533,7 @@ class _Compiler:
 
     def load(self, key: str) -> _Expr:
         width = self.widths[key]
-        return _Expr(lambda ctx, mask: ctx.get(key), width)
+        return _Expr(lambda ctx, mask: ctx.get(key), width, signed=key in self.dp.signed)
 
     def key_of(self, node: Tree) -> str:
         """The storage key a dotted path names (a local variable's, or a field's)."""
@@ -515,6 +560,7 @@ class _Compiler:
             self.dp.headers[base] = htype
             for fname, width in htype.fields:
                 self.widths[f"{base}.{fname}"] = width
+            self.dp.signed.update(f"{base}.{fname}" for fname in htype.signed)
             return
         fields = self.program.structs.get(type_name)
         if fields is None or depth > 32:
@@ -525,6 +571,8 @@ class _Compiler:
                 self.declare_composite(f"{base}.{fname}", inner, node, depth + 1)
             else:
                 self.widths[f"{base}.{fname}"] = self.type_width(ftype, f"{type_name}.{fname}")
+                if self.is_signed(ftype):
+                    self.dp.signed.add(f"{base}.{fname}")
 
     def copy_composite(self, target: str, source: Tree, node: Tree) -> StmtFn:
         """`target = source` for headers and structs: every field, and every header's validity;
@@ -589,7 +637,9 @@ class _Compiler:
         kind = node.data
         if kind == "number":
             value, width = parse_number(str(node.children[0]))
-            return _const(value if width is None else value & _mask_of(width), width)
+            signed = re.match(r"[0-9]+s", str(node.children[0])) is not None  # `4s7`: an int<4>
+            value = value if width is None else value & _mask_of(width)
+            return _Expr(lambda ctx, mask: value, width, constant=True, signed=signed)
         if kind in ("true", "false"):
             flag = kind == "true"
             return _Expr(lambda ctx, mask: np.full(ctx.n, flag), 1, True)
@@ -628,10 +678,14 @@ class _Compiler:
         """`(bit<N>) e`, `(bool) e`, `(T) e` for a typedef or enum T of bit<N>."""
         target, operand = node.children
         inner = self.expr(operand)
+        signed = False
         if isinstance(target, Token):  # a type name
             width = self.program.type_widths.get(str(target))
             if width is None or str(target) == "error":
                 raise self.fail(node, f"a cast to {target} is outside the supported subset")
+            signed = str(target) in self.program.signed_types
+        elif target.data == "int_type":
+            width, signed = parse_number(str(target.children[0]))[0], True
         elif target.data == "bool_type":
             if inner.width not in (1, None) and not inner.is_bool:
                 raise self.fail(node, "(bool) takes a bit<1>")
@@ -641,7 +695,12 @@ class _Compiler:
         else:
             what = target.data.removesuffix("_type")
             raise self.fail(node, f"a cast to {what} is outside the supported subset")
-        return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
+        if inner.signed and inner.width is not None:  # int<M> to N bits: sign-extended
+            source = inner.width
+            return _Expr(
+                lambda ctx, mask: _resize(inner.fn(ctx, mask), source, width, True), width, signed=signed
+            )
+        return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width, signed=signed)
 
     def dynamic_element(self, node: Tree) -> tuple[str, _Expr, str, int]:
         """`s[e].f` with a run-time index: the stack, the index, the field and its width."""
@@ -659,22 +718,26 @@ class _Compiler:
     def saturating(self, node: Tree, kind: str) -> _Expr:
         """`a |+| b`, `a |-| b` on bit<N>: clamped to 0 .. 2**N - 1 instead of wrapping."""
         left, right = (self.expr(c) for c in node.children)
+        signed = left.signed or right.signed
         if left.width is None and right.width is not None:
-            left = _sized(left, right.width)
+            left = _sized(left, right.width, signed)
         elif right.width is None and left.width is not None:
-            right = _sized(right, left.width)
+            right = _sized(right, left.width, signed)
         width = left.width or right.width
         if width is None or width > 64:
             raise self.fail(node, "saturating arithmetic needs a known width of at most 64 bits")
-        top = _mask_of(width)
+        # bit<N>: 0 .. 2**N - 1; int<N>: -2**(N-1) .. 2**(N-1) - 1
+        low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, _mask_of(width))
 
         def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
             a = _column(left.fn(ctx, mask), ctx.n, width).astype(object)
             b = _column(right.fn(ctx, mask), ctx.n, width).astype(object)
-            out = a + b if kind == "sat_add" else a - b
-            return np.clip(out, 0, top).astype(np.uint64)
+            if signed:
+                a, b = _signed_of(a, width), _signed_of(b, width)
+            out = np.clip(a + b if kind == "sat_add" else a - b, low, high)
+            return _bits_of(out.astype(object), width)
 
-        return _Expr(fn, width)
+        return _Expr(fn, width, signed=signed)
 
     def mux(self, node: Tree) -> _Expr:
         """`c ? a : b`: `a` evaluated on the rows where `c` holds, `b` on the others."""
@@ -727,9 +790,12 @@ class _Compiler:
             value = int(inner.fn(None, None))  # type: ignore[arg-type]
             return _const(-value if kind == "neg" else ~value)
         width = inner.width or 64
+        signed = inner.signed
         if kind == "bnot":
-            return _Expr(lambda ctx, mask: _fit(_invert(inner.fn(ctx, mask), width), width), width)
-        return _Expr(lambda ctx, mask: _fit(_sub(0, inner.fn(ctx, mask), width), width), width)
+            return _Expr(
+                lambda ctx, mask: _fit(_invert(inner.fn(ctx, mask), width), width), width, signed=signed
+            )
+        return _Expr(lambda ctx, mask: _fit(_sub(0, inner.fn(ctx, mask), width), width), width, signed=signed)
 
     def binary(self, node: Tree, kind: str) -> _Expr:
         left, right = (self.expr(c) for c in node.children)
@@ -747,23 +813,33 @@ class _Compiler:
             if kind in ("div", "mod") and b <= 0:
                 raise self.fail(node, "division by a constant that is not positive")
             return _const(int(_BINARY[kind](a, b)))
+        shift = kind in ("shl", "shr")
+        signed = left.signed or (right.signed and not shift)
         if left.width is None and right.width is not None and not left.is_bool:
-            left = _sized(left, right.width)
-        elif right.width is None and left.width is not None and kind not in ("shl", "shr"):
-            right = _sized(right, left.width)
+            left = _sized(left, right.width, signed)
+        elif right.width is None and left.width is not None and not shift:
+            right = _sized(right, left.width, signed)
         width = left.width if left.width is not None else right.width
-        if left.width is not None and right.width is not None and kind not in ("shl", "shr"):
+        if left.width is not None and right.width is not None and not shift:
             width = max(left.width, right.width)
         compute = _BINARY[kind]
+        if kind in _COMPARE and signed and width is not None:
+            return _Expr(_signed_compare(compute, left, right, width), 1, True)
         if kind in _COMPARE:
             return _Expr(
                 lambda ctx, mask: _compare(compute, left.fn(ctx, mask), right.fn(ctx, mask), width), 1, True
             )
         w = width or 64
         if kind in ("div", "mod"):
+            if signed:
+                raise self.fail(node, "/ and % on int<N> are outside the supported subset")
             return _Expr(_divide(kind, left, right, w, self.program.where(node)), width)
+        if kind == "shr" and signed:
+            return _Expr(_arithmetic_shift(left, right, w), width, signed=True)
         return _Expr(
-            lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w), width
+            lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w),
+            width,
+            signed=signed,
         )
 
     def call_expr(self, call: Tree) -> _Expr:
@@ -2010,6 +2086,39 @@ def _arith(kind: str, left: Value, right: Value, width: int) -> Value:
         return _BINARY[kind](a, b)
 
 
+def _signed_compare(
+    op: Callable[[Value, Value], Value], left: _Expr, right: _Expr, width: int
+) -> ExprFn:
+    """A comparison of int<N> values, in two's complement."""
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a = _signed_of(left.fn(ctx, mask), width)
+        b = _signed_of(right.fn(ctx, mask), width)
+        result = op(a, b)
+        return result.astype(bool) if isinstance(result, np.ndarray) else np.asarray(bool(result))
+
+    return fn
+
+
+def _arithmetic_shift(left: _Expr, right: _Expr, width: int) -> ExprFn:
+    """`a >> b` on an int<N>: the sign bit fills the bits shifted in."""
+    source = left.width or width
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a = _signed_of(left.fn(ctx, mask), source)
+        b = right.fn(ctx, mask)
+        if isinstance(a, np.ndarray) and a.dtype == np.int64:
+            amount = np.minimum(np.asarray(b, dtype=np.uint64), np.uint64(63)).astype(np.int64)
+            return _bits_of(a >> amount, width)
+        if isinstance(a, np.ndarray):
+            amounts = _column(b, ctx.n, None).tolist()
+            shifted = [int(x) >> int(s) for x, s in zip(a.tolist(), amounts, strict=True)]
+            return _bits_of(np.array(shifted, dtype=object), width)
+        return _bits_of(int(a) >> int(b), width)
+
+    return fn
+
+
 def _divide(kind: str, left: _Expr, right: _Expr, width: int, where: str) -> ExprFn:
     """`a / b`, `a % b` on bit<N> (unsigned, rounding down); a row dividing by 0 is refused
     when a packet reaches it (P4 leaves it undefined)."""
@@ -2117,6 +2226,9 @@ class Datapath:
         self.locals: set[str] = set()  # storage keys of variables declared in blocks
         self.sites = 0  # function calls inlined so far (each has its own storage)
         self.headers: dict[str, HeaderType] = dict(program.header_instances)  # and local ones
+        self.signed = set(program.signed) | {  # storage keys of int<N> fields and variables
+            f"{name}.{f}" for name, htype in self.headers.items() for f in htype.signed
+        }
         self.action_runs: dict[str, int] = {}
         declared = {name: i for i, name in enumerate(program.errors)}
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}

@@ -160,6 +160,8 @@ class _Checker:
         self.instances: list[Tree] = []  # top-level instantiations (main)
         self.control_nodes: dict[str, Tree] = {}  # control name -> its declaration
         self.packages: dict[str, Tree] = {}
+        self.signed: set[str] = set()  # storage keys of signed metadata fields and variables
+        self.signed_types: set[str] = set()  # typedefs of int<N>
         self.consumed: set[int] = set()  # annotations read where they mean something (@priority)
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
@@ -194,7 +196,16 @@ class _Checker:
         line, column = _position(node)
         return P4Error(f"{self.source}:{line}:{column}: {what}")
 
-    def width(self, node: Tree, what: str) -> int:
+    def width(self, node: Tree, what: str, signed_ok: bool = False) -> int:
+        """The bits of a type; a signed one (`int<N>`, or a typedef of one) only where the
+        caller keeps its sign (`signed_ok`)."""
+        if self.is_signed(node) and not signed_ok:
+            raise self.fail(node, f"{what}: a signed int<N> is outside the supported subset here")
+        if node.data == "int_type":
+            value, _ = parse_number(str(node.children[0]))
+            if not 1 <= value <= 2048:
+                raise self.fail(node, f"{what}: int<{value}> is outside int<1>..int<2048>")
+            return value
         if node.data == "bit_type":
             value, _ = parse_number(str(node.children[0].children[0]))
             if not 1 <= value <= 2048:
@@ -213,6 +224,11 @@ class _Checker:
         if name in self.enums:
             return self.enums[name]
         raise self.fail(node, f"{what}: type {name!r} is not a bit<N> type or typedef of one")
+
+    def is_signed(self, type_: Tree) -> bool:
+        """Whether `type_` is `int<N>` or a typedef of one."""
+        named = type_.data == "named_type" and str(type_.children[0]) in self.signed_types
+        return type_.data == "int_type" or named
 
     def is_composite(self, type_: Tree) -> bool:
         """Whether `type_` names a header or struct (held field by field, not as one value)."""
@@ -347,7 +363,9 @@ class _Checker:
     def _typedef_decl(self, node: Tree) -> None:
         type_, name = node.children
         self.declare(self.names, "type", str(name), node)
-        self.typedefs[str(name)] = self.width(type_, f"typedef {name}")
+        self.typedefs[str(name)] = self.width(type_, f"typedef {name}", signed_ok=True)
+        if self.is_signed(type_):
+            self.signed_types.add(str(name))
 
     def _header_decl(self, node: Tree) -> None:
         name = str(node.children[0])
@@ -357,10 +375,11 @@ class _Checker:
             if f.children[1] is not None:
                 raise self.fail(f, f"header {name}: a stack inside a header is outside the subset")
         fields = tuple(
-            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}"))
+            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}", signed_ok=True))
             for f in node.children[1:]
         )
-        header = HeaderType(name, fields)
+        signed = frozenset(str(f.children[-1]) for f in node.children[1:] if self.is_signed(f.children[0]))
+        header = HeaderType(name, fields, signed)
         if header.width_bits % 8:
             raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
         self.headers[name] = header
@@ -433,8 +452,10 @@ class _Checker:
                 block.instances[str(child.children[-1])] = str(child.children[0])
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
-                    self.width(child.children[0], str(child.children[1])), child.children[2]
+                    self.width(child.children[0], str(child.children[1]), signed_ok=True), child.children[2]
                 )
+                if self.is_signed(child.children[0]):
+                    self.signed.add(f"var.{name}.{child.children[1]}")
             else:
                 raise self.fail(child, f"parser-local {child.data.replace('_', ' ')} is outside the subset")
         if "start" not in block.states:
@@ -471,7 +492,9 @@ class _Checker:
             control.prelude.append(node)
         elif node.data == "var_decl":
             type_, name, init = node.children
-            control.variables[str(name)] = (self.width(type_, str(name)), init)
+            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), init)
+            if self.is_signed(type_):
+                self.signed.add(f"var.{control.name}.{name}")
         elif node.data == "const_decl":
             self._const_decl(node)
         elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
@@ -664,7 +687,9 @@ class _Checker:
             elif type_.data == "named_type" and str(type_.children[0]) in self.headers:
                 self.meta_headers[f"{prefix}.{fname}"] = self.headers[str(type_.children[0])]
             else:
-                out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}")
+                out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}", signed_ok=True)
+                if self.is_signed(type_):
+                    self.signed.add(f"{prefix}.{fname}")
             if len(out) > MAX_STRUCT_FIELDS:
                 raise self.fail(node, f"{prefix}: more than {MAX_STRUCT_FIELDS:,} fields once flattened")
         return out
@@ -871,6 +896,8 @@ class _Checker:
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
+        program.signed = self.signed
+        program.signed_types = self.signed_types
 
     def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
         node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)

@@ -40,6 +40,7 @@ class HeaderType:
 
     name: str
     fields: tuple[tuple[str, int], ...]
+    signed: frozenset[str] = frozenset()  # the fields of type int<N>
 
     @property
     def width_bits(self) -> int:
@@ -181,6 +182,8 @@ class Program:
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
+    signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
+    signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
     origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)
     egress_parser: ParserBlock | None = None  # PSA: the egress parser (`parser` is ingress's)
     egress_emit_order: tuple[str, ...] = ()  # PSA: what the egress deparser emits
