@@ -798,6 +798,8 @@ class _Compiler:
         return _Expr(lambda ctx, mask: _fit(_sub(0, inner.fn(ctx, mask), width), width), width, signed=signed)
 
     def binary(self, node: Tree, kind: str) -> _Expr:
+        if kind in ("eq", "ne") and any(self.composite_ref(c) for c in node.children):
+            return self.composite_equal(node, kind == "ne")
         left, right = (self.expr(c) for c in node.children)
         if kind in ("land", "lor"):
             return _Expr(_short_circuit(left, right, kind == "land"), 1, True)
@@ -841,6 +843,35 @@ class _Compiler:
             width,
             signed=signed,
         )
+
+    def composite_ref(self, node: Tree) -> str | None:
+        """The storage key of a header or struct `node` names, or None."""
+        if node.data != "ref":
+            return None
+        key = self.key_of(node.children[0])
+        return key if self.composite(key) is not None else None
+
+    def composite_equal(self, node: Tree, negate: bool) -> _Expr:
+        """`a == b` on headers or structs of one type: every header both invalid, or both
+        valid with equal fields; every other field equal."""
+        left, right = (self.composite_ref(c) for c in node.children)
+        if left is None or right is None or self.composite(left) != self.composite(right):
+            raise self.fail(node, "== and != compare headers or structs of one type only")
+        fields, headers = self.composite(left)  # type: ignore[misc]
+        owner = {f: max((h for h in headers if f.startswith(h + ".")), key=len, default=None) for f in fields}
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            same = np.ones(ctx.n, dtype=bool)
+            valid = {h: (ctx.header_valid(left + h), ctx.header_valid(right + h)) for h in headers}
+            for a, b in valid.values():
+                same &= a == b
+            for f in fields:
+                equal = ctx.get(left + f) == ctx.get(right + f)
+                h = owner[f]
+                same &= equal if h is None else (equal | ~(valid[h][0] | valid[h][1]))
+            return ~same if negate else same
+
+        return _Expr(fn, 1, True)
 
     def call_expr(self, call: Tree) -> _Expr:
         if call.data == "call_member":
@@ -1311,6 +1342,8 @@ class _Compiler:
         return run
 
     def call_stmt(self, call: Tree) -> StmtFn:
+        if call.data == "lookahead":  # `pkt.lookahead<T>();`: only whether the bits are there
+            return self.lookahead_statement(call)
         if call.data == "call_member":
             expr = self.call_expr(call)
 
@@ -1722,6 +1755,31 @@ class _Compiler:
             return out
 
         return _Expr(fn, width)
+
+    def type_bits(self, node: Tree, depth: int = 0) -> int:
+        """The bits of a bit<N>, header or struct-of-fields type."""
+        name = str(node.children[0]) if node.data == "named_type" else ""
+        if name in self.program.headers:
+            return self.program.headers[name].width_bits
+        if name in self.program.structs and depth < 32:
+            return sum(self.type_bits(t, depth + 1) for _, t in self.program.structs[name])
+        return self.type_width(node, "lookahead")
+
+    def lookahead_statement(self, node: Tree) -> StmtFn:
+        """`pkt.lookahead<T>();` as a statement: rows without T's bytes left leave the parser
+        with error.PacketTooShort; nothing else changes."""
+        base, type_ = node.children[0], node.children[-1]
+        if base.data != "ref" or self.path(base.children[0]) != ["pkt"]:
+            raise self.fail(node, "lookahead of anything but the packet is outside the subset")
+        size = -(-self.type_bits(type_) // 8)
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            short = mask & (ctx.cursor + size > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+
+        return run
 
     def extract(self, args: list[Tree], node: Tree) -> StmtFn:
         if len(args) != 1 or args[0].data != "ref":

@@ -206,6 +206,8 @@ class _Checker:
             if not 1 <= value <= 2048:
                 raise self.fail(node, f"{what}: int<{value}> is outside int<1>..int<2048>")
             return value
+        if node.data == "bit_type" and node.children[0].data == "bit_expr":
+            raise self.fail(node, f"{what}: a width must be a literal expression (+ - * << of numbers)")
         if node.data == "bit_type":
             value, _ = parse_number(str(node.children[0].children[0]))
             if not 1 <= value <= 2048:
@@ -966,7 +968,7 @@ class _Checker:
             names = [str(t) for t in args[0].children[0].children]
             header = ".".join([roles.get(names[0], names[0]), *names[1:]])
             inside = [h for h in instances if h.startswith((f"{header}.", f"{header}["))]
-            if header not in instances and not inside:
+            if header not in instances and not inside and header != "hdr":  # (hdr: maybe empty)
                 raise self.fail(stmt, f"emit: {header} is not a header or a struct of headers")
             order.extend([header] if header in instances else inside)
         return tuple(order)
