@@ -445,6 +445,8 @@ class _Compiler:
             )
         if raw in self.program.constants:
             return _const(self.program.constants[raw], self.program.constant_widths.get(raw))
+        if f"{key}$len" in self.widths:
+            raise self.fail(node, f"{raw}: a varbit field is only extracted, emitted, copied or checksummed")
         if key in self.widths:
             return self.load(key)
         stacked = self.stack_member(key, node)
@@ -558,7 +560,7 @@ class _Compiler:
         htype = self.program.headers.get(type_name)
         if htype is not None:
             self.dp.headers[base] = htype
-            for fname, width in htype.fields:
+            for fname, width in htype.storage():
                 self.widths[f"{base}.{fname}"] = width
             self.dp.signed.update(f"{base}.{fname}" for fname in htype.signed)
             return
@@ -663,6 +665,8 @@ class _Compiler:
             return _Expr(_element_of(cells, index, width, self.program.where(node)), width)
         if kind in ("sat_add", "sat_sub"):
             return self.saturating(node, kind)
+        if kind == "member" and isinstance(node.children[0], Tree) and node.children[0].data == "lookahead":
+            return self.lookahead(node.children[0], str(node.children[1]))
         if kind == "lookahead":
             return self.lookahead(node)
         if kind == "error_const":
@@ -908,7 +912,51 @@ class _Compiler:
             return self.register_read(names[0], args[0], call)  # PSA's `r.read(index)`
         raise self.fail(call, f"call {'.'.join(names)}(...) is not an expression in the supported subset")
 
+    def varbit_key(self, node: Tree) -> str | None:
+        """The storage key of the varbit field `node` names, or None."""
+        if node.data != "ref":
+            return None
+        key = self.key_of(node.children[0])
+        return key if f"{key}$len" in self.widths else None
+
+    def checksum_rows(self, args: list[Tree], node: Tree) -> _Expr:
+        """The ones' complement checksum of fields that include varbit ones (each as long
+        as its row's length), computed row by row; an odd byte at the end is padded with 0."""
+        parts: list[tuple[str | None, _Expr | None]] = []
+        for arg in args:
+            key = self.varbit_key(arg)
+            expr = None if key is not None else self.expr(arg)
+            if expr is not None and expr.width is None:
+                raise self.fail(arg, "checksum16 takes fields of known width")
+            parts.append((key, expr))
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            columns = []
+            for key, expr in parts:
+                if key is not None:
+                    columns.append((ctx.get(key).tolist(), ctx.get(f"{key}$len").tolist()))
+                else:
+                    assert expr is not None and expr.width is not None
+                    column = _column(expr.fn(ctx, mask), ctx.n, expr.width).tolist()
+                    columns.append((column, [expr.width] * ctx.n))
+            out = np.zeros(ctx.n, dtype=np.uint64)
+            for row in np.flatnonzero(mask).tolist():
+                value = bits = 0
+                for values, lengths in columns:
+                    value, bits = (value << int(lengths[row])) | int(values[row]), bits + int(lengths[row])
+                if bits % 16:
+                    value, bits = value << (16 - bits % 16), bits + 16 - bits % 16
+                total = sum((value >> (16 * i)) & 0xFFFF for i in range(bits // 16))
+                while total >> 16:
+                    total = (total & 0xFFFF) + (total >> 16)
+                out[row] = ~total & 0xFFFF
+            return out
+
+        return _Expr(fn, 16)
+
     def checksum(self, args: list[Tree], node: Tree) -> _Expr:
+        if any(self.varbit_key(a) is not None for a in args):
+            return self.checksum_rows(args, node)
         exprs = [self.expr(a) for a in args]
         if any(e.width is None or e.width > 64 for e in exprs):
             raise self.fail(node, "checksum16 takes fields of known width up to 64 bits")
@@ -1692,7 +1740,7 @@ class _Compiler:
         count = self.constant(args[0])
         if count < 0:
             raise self.fail(node, f"{method}: a negative count")
-        names = [f for f, _ in htype.fields]
+        names = [f for f, _ in htype.storage()]
         step = count if method == "push_front" else -count
         order = range(size - 1, -1, -1) if step > 0 else range(size)
         following = f"{stack}.$next"
@@ -1731,16 +1779,26 @@ class _Compiler:
 
         return run
 
-    def lookahead(self, node: Tree) -> _Expr:
-        """pkt.lookahead<bit<N>>(): the next N bits (N <= 64) without moving; rows without them
-        leave the parser with error.PacketTooShort."""
+    def lookahead(self, node: Tree, member: str | None = None) -> _Expr:
+        """pkt.lookahead<bit<N>>(): the next N bits (N <= 64) without moving, and
+        pkt.lookahead<H>().f: field f of the header H the next bytes would be; rows without
+        them leave the parser with error.PacketTooShort."""
         base, type_ = node.children[0], node.children[-1]
-        if base.data != "ref" or self.path(base.children[0]) != ["pkt"] or type_.data != "bit_type":
-            raise self.fail(node, "lookahead of anything but bit<N> from the packet is outside the subset")
-        width = self.type_width(type_, "lookahead")
+        name = str(type_.children[0]) if type_.data == "named_type" else ""
+        header = self.program.headers.get(name) if member is not None else None
+        if base.data != "ref" or self.path(base.children[0]) != ["pkt"]:
+            raise self.fail(node, "lookahead from anything but the packet is outside the subset")
+        if header is not None and member in header.offsets():
+            offset, width = header.offsets()[member]
+            size = header.size_bytes
+        elif type_.data == "bit_type" and member is None:
+            offset, width = 0, self.type_width(type_, "lookahead")
+            size = -(-width // 8)
+        else:
+            what = "lookahead of anything but bit<N> or a header's field"
+            raise self.fail(node, f"{what} is outside the subset")
         if width > 64:
             raise self.fail(node, "lookahead wider than 64 bits is outside the subset")
-        size = -(-width // 8)
         too_short = self.dp.error_codes["PacketTooShort"]
 
         def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
@@ -1751,7 +1809,7 @@ class _Compiler:
             rows = np.flatnonzero(mask & ~short)
             if rows.size:
                 raw = _gather(ctx.data, rows, ctx.cursor[rows], size, ctx.n)
-                out[rows] = _bits(raw, 0, width)
+                out[rows] = _bits(raw, offset, width)
             return out
 
         return _Expr(fn, width)
@@ -1782,12 +1840,19 @@ class _Compiler:
         return run
 
     def extract(self, args: list[Tree], node: Tree) -> StmtFn:
+        if len(args) == 2 and args[0].data == "ref":
+            header = self.header(args[0].children[0])
+            if self.dp.headers[header].varbit is None:
+                raise self.fail(node, f"extract({header}, bits): {header} has no varbit field")
+            return self.extract_varbit(header, self.expr(args[1]))
         if len(args) != 1 or args[0].data != "ref":
             raise self.fail(node, "extract takes one header")
         key = self.key_of(args[0].children[0])
         if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
             return self.extract_next(key[: -len(".next")], node)
         header = self.header(args[0].children[0])
+        if self.dp.headers[header].varbit is not None:
+            raise self.fail(node, f"{header} has a varbit field: extract({header}, bits) gives its length")
         run = self.extract_into(header)
         siblings = self.siblings(header)
         if not siblings:
@@ -1800,6 +1865,44 @@ class _Compiler:
                 ctx.valid[other] = ctx.header_valid(other) & ~done
 
         return extract_member
+
+    def extract_varbit(self, header: str, bits: _Expr) -> StmtFn:
+        """extract(h, bits): h's fixed fields, then `bits` more into its varbit field. Not
+        whole bytes: error.ParserInvalidArgument; more bits than the field holds:
+        error.HeaderTooShort (core.p4's meaning); fewer bytes left than that:
+        error.PacketTooShort (nothing extracted in each case)."""
+        htype = self.dp.headers[header]
+        assert htype.varbit is not None
+        name, most = htype.varbit
+        fixed = self.extract_into(header)
+        size = htype.size_bytes
+        value_key, length_key = f"{header}.{name}", f"{header}.{name}$len"
+        codes = self.dp.error_codes
+        invalid, too_long, too_short = (
+            codes[e] for e in ("ParserInvalidArgument", "HeaderTooShort", "PacketTooShort")
+        )
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            count = _column(bits.fn(ctx, mask), ctx.n, bits.width).astype(object)
+            count = np.array([min(int(c), 1 << 40) for c in count.tolist()], dtype=np.int64)
+            ctx.fail_rows(mask & (count % 8 != 0), invalid)
+            ctx.fail_rows(mask & (count > most), too_long)  # (a row already failed keeps its error)
+            bad = mask & ((count > most) | (count % 8 != 0))
+            short = mask & ~bad & (ctx.cursor + size + count // 8 > ctx.length)
+            ctx.fail_rows(short, too_short)
+            ok = mask & ~bad & ~short
+            if not ok.any():
+                return
+            fixed(ctx, ok)
+            value = _column(0, ctx.n, most).astype(object)
+            for row in np.flatnonzero(ok).tolist():
+                at, step = int(ctx.cursor[row]), int(count[row]) // 8
+                value[row] = int.from_bytes(ctx.data[row, at : at + step].tobytes(), "big")
+            ctx.put(value_key, value, ok)
+            ctx.put(length_key, count.astype(np.uint64), ok)
+            ctx.cursor = ctx.cursor + np.where(ok, count // 8, 0)
+
+        return run
 
     def extract_next(self, stack: str, node: Tree) -> StmtFn:
         """extract(s.next): into the element nextIndex names, then nextIndex + 1; past the
@@ -2531,6 +2634,8 @@ class Datapath:
         program = self.program
         n = ctx.n
         emits = [(h, program.header_instances[h]) for h in (program.emit_order if order is None else order)]
+        if any(htype.varbit is not None for _, htype in emits):
+            return self.deparse_rows(ctx, alive, emits)
         valid = [ctx.header_valid(h) & alive for h, _ in emits]
         header_len = np.zeros(n, dtype=np.int64)
         for v, (_, htype) in zip(valid, emits, strict=True):
@@ -2563,6 +2668,34 @@ class Datapath:
                 out[rows] = block
         if not isinstance(groups[0][0], slice):
             out[~alive] = 0  # rows that leave nothing, written over by the largest group
+        return out, length
+
+    def deparse_rows(
+        self, ctx: _Ctx, alive: np.ndarray, emits: list[tuple[str, HeaderType]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The deparser row by row, for headers with a varbit field (each row's headers
+        are as long as its varbit fields)."""
+        packets: list[bytes] = []
+        for row in range(ctx.n):
+            if not alive[row]:
+                packets.append(b"")
+                continue
+            at = np.array([row])
+            parts = []
+            for header, htype in emits:
+                if not ctx.header_valid(header)[row]:
+                    continue
+                parts.append(self.header_bytes(ctx, header, htype, at)[0].tobytes())
+                if htype.varbit is not None:
+                    name = htype.varbit[0]
+                    step = int(ctx.get(f"{header}.{name}$len")[row]) // 8
+                    parts.append(int(ctx.get(f"{header}.{name}")[row]).to_bytes(step, "big"))
+            parts.append(ctx.data[row, int(ctx.cursor[row]) : int(ctx.length[row])].tobytes())
+            packets.append(b"".join(parts))
+        length = np.array([len(p) for p in packets], dtype=np.int64)
+        out = np.zeros((ctx.n, max(int(length.max()) if ctx.n else 0, 1)), dtype=np.uint8)
+        for row, packet in enumerate(packets):
+            out[row, : len(packet)] = np.frombuffer(packet, dtype=np.uint8)
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
@@ -2632,7 +2765,7 @@ def _entry_params(state: _TableState, action: str, j: int, width: int) -> np.nda
 def _storage_widths(program: Program) -> dict[str, int]:
     widths = {f"istd.{name}": w for name, w in ISTD_FIELDS.items()}
     for header, htype in program.header_instances.items():
-        for name, width in htype.fields:
+        for name, width in htype.storage():
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
     for stack in program.stacks:

@@ -219,7 +219,8 @@ class _Checker:
             return ERROR_BITS
         if node.data != "named_type":
             kind = node.data.removesuffix("_type").replace("infint", "int")
-            raise self.fail(node, f"{what}: type {kind} is outside the supported subset")
+            where = " (a varbit field is a header's last)" if kind == "varbit" else ""
+            raise self.fail(node, f"{what}: type {kind} is outside the supported subset{where}")
         name = str(node.children[0])
         if name in self.typedefs:
             return self.typedefs[name]
@@ -365,6 +366,8 @@ class _Checker:
     def _typedef_decl(self, node: Tree) -> None:
         type_, name = node.children
         self.declare(self.names, "type", str(name), node)
+        if type_.data == "tuple_type":  # declared; a use of it is refused where it is made
+            return
         self.typedefs[str(name)] = self.width(type_, f"typedef {name}", signed_ok=True)
         if self.is_signed(type_):
             self.signed_types.add(str(name))
@@ -376,12 +379,20 @@ class _Checker:
         for f in node.children[1:]:
             if f.children[1] is not None:
                 raise self.fail(f, f"header {name}: a stack inside a header is outside the subset")
+        declared = list(node.children[1:])
+        varbit = None
+        if declared and declared[-1].children[0].data == "varbit_type":  # varbit<N>, last
+            last = declared.pop()
+            bits, _ = parse_number(str(last.children[0].children[0]))
+            if not 8 <= bits <= 65_536 or bits % 8:
+                raise self.fail(last, f"header {name}: varbit<{bits}> is not whole bytes up to 64 KiB")
+            varbit = (str(last.children[-1]), bits)
         fields = tuple(
             (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}", signed_ok=True))
-            for f in node.children[1:]
+            for f in declared
         )
-        signed = frozenset(str(f.children[-1]) for f in node.children[1:] if self.is_signed(f.children[0]))
-        header = HeaderType(name, fields, signed)
+        signed = frozenset(str(f.children[-1]) for f in declared if self.is_signed(f.children[0]))
+        header = HeaderType(name, fields, signed, varbit)
         if header.width_bits % 8:
             raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
         self.headers[name] = header

@@ -41,6 +41,15 @@ class HeaderType:
     name: str
     fields: tuple[tuple[str, int], ...]
     signed: frozenset[str] = frozenset()  # the fields of type int<N>
+    varbit: tuple[str, int] | None = None  # its varbit<N> field after the others: (name, N)
+
+    def storage(self) -> tuple[tuple[str, int], ...]:
+        """Every field's storage (name, bits): the fixed ones, then a varbit field's value
+        (N bits) and its length in bits (`name$len`)."""
+        if self.varbit is None:
+            return self.fields
+        name, width = self.varbit
+        return (*self.fields, (name, width), (f"{name}$len", 32))
 
     @property
     def width_bits(self) -> int:
