@@ -494,6 +494,8 @@ class _Compiler:
             self.declare_composite(key, type_name, node)
             self.scopes[-1][str(name)] = key
             clear = self.clear_composite(key)
+            if init is not None and init.data == "list_expr" and type_name in self.program.structs:
+                return _sequence_of([clear, self.struct_from_list(key, type_name, init)])
             copy = self.copy_composite(key, init, node) if init is not None else None
             return clear if copy is None else _sequence_of([clear, copy])
         width = self.type_width(type_, str(name))
@@ -575,6 +577,20 @@ class _Compiler:
                 self.widths[f"{base}.{fname}"] = self.type_width(ftype, f"{type_name}.{fname}")
                 if self.is_signed(ftype):
                     self.dp.signed.add(f"{base}.{fname}")
+
+    def struct_from_list(self, key: str, type_name: str, init: Tree) -> StmtFn:
+        """`S s = {a, b, ...};`: the struct's bit fields, in declaration order."""
+        items = [c for c in init.children if c is not None]
+        fields = self.program.structs[type_name]
+        if len(items) != len(fields) or any(f"{key}.{name}" not in self.widths for name, _ in fields):
+            raise self.fail(init, f"a list initialises {type_name}'s bit fields, one value each, in order")
+        exprs = [(f"{key}.{name}", self.expr(item)) for (name, _), item in zip(fields, items, strict=True)]
+
+        def init_fields(ctx: _Ctx, mask: np.ndarray) -> None:
+            for target, expr in exprs:
+                ctx.put(target, expr.fn(ctx, mask), mask)
+
+        return init_fields
 
     def copy_composite(self, target: str, source: Tree, node: Tree) -> StmtFn:
         """`target = source` for headers and structs: every field, and every header's validity;
@@ -1611,6 +1627,10 @@ class _Compiler:
                 self.widths[key] = width
                 enter.append(_copy_in(key, self.expr(arg) if direction != "out" else _const(0)))
             if direction not in ("out", "inout"):
+                continue
+            if arg.data == "slice_expr" and arg.children[0].data == "ref" and not type_name:
+                lvalue = Tree("lvalue", [arg.children[0].children[0], Tree("slice", arg.children[1:])])
+                leave.append(self.assign(Tree("assign", [lvalue, _ref(key, arg)], arg.meta)))  # f[hi:lo]
                 continue
             if arg.data != "ref":
                 raise self.fail(arg, "an out or inout argument must be a header, struct or field")

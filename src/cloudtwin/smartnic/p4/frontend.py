@@ -714,9 +714,18 @@ class _Checker:
         for fname, type_ in self.structs[struct]:
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
             size = self.stack_sizes.get(struct, {}).get(fname)
+            if size is not None and tname in self.unions:  # a stack of unions: by constant index only
+                for i in range(size):
+                    group = []
+                    for member, htype in self.unions[tname]:
+                        out[f"{prefix}.{fname}[{i}].{member}"] = self.headers[htype]
+                        group.append(f"{prefix}.{fname}[{i}].{member}")
+                    self.union_groups[f"{prefix}.{fname}[{i}]"] = group
+                continue
             if size is not None:
                 if tname not in self.headers:
-                    raise self.fail(type_, f"{struct}.{fname}: only stacks of headers are supported")
+                    what = "only stacks of headers or unions are supported"
+                    raise self.fail(type_, f"{struct}.{fname}: {what}")
                 for i in range(size):
                     out[f"{prefix}.{fname}[{i}]"] = self.headers[tname]
                 self.stacks[f"{prefix}.{fname}"] = (self.headers[tname], size)
@@ -1041,12 +1050,22 @@ def parse_program(
     located = preprocess(text, source, include_dirs, here) if "#" in text else None
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
+    body = _TYPE_ARGUMENT.sub(_blank_type_argument, body)
     try:
         return _parse(body, source, annotations, located.origins if located is not None else [])
     except P4Error as err:
         if located is None:
             raise
         raise P4Error(_relocate(str(err), source, located)) from err
+
+
+def _blank_type_argument(match: re.Match[str]) -> str:
+    return match.group(1) + " " * (len(match.group(0)) - len(match.group(1)) - 1) + "("
+
+
+_TYPE_ARGUMENT = re.compile(r"(\.\s*(?:extract|emit))\s*<\s*[A-Za-z_]\w*\s*>\s*\((?!\s*_\s*\))")
+"""`pkt.extract<H>(hdr.h)`: a type argument the header argument already gives (blanked so
+that positions hold; `extract<H>(_)`, which skips an H, keeps it and is refused)."""
 
 
 def _relocate(message: str, source: str, located: Source) -> str:
