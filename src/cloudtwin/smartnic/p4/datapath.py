@@ -612,6 +612,13 @@ class _Compiler:
                 ctx.valid[target] = ctx.header_valid(target) | mask
 
             return init
+        call = source.children[0] if source.data == "call_expr" else None
+        if call is not None and call.data == "call" and len(call.children[0].children) == 1:
+            name = str(call.children[0].children[0])
+            function = self.program.functions.get(name)
+            if function is not None and function.returns_type:
+                run, value = self.composite_call(name, [a for a in call.children[1:] if a is not None], call)
+                return _sequence_of([run, self.copy_composite(target, _ref(value, source), node)])
         if source.data != "ref":
             raise self.fail(node, "a header or struct is assigned from another of its type")
         origin = self.key_of(source.children[0])
@@ -935,9 +942,10 @@ class _Compiler:
         key = self.key_of(node.children[0])
         return key if f"{key}$len" in self.widths else None
 
-    def checksum_rows(self, args: list[Tree], node: Tree) -> _Expr:
+    def checksum_rows(self, args: list[Tree], node: Tree, payload: bool = False) -> _Expr:
         """The ones' complement checksum of fields that include varbit ones (each as long
-        as its row's length), computed row by row; an odd byte at the end is padded with 0."""
+        as its row's length), and then the payload (the bytes after the parsed headers) when
+        `payload`; computed row by row; an odd byte at the end is padded with 0."""
         parts: list[tuple[str | None, _Expr | None]] = []
         for arg in args:
             key = self.varbit_key(arg)
@@ -960,6 +968,9 @@ class _Compiler:
                 value = bits = 0
                 for values, lengths in columns:
                     value, bits = (value << int(lengths[row])) | int(values[row]), bits + int(lengths[row])
+                if payload:
+                    rest = ctx.data[row, int(ctx.cursor[row]) : int(ctx.length[row])].tobytes()
+                    value, bits = (value << 8 * len(rest)) | int.from_bytes(rest, "big"), bits + 8 * len(rest)
                 if bits % 16:
                     value, bits = value << (16 - bits % 16), bits + 16 - bits % 16
                 total = sum((value >> (16 * i)) & 0xFFFF for i in range(bits // 16))
@@ -970,9 +981,9 @@ class _Compiler:
 
         return _Expr(fn, 16)
 
-    def checksum(self, args: list[Tree], node: Tree) -> _Expr:
-        if any(self.varbit_key(a) is not None for a in args):
-            return self.checksum_rows(args, node)
+    def checksum(self, args: list[Tree], node: Tree, payload: bool = False) -> _Expr:
+        if payload or any(self.varbit_key(a) is not None for a in args):
+            return self.checksum_rows(args, node, payload)
         exprs = [self.expr(a) for a in args]
         if any(e.width is None or e.width > 64 for e in exprs):
             raise self.fail(node, "checksum16 takes fields of known width up to 64 bits")
@@ -1267,6 +1278,14 @@ class _Compiler:
         if (value is None) != (target is None):
             what = "returns a value" if target is not None else "returns nothing here"
             raise self.fail(node, f"return: the enclosing function {what}")
+        if value is not None and target is not None and self.composite(target) is not None:
+            copy = self.copy_composite(target, value, node)  # a header or struct returned
+
+            def give(ctx: _Ctx, mask: np.ndarray) -> None:
+                copy(ctx, mask)
+                ctx.returned = mask.copy() if ctx.returned is None else ctx.returned | mask
+
+            return give
         expr = self.expr(value) if value is not None else None
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
@@ -1692,6 +1711,22 @@ class _Compiler:
 
     def function_call(self, name: str, args: list[Tree], node: Tree) -> _Expr:
         """A call of a function, inlined here: copy in, run the body, copy out, its value."""
+        if self.program.functions[name].returns_type:
+            run, _ = self.composite_call(name, args, node)
+            return _Expr(lambda ctx, mask: (run(ctx, mask), 0)[1], None)
+        return self._function_call(name, args, node)[0]
+
+    def composite_call(self, name: str, args: list[Tree], node: Tree) -> tuple[StmtFn, str]:
+        """A call of a function that returns a header or struct: the call, and where its
+        value is (a header it leaves invalid unless a `return` gives it one)."""
+        expr, target = self._function_call(name, args, node)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            expr.fn(ctx, mask)
+
+        return run, target
+
+    def _function_call(self, name: str, args: list[Tree], node: Tree) -> tuple[_Expr, str]:
         function = self.program.functions[name]
         if len(args) != len(function.params):
             raise self.fail(node, f"function {name} takes {len(function.params)} arguments, got {len(args)}")
@@ -1703,9 +1738,14 @@ class _Compiler:
         params = [(p, d, t, w) for (p, w, d), t in zip(function.params, types, strict=True)]
         scope, enter, leave = self.bind(prefix, params, args, node)
         target = None
+        fresh: StmtFn | None = None
         if function.returns is not None:
             target = f"{prefix}.$return"
             self.widths[target] = function.returns
+        elif function.returns_type:
+            target = f"{prefix}.$return"
+            self.declare_composite(target, function.returns_type, node)
+            fresh = self.clear_composite(target)
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable)
         self.scopes, self.params, self.roles = [scope], {}, {}
         self.returns, self.writable = [target], set()
@@ -1719,16 +1759,18 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> Value:
             for step in enter:
                 step(ctx, mask)
-            if target is not None:
+            if fresh is not None:
+                fresh(ctx, mask)
+            elif target is not None:
                 ctx.put(target, 0, mask)
             returned, ctx.returned = ctx.returned, None
             body(ctx, mask)
             ctx.returned = returned
             for step in leave:
                 step(ctx, mask)
-            return ctx.get(target) if target is not None else 0
+            return ctx.get(target) if target is not None and fresh is None else 0
 
-        return _Expr(run, function.returns)
+        return _Expr(run, function.returns), target or ""
 
     def count(self, name: str, args: list[Tree], node: Tree) -> StmtFn:
         assert self.control is not None

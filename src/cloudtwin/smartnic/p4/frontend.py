@@ -538,7 +538,8 @@ class _Checker:
     def _function_decl(self, node: Tree) -> None:
         type_, name, params, body = node.children
         self.declare(self.names, "function", str(name), node)
-        returns = None if type_.data == "void_type" else self.width(type_, f"function {name} return")
+        gives = type_.data != "void_type" and self.is_composite(type_)  # a header or struct
+        returns = None if type_.data == "void_type" or gives else self.width(type_, f"function {name} return")
         bound = []
         types = []
         for param in (p for p in params.children if p is not None):
@@ -548,7 +549,9 @@ class _Checker:
             bound.append((str(pname), width, str(direction or "in")))
             types.append(str(ptype.children[0]) if composite else "")
         self.distinct(node, f"function {name}: parameter", [p for p, _, _ in bound])
-        self.functions[str(name)] = Function(str(name), tuple(bound), returns, body, tuple(types))
+        returns_type = str(type_.children[0]) if gives else ""
+        function = Function(str(name), tuple(bound), returns, body, tuple(types), returns_type)
+        self.functions[str(name)] = function
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])

@@ -106,6 +106,7 @@ class Function:
     returns: int | None
     body: Tree
     types: tuple[str, ...] = ()  # per parameter: its header or struct type, "" for bit<N>
+    returns_type: str = ""  # a header or struct it returns (then `returns` is None)
 
 
 @dataclass(frozen=True)
