@@ -49,9 +49,14 @@ def _get(ctx: _Ctx, key: str) -> np.ndarray:
     return ctx.get(key) if key in ctx.widths else np.zeros(ctx.n, dtype=np.uint64)
 
 
-def _refuse(dp: Datapath, rows: np.ndarray, what: str) -> None:
+def _refuse(dp: Datapath, block: int, rows: np.ndarray, what: str) -> None:
+    """P4Error at control `block` (0 ingress, 1 egress) when a row of `rows` asks for `what`."""
     if rows.any():
-        raise P4Error(f"{dp.program.source}: a packet asks for {what}; it is outside the supported subset")
+        control = dp.program.controls[block]
+        assert control.apply is not None
+        where = dp.program.where(control.apply)
+        asks = f"a packet leaves {control.name} asking for {what}"
+        raise P4Error(f"{where}: {asks}, outside the supported subset")
 
 
 def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[tuple[int, bytes]]]:
@@ -73,8 +78,8 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     ingress, egress = (c.name for c in dp.program.controls)
     dp.run_block(ingress, ctx, everyone)
     drop = _get(ctx, f"{_IN_OUTPUT}.drop") != 0
-    _refuse(dp, _get(ctx, f"{_IN_OUTPUT}.clone") != 0, "a clone (psa_ingress_output_metadata_t.clone)")
-    _refuse(dp, ~drop & (_get(ctx, f"{_IN_OUTPUT}.resubmit") != 0), "a resubmit")
+    _refuse(dp, 0, _get(ctx, f"{_IN_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
+    _refuse(dp, 0, ~drop & (_get(ctx, f"{_IN_OUTPUT}.resubmit") != 0), "a resubmit (ostd.resubmit)")
     data, length = dp.deparse(ctx, ~drop)
     rows, out_ports, instances, paths = _replicate(ctx, ~drop, engine)
     out: list[list[tuple[int, bytes]]] = [[] for _ in range(ctx.n)]
@@ -98,9 +103,9 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
         _put(copies, f"{_EG_OUTPUT}.{name}", 0)
     _put(copies, f"{_EG_DEPARSER}.egress_port", egress_port)
     dp.run_block(egress, copies, np.ones(copies.n, dtype=bool))
-    _refuse(dp, _get(copies, f"{_EG_OUTPUT}.clone") != 0, "a clone (psa_egress_output_metadata_t.clone)")
+    _refuse(dp, 1, _get(copies, f"{_EG_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
     alive = _get(copies, f"{_EG_OUTPUT}.drop") == 0
-    _refuse(dp, alive & (egress_port == PORT_RECIRCULATE), "a recirculation (PSA_PORT_RECIRCULATE)")
+    _refuse(dp, 1, alive & (egress_port == PORT_RECIRCULATE), "a recirculation (PSA_PORT_RECIRCULATE)")
     sent, sent_length = dp.deparse(copies, alive, dp.program.egress_emit_order)
     for i in np.flatnonzero(alive).tolist():
         out[rows[i]].append((out_ports[i], sent[i, : sent_length[i]].tobytes()))
