@@ -393,15 +393,19 @@ def _scale_table(ten_million: bool, skip_ray: bool, drain3_ten_million: bool = F
 
 
 def _arithmetic(results: dict[tuple[str, int], dict[str, Any]], millions: int) -> None:
-    """The measured ratios, and what the CPU per line allows on two idle CPUs."""
+    """The measured ratios, and the ceilings that the CPU per line sets on two idle CPUs
+    (a run can stay below its ceiling: pipeline stalls, chunks in flight)."""
     mine = results[("cloudtwin, mine", millions)]
     ingest = results[("cloudtwin, ingest", millions)]
     thread = ingest["mine_us"] + ingest["driver_us"]
-    bound = max(thread, ingest["writer_us"]) / (mine["mine_us"] + mine["driver_us"])
+    alone = mine["mine_us"] + mine["driver_us"]
+    ceiling = 1e6 / max(thread, ingest["writer_us"])
     print(f"{millions}M lines: ingest takes {mine['lines_per_s'] / ingest['lines_per_s']:.2f}x "
           f"the time of mining alone (load {mine['load']:.2f}, {ingest['load']:.2f}); its "
-          f"mining thread costs {thread:.2f} us/line and its writer {ingest['writer_us']:.2f}, "
-          f"so on two idle CPUs it takes {bound:.2f}x")
+          f"mining thread costs {thread:.2f} us/line and its writer thread "
+          f"{ingest['writer_us']:.2f}, against {alone:.2f} for mining alone: CPU ceilings on "
+          f"two idle CPUs {ceiling:,.0f} and {1e6 / alone:,.0f} lines/s "
+          f"({max(thread, ingest['writer_us']) / alone:.2f}x)")
     for tool in ("mine", "ingest"):
         one = results.get((f"process x1, {tool}", millions))
         two = results.get((f"process x2, {tool}", millions))
@@ -409,12 +413,13 @@ def _arithmetic(results: dict[tuple[str, int], dict[str, Any]], millions: int) -
             continue
         worker = two["mine_us"]
         serial = two["driver_us"] + two["writer_us"]
-        one_bound = max(worker, serial)
-        two_bound = max((worker + serial) / 2, serial, worker / 2)
+        one_ceiling = 1e6 / max(worker, serial)
+        two_ceiling = 1e6 / max((worker + serial) / 2, serial)
         print(f"{millions}M lines, {tool}: 2 workers {two['lines_per_s'] / one['lines_per_s']:.2f}x "
               f"the lines/s of 1 (load {one['load']:.2f}, {two['load']:.2f}); a worker mines a "
-              f"line in {worker:.2f} us and the driver and writer take {serial:.2f}, so two "
-              f"idle CPUs allow at most {one_bound / two_bound:.2f}x")
+              f"line in {worker:.2f} us and the driver and writer take {serial:.2f}: CPU "
+              f"ceilings on two idle CPUs {one_ceiling:,.0f} and {two_ceiling:,.0f} lines/s "
+              f"({two_ceiling / one_ceiling:.2f}x)")
 
 
 if __name__ == "__main__":
