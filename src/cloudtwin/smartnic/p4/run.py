@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.depth import parse_depth
 from cloudtwin.smartnic.p4.entries import parse_entries
@@ -105,7 +106,11 @@ def install(datapath: Datapath, document: Any) -> None:
 
 def load_datapath(text: str, source: str, entries: Any) -> Datapath:
     """A program parsed from `text` with the entries document installed."""
-    datapath = Datapath(parse_program(text, source))
+    program = parse_program(text, source)
+    if program.architecture != "pna":
+        what = f"{source}: a {program.architecture} program; `nic run` runs the NIC's PNA pipeline"
+        raise P4Error(f"{what} (`nic stf` runs v1model and PSA programs)")
+    datapath = Datapath(program)
     install(datapath, entries)
     return datapath
 
