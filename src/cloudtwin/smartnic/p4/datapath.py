@@ -2220,10 +2220,13 @@ def _bits(raw: np.ndarray, offset: int, width: int) -> np.ndarray:
         for j in range(span):
             value = (value << np.uint64(8)) | raw[:, first + j].astype(np.uint64)
         return _fit(value >> np.uint64(tail), width)  # type: ignore[return-value]
-    out = np.empty(raw.shape[0], dtype=object)
-    chunk = raw[:, first : last + 1]
-    for i in range(raw.shape[0]):
-        out[i] = (int.from_bytes(chunk[i].tobytes(), "big") >> tail) & _mask_of(width)
+    # wider: the span as big-endian 64-bit words, joined into Python ints a column at a time
+    # (object arithmetic runs its loop in C: no Python statement per packet)
+    words = _to_words(raw[:, first : last + 1])
+    out = words[:, 0].astype(object)
+    for k in range(1, words.shape[1]):
+        out = (out << 64) | words[:, k].astype(object)
+    out = (out >> (8 * (8 * words.shape[1] - span) + tail)) & _mask_of(width)
     return out if width > 64 else out.astype(np.uint64)
 
 
@@ -2241,11 +2244,18 @@ def _put_bits(out: np.ndarray, value: np.ndarray, offset: int, width: int) -> No
             kept = np.uint8((int(keep) >> int(shift)) & 0xFF)
             out[:, first + j] = (out[:, first + j] & kept) | byte
         return
-    keep_bits = ~(_mask_of(width) << tail) & _mask_of(8 * span)
-    for i in range(out.shape[0]):
-        old = int.from_bytes(out[i, first : last + 1].tobytes(), "big")
-        merged = (old & keep_bits) | ((int(value[i]) & _mask_of(width)) << tail)
-        out[i, first : last + 1] = np.frombuffer(merged.to_bytes(span, "big"), dtype=np.uint8)
+    # wider: the span as big-endian 64-bit words; each word of the value cut from the Python
+    # ints a column at a time (object arithmetic in C), merged with the bytes around the field
+    region = _to_words(out[:, first : last + 1])
+    count = region.shape[1]
+    shift = tail + 8 * (8 * count - span)  # the words' padding after the span
+    placed = (value.astype(object) & _mask_of(width)) << shift
+    keep = ~(_mask_of(width) << shift) & _mask_of(64 * count)
+    for k in range(count):
+        down = 64 * (count - 1 - k)
+        word = ((placed >> down) & _mask_of(64)).astype(np.uint64)
+        region[:, k] = (region[:, k] & np.uint64((keep >> down) & _mask_of(64))) | word
+    out[:, first : last + 1] = _from_words(region, span)
 
 
 def _words(value: np.ndarray, offset: int, width: int) -> np.ndarray:
