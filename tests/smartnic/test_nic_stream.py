@@ -251,3 +251,12 @@ def test_memory_follows_the_block_not_the_capture() -> None:
     # each 50 bytes longer and behind a 16-byte record header
     assert written == 24 + copies * (1020 + 6 * (50 + 16))
     assert peak < 24 << 20, f"{peak / 2**20:.1f} MiB"
+
+
+def test_without_an_output_the_counts_are_those_with_one() -> None:
+    data = capture([(f, len(f), 0) for f in FRAMES["host"]] * 20)
+    sink = io.BytesIO()
+    written = run_pcap(shipped("vxlan_gateway"), io.BytesIO(data).readinto, sink.write, 1, 1)
+    counted = run_pcap(shipped("vxlan_gateway"), io.BytesIO(data).readinto, None, 1, 1)
+    assert counted.to_json() == written.to_json() and counted.packets_out == 120
+    assert len(index_pcap(sink.getvalue())) == 120

@@ -71,13 +71,9 @@ def run_file(datapath: Any, pcap: Path, out: Path | None, direction: int, input_
 
     with open_bounded(pcap, PCAP_BYTES, "pcap", NicError) as source:
         if out is None:
-            return run_pcap(datapath, source.readinto, _discard, direction, input_port, str(pcap))
+            return run_pcap(datapath, source.readinto, None, direction, input_port, str(pcap))
         with _atomic(out) as sink:
             return run_pcap(datapath, source.readinto, sink.write, direction, input_port, str(pcap))
-
-
-def _discard(_part: object) -> None:
-    """Output records nobody asked for (`nic run` without --out)."""
 
 
 @contextmanager

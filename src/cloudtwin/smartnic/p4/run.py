@@ -128,18 +128,20 @@ def run_capture(datapath: Datapath, capture: Capture | Records, direction: int, 
 def run_pcap(
     datapath: Datapath,
     readinto: Callable[[memoryview], int],
-    write: Callable[[Any], object],
+    write: Callable[[Any], object] | None,
     direction: int,
     input_port: int,
     source: str = "<pcap>",
 ) -> RunReport:
     """`nic run` from file to file: the pcap stream `readinto` reads (as `iter_pcap` says)
     through `datapath`, a block at a time, each block's output records handed to `write`
-    as soon as they are made (a nanosecond pcap file), so memory follows the block, not the
-    capture. Errors are `iter_pcap`'s, raised before anything is written past the block."""
+    as soon as they are made (a nanosecond pcap file; with no `write`, none are made), so
+    memory follows the block, not the capture. Errors are `iter_pcap`'s, raised before
+    anything is written past the block."""
     run = _Run(datapath, direction, input_port)
-    timed = _timed(write, run.phases, "write")
-    timed(pcap_parts([])[0])
+    timed = None if write is None else _timed(write, run.phases, "write")
+    if timed is not None:
+        timed(pcap_parts([])[0])
     blocks = iter_pcap(readinto, source)
     while True:
         began = time.process_time()
@@ -173,8 +175,9 @@ class _Run:
         self.ports: dict[int, int] = {}
         self.phases = dict.fromkeys(("read", "batch", "process", "output", "write"), 0.0)
 
-    def feed(self, records: Records, emit: Callable[[np.ndarray], None]) -> None:
-        """Every packet of `records` through the datapath; each batch's output records to `emit`."""
+    def feed(self, records: Records, emit: Callable[[np.ndarray], None] | None) -> None:
+        """Every packet of `records` through the datapath; each batch's output records to
+        `emit` (none are made without it: only the counts are wanted)."""
         phases = self.phases
         first = records.length if self.head is None else np.minimum(records.length, self.head)
         for start, stop in batches(first):
@@ -192,12 +195,14 @@ class _Run:
             self.dropped += int(result.dropped.sum())
             self.errors += int(result.parser_error.sum())
             kept = ~result.dropped
-            cut = self.head is not None and bool((head < length).any())
-            rest = (records.buffer, offset + head, length - head) if cut else None
-            block = spliced_block(result.data, result.length, stamps, kept, rest)
             _count_ports(result.out_port[kept], self.ports)
+            if emit is not None:
+                cut = self.head is not None and bool((head < length).any())
+                rest = (records.buffer, offset + head, length - head) if cut else None
+                block = spliced_block(result.data, result.length, stamps, kept, rest)
             made = time.process_time()
-            emit(block)
+            if emit is not None:
+                emit(block)
             phases["batch"] += built - began
             phases["process"] += processed - built
             phases["output"] += made - processed
