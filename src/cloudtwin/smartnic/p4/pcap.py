@@ -19,7 +19,6 @@ from itertools import repeat
 from operator import add, itemgetter
 
 import numpy as np
-from numpy.lib.stride_tricks import sliding_window_view
 
 from cloudtwin.errors import NicError
 
@@ -208,7 +207,13 @@ def _record_starts(data: bytes | memoryview, order: str, at: int = FILE_HEADER_B
 
 def _record_headers(buffer: np.ndarray, starts: np.ndarray, order: str) -> np.ndarray:
     """The four 32-bit words (seconds, fraction, captured, original) of each record header."""
-    return sliding_window_view(buffer, _RECORD_HEADER)[starts].view(order + "u4")
+    return _windows(buffer, _RECORD_HEADER)[starts].view(order + "u4")
+
+
+def _windows(data: np.ndarray, size: int) -> np.ndarray:
+    """Every run of `size` bytes of the contiguous byte array `data`, overlapping: row p is
+    `data[p : p + size]` (numpy's sliding_window_view, without its checks: made per copy)."""
+    return np.ndarray((max(data.size - size + 1, 0), size), np.uint8, data, 0, (1, 1))
 
 
 def _check_lengths(captured: np.ndarray, first: int, source: str) -> None:
@@ -236,7 +241,7 @@ def dense_rows(buffer: np.ndarray, offset: np.ndarray, length: np.ndarray) -> np
 
     Each row is copied whole from a sliding-window view of the bytes (row p of the view is
     the bytes from p on, so the gather moves one block per packet), then the bytes past
-    each row's length are cleared a 64-bit word at a time."""
+    the length of each row shorter than the matrix are cleared a 64-bit word at a time."""
     n = length.size
     width = max(int(length.max()) if n else 0, 1)
     words = -(-width // 8)
@@ -244,13 +249,17 @@ def dense_rows(buffer: np.ndarray, offset: np.ndarray, length: np.ndarray) -> np
         return np.zeros((0, width), dtype=np.uint8)
     low, last = int(offset.min()), int(offset.max())
     if last + 8 * words <= buffer.size:  # whole rows from the buffer itself
-        out = sliding_window_view(buffer[low:], 8 * words)[offset - low]
+        out = _windows(buffer[low:], 8 * words)[offset - low]
     else:  # rows reach past the end: from a padded copy of the bytes they hold
         high = int((offset + length).max())
         span = np.zeros(high - low + 8 * words, dtype=np.uint8)
         span[: high - low] = buffer[low:high]
-        out = sliding_window_view(span, 8 * words)[offset - low]
-    out.view(np.uint64)[:] &= _keep_words(length, width, words)
+        out = _windows(span, 8 * words)[offset - low]
+    short = np.flatnonzero(length < width)  # rows that end before the matrix does
+    if short.size == n:
+        out.view(np.uint64)[:] &= _keep_words(length, width, words)
+    elif short.size:  # the others hold `width` bytes of their own: the rest is cut off below
+        out.view(np.uint64)[short] &= _keep_words(length[short], width, words)
     return out[:, :width]
 
 
@@ -307,12 +316,12 @@ def spliced_block(
     header = np.empty((rows.size, 4), dtype="<u4")
     seconds, nanos = np.divmod(np.asarray(timestamp_ns, dtype=np.uint64)[rows], np.uint64(1_000_000_000))
     header[:, 0], header[:, 1], header[:, 2], header[:, 3] = seconds, nanos, size, size
-    sliding_window_view(out, _RECORD_HEADER, writeable=True)[at - _RECORD_HEADER] = header.view(np.uint8)
+    _windows(out, _RECORD_HEADER)[at - _RECORD_HEADER] = header.view(np.uint8)
     _copy_by_length(out, at, first, lambda same, count: head[rows[same], :count])
     if rest is not None and tail is not None:
         buffer, offset = rest[0], rest[1][rows]
         _copy_by_length(
-            out, at + first, tail, lambda same, count: sliding_window_view(buffer, count)[offset[same]]
+            out, at + first, tail, lambda same, count: _windows(buffer, count)[offset[same]]
         )
     return out
 
@@ -326,7 +335,7 @@ def _copy_by_length(
     count = int(size[0])
     if (size == count).all():
         if count:
-            sliding_window_view(out, count, writeable=True)[at] = source(np.arange(size.size), count)
+            _windows(out, count)[at] = source(np.arange(size.size), count)
         return
     order = np.argsort(size.astype(np.uint16) if size.max() < 1 << 16 else size, kind="stable")
     ordered = size[order]
@@ -334,7 +343,7 @@ def _copy_by_length(
     for first, stop in zip(bounds, bounds[1:], strict=False):
         same, count = order[first:stop], int(ordered[first])
         if count:
-            sliding_window_view(out, count, writeable=True)[at[same]] = source(same, count)
+            _windows(out, count)[at[same]] = source(same, count)
 
 
 def write_pcap(packets: list[bytes], timestamp_ns: np.ndarray | None = None) -> bytes:
