@@ -20,7 +20,7 @@ from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 145
+PASS_FLOOR = 146
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -586,4 +586,35 @@ def test_functions_returning_headers_and_checksum_with_payload() -> None:
     if not SUITE.is_dir():
         pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
     result = run_stf(program, str(SUITE / "tests" / "f.p4"), script, "f.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def test_psa_meter_rates_from_stf() -> None:
+    """meter_set_rates m 0 0.000001:1 0.000002:2: 1 packet/s committed (burst 1), 2 peak
+    (burst 2). Three packets at one instant: green (both buckets paid), yellow (peak only),
+    red. An unconfigured cell marks green; meter_array_set_rates configures every cell."""
+    program = PSA_PROGRAM.replace(
+        "apply { t.apply(); h.h.port = (bit<32>) istd.ingress_port; }",
+        "Meter<bit<8>>(4, PSA_MeterType_t.PACKETS) meter0;\n"
+        "    apply {\n"
+        "        PSA_MeterColor_t c = meter0.execute(h.h.path);\n"
+        "        if (c == PSA_MeterColor_t.GREEN) { h.h.a = 1; }\n"
+        "        if (c == PSA_MeterColor_t.YELLOW) { h.h.a = 2; }\n"
+        "        if (c == PSA_MeterColor_t.RED) { h.h.a = 3; }\n"
+        "        send_to_port(ostd, 1);\n"
+        "    }",
+    )
+    packet = "packet 0 00 {cell} 0000 00000000\n"
+    out = "expect 1 {colour} 01 0000 00000000 $\n"
+    script = (
+        "meter_set_rates I.meter0 0 0.000001:1 0.000002:2\n"
+        + "".join(packet.format(cell="00") + out.format(colour=c) for c in ("01", "02", "03"))
+        + packet.format(cell="01") + out.format(colour="01")  # cell 1: not configured
+        + "meter_array_set_rates I.meter0 0.000001:1 0.000001:1\nmeter_get_rates I.meter0 1\n"
+        + packet.format(cell="01") + out.format(colour="01")
+        + packet.format(cell="01") + out.format(colour="03")  # both buckets of 1 spent
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    result = run_stf(program, str(SUITE / "tests" / "psa.p4"), script, "psa.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason

@@ -2405,6 +2405,12 @@ class _Meter:
         self.unit = unit
         self.config: dict[int, tuple[float, float, float, float]] = {}
         self.tokens: dict[int, list[float]] = {}
+        self.every_cell: tuple[float, float, float, float] | None = None  # set for the whole array
+
+    def configure_all(self, cir: float, cburst: float, pir: float, pburst: float) -> None:
+        """Every cell's rates (each cell's buckets start full when a packet first meets it)."""
+        self.config, self.tokens = {}, {}
+        self.every_cell = (cir, cburst, pir, pburst)
 
     def configure(self, index: int, cir: float, cburst: float, pir: float, pburst: float) -> None:
         self.config[index] = (cir, cburst, pir, pburst)
@@ -2415,11 +2421,11 @@ class _Meter:
         rows, cells = _in_array(index, width, ctx.n, self.size, mask)
         times = ctx.get("istd.timestamp_ns")
         for row, cell in zip(np.flatnonzero(rows).tolist(), cells.tolist(), strict=True):
-            config = self.config.get(cell)
+            config = self.config.get(cell) or self.every_cell
             if config is None:
                 continue  # an unconfigured cell (or an index outside the array) marks green
             cir, cburst, pir, pburst = config
-            state = self.tokens[cell]
+            state = self.tokens.setdefault(cell, [cburst, pburst, -1.0])
             now = int(times[row]) * 1e-9
             if state[2] >= 0:
                 elapsed = now - state[2]

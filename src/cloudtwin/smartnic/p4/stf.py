@@ -465,6 +465,26 @@ class _Runner:
                 raise NicError(f"{self.source}:{command.line}: {value} does not fit bit<{width}>")
             cells[index] = value
 
+    def meter(self, command: Command) -> None:
+        """meter_set_rates NAME INDEX C:CB P:PB, meter_array_set_rates NAME C:CB P:PB (rates in
+        units per microsecond, bursts in units, as bmv2's runtime takes them);
+        meter_get_rates only reads."""
+        meter = self.dp.meters.get(command.name.split(".")[-1])
+        if meter is None:
+            raise NicError(f"{self.source}:{command.line}: {command.name!r} is not a meter of the program")
+        if command.numbers and not 0 <= command.numbers[0] < meter.size:
+            raise NicError(f"{self.source}:{command.line}: index {command.numbers[0]} is outside the meter")
+        if command.kind == "meter_get_rates":
+            return
+        if len(command.rates) != 2:
+            raise NicError(f"{self.source}:{command.line}: two RATE:BURST (committed, then peak) are needed")
+        (cir, cburst), (pir, pburst) = command.rates
+        rates = (cir * 1e6, float(cburst), pir * 1e6, float(pburst))
+        if command.kind == "meter_array_set_rates":
+            meter.configure_all(*rates)
+        else:
+            meter.configure(command.numbers[0], *rates)
+
     def multicast(self, command: Command) -> None:
         if command.kind == "mc_mgrp_create":
             self.engine.groups.setdefault(command.numbers[0], [])
@@ -543,6 +563,9 @@ _HANDLERS = {
     "register_read": _Runner.register,
     "register_write": _Runner.register,
     "register_reset": _Runner.register,
+    "meter_set_rates": _Runner.meter,
+    "meter_array_set_rates": _Runner.meter,
+    "meter_get_rates": _Runner.meter,
     "mc_mgrp_create": _Runner.multicast,
     "mc_node_create": _Runner.multicast,
     "mc_node_associate": _Runner.multicast,
