@@ -96,6 +96,7 @@ BAD_LINES = {
 PROGRAMS = {
     "includes itself": '#include "self.p4"\n',
     "function-like macro": "#define F(x) x\n",
+    "macro bomb": "#define G(x) G(x) G(x) G(x) G(x)\nG(1)\n",
     "#if garbage": "#if __import__\n#endif\n",
     "#if without #endif": "#ifdef X\n",
     "recursive function": PROGRAM.replace(

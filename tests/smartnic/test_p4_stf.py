@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudtwin.errors import NicError, P4Error
+from cloudtwin.smartnic.p4.preprocess import preprocess
 from cloudtwin.smartnic.p4.run import load_datapath
 from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
@@ -618,3 +619,27 @@ def test_psa_meter_rates_from_stf() -> None:
         pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
     result = run_stf(program, str(SUITE / "tests" / "psa.p4"), script, "psa.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
+
+
+def test_function_like_macros_expand_nested_calls() -> None:
+    """`ADD(SQ(K), f(1, 2))`: K first, then ADD with its two top-level arguments, then SQ."""
+    text = (
+        "#define SQ(x) ((x) * (x))\n#define ADD(a, b) (a + b)\n#define K 3\n"
+        "const bit<8> c = ADD(SQ(K), f(1, 2));\n#undef SQ\nSQ(2)\n"
+    )
+    lines = preprocess(text, "m.p4").text.splitlines()
+    assert lines[3] == "const bit<8> c = (((3) * (3)) + f(1, 2));"
+    assert lines[5] == "SQ(2)"  # undefined again
+    with pytest.raises(P4Error, match=r"^m\.p4:2: a macro expands the line past"):
+        preprocess("#define G(x) G(x) G(x) G(x) G(x)\nG(1)\n", "m.p4")
+    with pytest.raises(P4Error, match=r"^m\.p4:1: #define F\(\.\.\.\): parameters are distinct names"):
+        preprocess("#define F(a, a) a\n", "m.p4")
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.text(alphabet="#define FGx(),ab \n1+", max_size=120))
+def test_fuzzed_macros_expand_or_fail_in_one_line(text: str) -> None:
+    try:
+        preprocess(text, "f.p4")
+    except P4Error as err:
+        assert str(err).startswith("f.p4") and "\n" not in str(err)

@@ -463,6 +463,8 @@ class _Checker:
                 block.prelude.append(child)
             elif child.data == "instance_decl" and not [a for a in child.children[1:-1] if a is not None]:
                 block.instances[str(child.children[-1])] = str(child.children[0])
+            elif child.data == "const_decl":
+                self._const_decl(child)
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
                     self.width(child.children[0], str(child.children[1]), signed_ok=True), child.children[2]
