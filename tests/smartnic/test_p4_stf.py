@@ -643,3 +643,22 @@ def test_fuzzed_macros_expand_or_fail_in_one_line(text: str) -> None:
         preprocess(text, "f.p4")
     except P4Error as err:
         assert str(err).startswith("f.p4") and "\n" not in str(err)
+
+
+def test_stf_range_entries() -> None:
+    """`add t PRIORITY key:LOW->HIGH ...` (p4c's STF range form): bounds inclusive, the
+    higher STF priority first where two overlap; an empty range is refused."""
+    program = PROGRAM.replace("h.h.a : ternary;", "h.h.a : range;")
+    entries = "add t 2 h.a:0x10->0x1f set(v:1, port:2)\nadd t 1 h.a:0x18->0x28 set(v:2, port:3)\n"
+    script = entries + (
+        "packet 0 18 00\nexpect 2 18 01 $\n"
+        "packet 0 28 00\nexpect 3 28 02 $\n"
+        "packet 0 29 00\n"  # no entry: dropped
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    where = (str(SUITE / "tests" / "r.p4"), "r.stf", (SUITE / "include",))
+    result = run_stf(program, where[0], script, *where[1:])
+    assert result.status == "pass", result.reason
+    with pytest.raises(NicError, match=r"^r\.stf:1: key h\.h\.a: range 5->4 is empty"):
+        run_stf(program, where[0], "add t 1 h.a:5->4 set(v:1, port:2)\n", *where[1:])

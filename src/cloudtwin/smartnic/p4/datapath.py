@@ -1969,7 +1969,9 @@ class _Compiler:
     def extract_next(self, stack: str, node: Tree) -> StmtFn:
         """extract(s.next): into the element nextIndex names, then nextIndex + 1; past the
         last element the packet leaves the parser with error.StackOutOfBounds."""
-        _, size = self.program.stacks[stack]
+        htype, size = self.program.stacks[stack]
+        if htype.varbit is not None:
+            raise self.fail(node, f"{stack}: a stack of headers with a varbit field is outside the subset")
         runs = [self.extract_into(f"{stack}[{i}]") for i in range(size)]
         following = f"{stack}.$next"
         out_of_bounds = self.dp.error_codes["StackOutOfBounds"]

@@ -42,12 +42,13 @@ MAX_STF_PACKET_BYTES = 65_535
 """The longest packet (in bytes) a `packet` or `expect` line may give."""
 
 KeyMatch = int | tuple[str, int, int]
-"""A key value: an int (exact), ("ternary", value, mask) or ("lpm", value, prefix length)."""
+"""A key value: an int (exact), ("ternary", value, mask), ("lpm", value, prefix length) or
+("range", low, high)."""
 
 _NUMBER = r"(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)"
 _NAME = r"[A-Za-z_][A-Za-z_0-9.\[\]$]*"
 _WILD = r"(?:0[xX][0-9a-fA-F_*]+|0[bB][01_*]+)"
-_KEY = re.compile(rf"^({_NAME}):({_WILD}|{_NUMBER})(?:(&&&|/)({_NUMBER}))?$")
+_KEY = re.compile(rf"^({_NAME}):({_WILD}|{_NUMBER})(?:(&&&|/|->)({_NUMBER}))?$")
 _ACTION = re.compile(rf"^({_NAME})\((.*)\)$")
 _PARAM = re.compile(rf"^\s*({_NAME})\s*:\s*({_NUMBER})\s*$")
 _COUNTER = re.compile(rf"^({_NAME})\(({_NUMBER})\)\s*(?:(packets|bytes)\s*)?==\s*({_NUMBER})$")
@@ -128,7 +129,8 @@ def _hex(words: list[str], wildcards: bool) -> tuple[str, bool]:
 def _key(word: str) -> tuple[str, KeyMatch]:
     match = _KEY.match(word)
     if match is None:
-        raise ValueError(f"key {word!r} is not FIELD:VALUE, FIELD:VALUE&&&MASK or FIELD:VALUE/LENGTH")
+        forms = "FIELD:VALUE, FIELD:VALUE&&&MASK, FIELD:VALUE/LENGTH or FIELD:LOW->HIGH"
+        raise ValueError(f"key {word!r} is not {forms}")
     field, value, sep, extra = match.groups()
     if "*" in value:
         if sep:
@@ -139,6 +141,8 @@ def _key(word: str) -> tuple[str, KeyMatch]:
         return field, ("ternary", number, _number(extra, field))
     if sep == "/":
         return field, ("lpm", number, _number(extra, field))
+    if sep == "->":  # p4c's STF range: low->high
+        return field, ("range", number, _number(extra, field))
     return field, number
 
 
@@ -410,8 +414,12 @@ class _Runner:
             if kind == MatchKind.RANGE:
                 return (value, value)
             return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
-        if kind == MatchKind.RANGE:
-            raise NicError(f"{where}: a {value[0]} value for a range key")
+        if kind == MatchKind.RANGE and value[0] == "range":
+            if not value[1] <= value[2] <= full:
+                raise NicError(f"{where}: range {value[1]}->{value[2]} is empty or does not fit bit<{width}>")
+            return (value[1], value[2])
+        if kind == MatchKind.RANGE or value[0] == "range":
+            raise NicError(f"{where}: a {value[0]} value for a {kind.value} key")
         if kind == MatchKind.OPTIONAL and value[0] == "ternary" and value[2] not in (0, full):
             raise NicError(f"{where}: an optional key matches one value or any (mask 0 or all ones)")
         form, number, extra = value
