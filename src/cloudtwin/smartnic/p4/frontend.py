@@ -507,7 +507,10 @@ class _Checker:
             control.prelude.append(node)
         elif node.data == "var_decl":
             type_, name, init = node.children
-            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), init)
+            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), None)
+            if init is not None:  # initialised in declaration order, after the locals before it
+                target = Tree("lvalue", [Tree("path", [name], node.meta), None], node.meta)
+                control.prelude.append(Tree("assign", [target, init], node.meta))
             if self.is_signed(type_):
                 self.signed.add(f"var.{control.name}.{name}")
         elif node.data == "const_decl":
