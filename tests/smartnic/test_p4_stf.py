@@ -21,7 +21,7 @@ from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 147
+PASS_FLOOR = 148
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -675,4 +675,25 @@ def test_control_variables_initialise_in_declaration_order() -> None:
         pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
     result = run_stf(program, str(SUITE / "tests" / "o.p4"), "packet 0 01 02\nexpect 1 01 05 $\n", "o.stf",
                      (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def test_sub_control_takes_a_struct_with_a_header_stack() -> None:
+    """`c.apply(hdr)` with a stack inside hdr: push_front(1) in the sub-control moves s[0]
+    to s[1] and leaves s[0] invalid, as the caller then sees."""
+    program = (
+        PROGRAM.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] s; }")
+        .replace("p.extract(h.h); transition accept;", "p.extract(h.h); p.extract(h.s.next); transition accept;")
+        .replace(
+            "control I(",
+            "control Push(inout H hh) { apply { hh.s.push_front(1); hh.h.b = hh.s.lastIndex ++ 4w0; } }\n"
+            "control I(",
+        )
+        .replace("    apply { t.apply(); }", "    Push() push;\n    apply { push.apply(h); sm.egress_spec = 1; }")
+        .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    script = "packet 0 01 00 aa bb\nexpect 1 01 10 aa bb $\n"  # lastIndex 1 -> 0x10; s[1] = aa bb
+    result = run_stf(program, str(SUITE / "tests" / "k.p4"), script, "k.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason

@@ -1596,6 +1596,13 @@ class _Compiler:
                 roles[name] = "pkt"
                 continue
             composite = type_name in self.program.headers or type_name in self.program.structs
+            if composite and direction == "inout" and arg.data == "ref":
+                caller = self.key_of(arg.children[0])
+                if any(stack.startswith(caller + ".") for stack in self.program.stacks):
+                    # a struct holding header stacks: the parameter names the caller's own
+                    # storage (what copy-in/copy-out gives, as no other path reaches it here)
+                    roles[name] = caller
+                    continue
             width = 0 if composite else self.type_width(type_, f"{block.name} parameter {name}")
             params.append((name, direction, type_name if composite else "", width))
             bound.append(arg)
