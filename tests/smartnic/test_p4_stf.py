@@ -683,13 +683,15 @@ def test_sub_control_takes_a_struct_with_a_header_stack() -> None:
     to s[1] and leaves s[0] invalid, as the caller then sees."""
     program = (
         PROGRAM.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] s; }")
-        .replace("p.extract(h.h); transition accept;", "p.extract(h.h); p.extract(h.s.next); transition accept;")
+        .replace("p.extract(h.h); transition", "p.extract(h.h); p.extract(h.s.next); transition")
         .replace(
             "control I(",
-            "control Push(inout H hh) { apply { hh.s.push_front(1); hh.h.b = hh.s.lastIndex ++ 4w0; } }\n"
+            "control Push(inout H hh) {\n"
+            "    apply { hh.s.push_front(1); hh.h.b = (bit<8>) (hh.s.lastIndex ++ 4w0); }\n"
+            "}\n"
             "control I(",
         )
-        .replace("    apply { t.apply(); }", "    Push() push;\n    apply { push.apply(h); sm.egress_spec = 1; }")
+        .replace("    apply { t.apply(); }", "    Push() p;\n    apply { p.apply(h); sm.egress_spec = 1; }")
         .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
     )
     if not SUITE.is_dir():
