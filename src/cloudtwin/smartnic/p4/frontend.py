@@ -387,15 +387,29 @@ class _Checker:
             if not 8 <= bits <= 65_536 or bits % 8:
                 raise self.fail(last, f"header {name}: varbit<{bits}> is not whole bytes up to 64 KiB")
             varbit = (str(last.children[-1]), bits)
-        fields = tuple(
-            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}", signed_ok=True))
-            for f in declared
-        )
-        signed = frozenset(str(f.children[-1]) for f in declared if self.is_signed(f.children[0]))
+        laid = [
+            item for f in declared for item in self.header_fields(name, str(f.children[-1]), f.children[0])
+        ]
+        fields = tuple((fname, width) for fname, width, _ in laid)
+        signed = frozenset(fname for fname, _, is_signed in laid if is_signed)
         header = HeaderType(name, fields, signed, varbit)
         if header.width_bits % 8:
             raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
         self.headers[name] = header
+
+    def header_fields(
+        self, header: str, name: str, type_: Tree, depth: int = 0
+    ) -> list[tuple[str, int, bool]]:
+        """A header field's bit fields: itself, or a struct's fields flattened in order
+        (`row.e`, `row.t`, ...: a struct inside a header is laid out field by field)."""
+        inner = str(type_.children[0]) if type_.data == "named_type" else ""
+        if inner in self.structs and depth < MAX_STRUCT_NESTING:
+            return [
+                (f"{name}.{item}", width, is_signed)
+                for fname, ftype in self.structs[inner]
+                for item, width, is_signed in self.header_fields(header, fname, ftype, depth + 1)
+            ]
+        return [(name, self.width(type_, f"{header}.{name}", signed_ok=True), self.is_signed(type_))]
 
     def _struct_decl(self, node: Tree) -> None:
         name = str(node.children[0])
