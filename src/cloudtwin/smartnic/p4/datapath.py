@@ -1916,6 +1916,9 @@ class _Compiler:
             return self.extract_varbit(header, self.expr(args[1]))
         if len(args) != 1 or args[0].data != "ref":
             raise self.fail(node, "extract takes one header")
+        skipped = ".".join(str(t) for t in args[0].children[0].children)
+        if skipped.startswith("__skip__"):  # extract<H>(_)
+            return self.skip(skipped.removeprefix("__skip__"), node)
         key = self.key_of(args[0].children[0])
         if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
             return self.extract_next(key[: -len(".next")], node)
@@ -1934,6 +1937,22 @@ class _Compiler:
                 ctx.valid[other] = ctx.header_valid(other) & ~done
 
         return extract_member
+
+    def skip(self, type_name: str, node: Tree) -> StmtFn:
+        """extract<H>(_): the cursor moves past an H; error.PacketTooShort without one."""
+        htype = self.program.headers.get(type_name)
+        if htype is None or htype.varbit is not None:
+            raise self.fail(node, f"extract<{type_name}>(_): {type_name} is not a fixed-size header")
+        size = htype.size_bytes
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            short = mask & (ctx.cursor + size > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+            ctx.cursor = ctx.cursor + np.where(mask & ~short, size, 0)
+
+        return run
 
     def extract_varbit(self, header: str, bits: _Expr) -> StmtFn:
         """extract(h, bits): h's fixed fields, then `bits` more into its varbit field. Not

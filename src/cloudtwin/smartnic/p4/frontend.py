@@ -1073,6 +1073,7 @@ def parse_program(
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
     body = _TYPE_ARGUMENT.sub(_blank_type_argument, body)
+    body = _SKIP.sub(lambda m: f"{m.group(1)}(__skip__{m.group(2)})", body)
     try:
         return _parse(body, source, annotations, located.origins if located is not None else [])
     except P4Error as err:
@@ -1088,6 +1089,11 @@ def _blank_type_argument(match: re.Match[str]) -> str:
 _TYPE_ARGUMENT = re.compile(r"(\.\s*(?:extract|emit))\s*<\s*[A-Za-z_]\w*\s*>\s*\((?!\s*_\s*\))")
 """`pkt.extract<H>(hdr.h)`: a type argument the header argument already gives (blanked so
 that positions hold; `extract<H>(_)`, which skips an H, keeps it and is refused)."""
+
+
+_SKIP = re.compile(r"(\.\s*extract)\s*<\s*([A-Za-z_]\w*)\s*>\s*\(\s*_\s*\)")
+"""`pkt.extract<H>(_)`: skip an H (held as `extract(__skip__H)`; the line's later columns
+move by a few characters)."""
 
 
 def _relocate(message: str, source: str, located: Source) -> str:
