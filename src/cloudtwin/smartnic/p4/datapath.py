@@ -1922,6 +1922,9 @@ class _Compiler:
         key = self.key_of(args[0].children[0])
         if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
             return self.extract_next(key[: -len(".next")], node)
+        stack, _, member = key.rpartition(".next.")
+        if stack in self.program.union_stacks:
+            return self.extract_next_member(stack, member, node)
         header = self.header(args[0].children[0])
         if self.dp.headers[header].varbit is not None:
             raise self.fail(node, f"{header} has a varbit field: extract({header}, bits) gives its length")
@@ -1951,6 +1954,36 @@ class _Compiler:
             if short.any():
                 ctx.fail_rows(short, too_short)
             ctx.cursor = ctx.cursor + np.where(mask & ~short, size, 0)
+
+        return run
+
+    def extract_next_member(self, stack: str, member: str, node: Tree) -> StmtFn:
+        """extract(u.next.m) on a stack of unions: member m of the element nextIndex names
+        (the element's other members made invalid), then nextIndex + 1; past the last
+        element the packet leaves the parser with error.StackOutOfBounds."""
+        size = self.program.union_stacks[stack]
+        elements = [f"{stack}[{i}]" for i in range(size)]
+        if f"{elements[0]}.{member}" not in self.dp.headers:
+            raise self.fail(node, f"{stack}: its unions have no member {member}")
+        runs = [self.extract_into(f"{e}.{member}") for e in elements]
+        others = [[m for m in self.program.unions[e] if m != f"{e}.{member}"] for e in elements]
+        following = f"{stack}.$next"
+        out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = ctx.get(following)
+            beyond = mask & (at >= np.uint64(size))
+            if beyond.any():
+                ctx.fail_rows(beyond, out_of_bounds)
+            for i, extract in enumerate(runs):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    extract(ctx, rows)
+                    done = rows & ~ctx.parser_error
+                    for other in others[i]:
+                        ctx.valid[other] = ctx.header_valid(other) & ~done
+            done = mask & ~ctx.parser_error
+            ctx.put(following, at + np.uint64(1), done)
 
         return run
 
@@ -2864,7 +2897,7 @@ def _storage_widths(program: Program) -> dict[str, int]:
         for name, width in htype.storage():
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
-    for stack in program.stacks:
+    for stack in (*program.stacks, *program.union_stacks):
         widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
     for parser in (program.parser, program.egress_parser):
         for name, (width, _) in parser.variables.items() if parser is not None else ():

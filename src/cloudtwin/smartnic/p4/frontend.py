@@ -172,6 +172,7 @@ class _Checker:
         self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
         self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
         self.union_groups: dict[str, list[str]] = {}  # union instance -> its member instances
+        self.union_stacks: dict[str, int] = {}  # a stack of unions -> its size
 
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
@@ -743,6 +744,7 @@ class _Checker:
                         out[f"{prefix}.{fname}[{i}].{member}"] = self.headers[htype]
                         group.append(f"{prefix}.{fname}[{i}].{member}")
                     self.union_groups[f"{prefix}.{fname}[{i}]"] = group
+                self.union_stacks[f"{prefix}.{fname}"] = size
                 continue
             if size is not None:
                 if tname not in self.headers:
@@ -940,6 +942,7 @@ class _Checker:
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
+        program.union_stacks = self.union_stacks
         program.signed = self.signed
         program.signed_types = self.signed_types
 

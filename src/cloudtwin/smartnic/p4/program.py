@@ -191,6 +191,7 @@ class Program:
     structs: dict[str, list[tuple[str, Tree]]] = field(default_factory=dict)  # struct -> its fields
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
+    union_stacks: dict[str, int] = field(default_factory=dict)  # a stack of unions -> its size
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
     signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
     signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
