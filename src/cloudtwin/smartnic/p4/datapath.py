@@ -51,7 +51,8 @@ MAX_ACTION_CALLS = 10_000
 
 @dataclass(frozen=True)
 class PacketBatch:
-    """Packets as a byte matrix: row i holds `length[i]` bytes; where each came from and when."""
+    """Packets as a byte matrix: row i holds `length[i]` bytes (or, in a matrix narrower than
+    the longest packet, the packet's head: see `Datapath.process`); where each came from and when."""
 
     data: np.ndarray
     length: np.ndarray
@@ -2717,7 +2718,11 @@ class Datapath:
 
     # running -------------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> BatchResult:
-        """Run every packet of `batch` through parser, control and deparser."""
+        """Run every packet of `batch` through parser, control and deparser.
+
+        A batch narrower than its longest packet holds only each packet's head (at least
+        the bytes the parser reads, `depth.parse_depth`): the result's rows are then the
+        packets' new heads, which the bytes past each old head follow unchanged."""
         ctx = self.context(batch)
         self.parser(ctx)
         alive = ~ctx.parser_error
@@ -2726,6 +2731,11 @@ class Datapath:
         if alive.any():
             self.control(ctx, alive)
         dropped = ctx.drop | ctx.parser_error
+        head = batch.data.shape[1]
+        if ctx.n and head < int(ctx.length.max()):  # heads only: the rest follows them unchanged
+            if int(ctx.cursor.max()) > head:
+                raise P4Error(f"{self.program.source}: the parser read past the {head}-byte head")
+            ctx.length = np.minimum(ctx.length, head)
         data, length = self.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
