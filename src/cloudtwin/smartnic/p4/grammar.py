@@ -56,7 +56,8 @@ params: [param ("," param)*]
 param: [DIRECTION] type NAME ["=" expr]
 DIRECTION.2: "inout" | "in" | "out"
 
-main_decl: NAME ["<" type ("," type)* ">"] "(" [instance ("," instance)*] ")" NAME ";"
+main_decl: NAME ["<" type ("," type)* ">"] "(" [main_arg ("," main_arg)*] ")" NAME ";"
+?main_arg: instance | expr
 instance: NAME "(" [instance ("," instance)*] ")"
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
@@ -78,7 +79,7 @@ control_decl: "control" NAME "(" params ")" "{" control_local* "apply" block "}"
 action_decl: "action" NAME "(" params ")" block
 extern_decl: NAME "<" type ("," type)* ">" "(" [expr ("," expr)*] ")" NAME ";"
 instance_decl: NAME "(" [expr ("," expr)*] ")" NAME ";"
-function_decl: ret_type NAME "(" params ")" block
+function_decl: ret_type NAME [type_params] "(" params ")" block
 table_decl: "table" NAME "{" table_prop* "}"
 ?table_prop: "key" "=" "{" key_elem* "}"                       -> table_key
            | "actions" "=" "{" (action_ref ";")* "}"           -> table_actions
@@ -112,6 +113,7 @@ switch_label: "default" -> sw_default
 path: NAME ("." NAME)*
 
 expr_list: expr ("," expr)*
+?argument: expr | NAME "=" expr -> named_arg
 
 ?expr: cond_expr
 ?cond_expr: or_expr | or_expr "?" expr ":" cond_expr -> mux
@@ -140,6 +142,7 @@ expr_list: expr ("," expr)*
       | "+" unary
       | "(" cast_type ")" unary -> cast
       | name_cast
+      | "(" NAME ")" "{" [expr ("," expr)*] "}" -> struct_cast
       | "{" [expr ("," expr)*] "}" -> list_expr
 name_cast: "(" NAME ")" postfix
          | "(" NAME ")" name_cast
@@ -151,7 +154,7 @@ name_cast: "(" NAME ")" postfix
         | postfix "." NAME                     -> member
         | postfix "[" expr "]"                 -> index
         | postfix "[" expr ":" expr "]"        -> slice_expr
-        | postfix "(" [expr ("," expr)*] ")"   -> call_raw
+        | postfix "(" [argument ("," argument)*] ")"   -> call_raw
         | postfix "." LOOKAHEAD "<" type ">" "(" ")" -> lookahead
 ?atom: NUMBER -> number
      | "true" -> true

@@ -109,6 +109,7 @@ class Table:
     size: int
     entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
     bound: dict[str, tuple[Tree, ...]] = field(default_factory=dict)  # action -> its directional args
+    properties: dict[str, Tree] = field(default_factory=dict)  # PNA's (add_on_miss, pna_direct_counter...)
 
 
 @dataclass(frozen=True)
@@ -178,6 +179,8 @@ class Program:
     stacks: dict[str, tuple[HeaderType, int]] = field(default_factory=dict)  # `hdr.s` -> (type, size)
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
+    arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
+    pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""
