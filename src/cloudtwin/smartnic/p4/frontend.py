@@ -884,7 +884,7 @@ def parse_program(
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
     try:
-        return _parse(body, source, annotations)
+        return _parse(body, source, annotations, located)
     except P4Error as err:
         if located is None:
             raise
@@ -908,7 +908,9 @@ def _relocate(message: str, source: str, located: Source) -> str:
     return f"{where}:{line}:" + re.sub(r"\(first at (\d+):(\d+)\)", first, rest)
 
 
-def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> Program:
+def _parse(
+    text: str, source: str, annotations: dict[int, tuple[str, str]], located: Source | None = None
+) -> Program:
     try:
         tree = _lark().parse(text)
     except lark.UnexpectedCharacters as err:
@@ -930,6 +932,7 @@ def _parse(text: str, source: str, annotations: dict[int, tuple[str, str]]) -> P
     checker.annotations = annotations
     checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)
+    program.source_map = located
     from cloudtwin.smartnic.p4.datapath import compile_program
 
     compile_program(program)  # resolves every name and width now, so errors surface here

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
 from lark import Tree
 
@@ -181,6 +182,7 @@ class Program:
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
     arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
     pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
+    source_map: Any = None  # the preprocessed text's lines -> (file, line), for run-time errors
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""

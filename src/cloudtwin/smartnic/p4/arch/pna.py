@@ -59,7 +59,7 @@ from cloudtwin.smartnic.p4.datapath import (
 )
 from cloudtwin.smartnic.p4.program import MatchKind
 
-__all__ = ["MAX_RECIRCULATIONS", "MIRROR_SLOTS", "NET_PORT", "PnaRuntime"]
+__all__ = ["MAX_RECIRCULATIONS", "MIRROR_SLOTS", "NET_PORT", "PnaRuntime", "run_entries"]
 
 MAX_RECIRCULATIONS = 16
 """The most times one packet may recirculate; one more pass is a recirculation loop."""
@@ -122,7 +122,12 @@ class _Intent:
 
 
 def _where(compiler: Any, node: Tree) -> str:
-    return f"{compiler.program.source}:{node.meta.line}:{node.meta.column}"
+    """`file:line:column` of `node` in the file it was written in (includes followed)."""
+    program = compiler.program
+    if program.source_map is None:
+        return f"{program.source}:{node.meta.line}:{node.meta.column}"
+    origin, line = program.source_map.locate(node.meta.line)
+    return f"{origin}:{line}:{node.meta.column}"
 
 
 def _arguments(compiler: Any, args: list[Tree], names: tuple[str, ...], node: Tree, what: str) -> list[Tree]:
@@ -183,6 +188,8 @@ class PnaRuntime:
         self.lookups: list[tuple[str, np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]] = []
         self.offset = 0
         self.seq = 0
+        self.trace = False  # keep what the deparser emitted for every parsed packet (tests)
+        self.emitted: list[bytes | None] = []
         program = dp.program
         source = program.source
         for node in program.arch_instances.values():
@@ -719,6 +726,9 @@ class PnaRuntime:
             for session, count in zip(*np.unique(chosen, return_counts=True), strict=True):
                 self.mirror_copies[int(session)] = self.mirror_copies.get(int(session), 0) + int(count)
         dropped = ctx.drop | ctx.parser_error
+        if self.trace:
+            every, sizes = dp.deparse(ctx, alive)
+            self.emitted.extend(every[i, : sizes[i]].tobytes() if alive[i] else None for i in range(ctx.n))
         data, length = dp.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
@@ -825,12 +835,14 @@ class PnaRuntime:
                 {n: m.tokens for n, m in dp.meters.items()},
                 self.direct_counts,
                 self.mirror_copies,
+                len(self.emitted),
             )
         )
 
     def restore(self, saved: Any) -> None:
         """Counters and states as `snapshot` saw them (in place: compiled code holds them)."""
-        counters, hits, runs, visits, tokens, direct, mirrors = saved
+        counters, hits, runs, visits, tokens, direct, mirrors, emitted = saved
+        del self.emitted[emitted:]
         for name, (packets, octets) in self.dp.counters.items():
             for now, before in zip((packets, octets), counters[name], strict=True):
                 if isinstance(now, SparseCells):
@@ -894,3 +906,31 @@ def _gather(n: int, outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]]) -
         dropped[rows] = result.dropped[kept]
         error[rows] = result.parser_error[kept]
     return BatchResult(data, length, port, dropped, error)
+
+
+def run_entries(
+    datapath: Datapath,
+    entries: Any,
+    packets: list[tuple[int, bytes, int]],
+    defaults: dict[str, tuple[str, tuple[int, ...]]] | None = None,
+) -> list[tuple[int, bytes] | None]:
+    """Install an entries document (and default actions: table -> (action, params)), then run
+    `packets` (input port, bytes, timestamp in ns) as one batch: each packet's (port, bytes),
+    None when it was dropped."""
+    from cloudtwin.smartnic.p4.run import install
+
+    install(datapath, entries)
+    for table, default in (defaults or {}).items():
+        datapath.tables[table].default = default
+    if not packets:
+        return []
+    ports = np.array([p for p, _, _ in packets], dtype=np.uint64)
+    times = np.array([t for _, _, t in packets], dtype=np.uint64)
+    batch = PacketBatch.from_packets(
+        [b for _, b, _ in packets], (ports != NET_PORT).astype(np.uint64), ports, times
+    )
+    result = datapath.process(batch)
+    return [
+        None if result.dropped[i] else (int(result.out_port[i]), result.packet(i) or b"")
+        for i in range(len(batch))
+    ]
