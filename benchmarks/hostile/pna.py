@@ -103,8 +103,19 @@ def pcap(packets: list[bytes], times_ns: list[int] | None = None) -> bytes:
 
 def _tcp(flow: int, flags: int) -> bytes:
     eth = bytes.fromhex("020000000002020000000001") + b"\x08\x00"
-    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 40, 0, 0, 64, 6, 0, bytes([10, 0, flow >> 8, flow & 255]),
-                     bytes([192, 0, 2, 9]))  # fmt: skip
+    ip = struct.pack(
+        "!BBHHHBBH4s4s",
+        0x45,
+        0,
+        40,
+        0,
+        0,
+        64,
+        6,
+        0,
+        bytes([10, 0, flow >> 8, flow & 255]),
+        bytes([192, 0, 2, 9]),
+    )
     return eth + ip + struct.pack("!HHIIBBHHH", 1000 + flow % 50_000, 80, 0, 0, 0x50, flags, 0, 0, 0)
 
 
@@ -118,8 +129,9 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
     flood = folder / "flood.pcap"  # a SYN per new connection, 20,000 of them
     flood.write_bytes(pcap([_tcp(i, 0x02) for i in range(20_000)]))
     same = folder / "same.pcap"  # one connection opened, expired and opened again, 2,000 times
-    same.write_bytes(pcap([_tcp(0, 0x02 if i % 2 == 0 else 0x11) for i in range(4_000)],
-                          [i * 10**9 for i in range(4_000)]))  # fmt: skip
+    same.write_bytes(
+        pcap([_tcp(0, 0x02 if i % 2 == 0 else 0x11) for i in range(4_000)], [i * 10**9 for i in range(4_000)])
+    )
     pairs = folder / "pairs.pcap"  # 2,000 connections, each a SYN then an ACK: every ACK hits an
     # entry its own batch added, so each one ends a round (the worst case for rounds)
     pairs.write_bytes(pcap([_tcp(i // 2, 0x02 if i % 2 == 0 else 0x10) for i in range(4_000)]))
@@ -133,13 +145,33 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
         out.append((f"pna nic run {label}", ["nic", "run", str(path), "--pcap", str(frames), "--json"], None))
     for example in sorted((PNA / "examples").glob("*.p4")):
         capture = tcp if "tcp" in example.name else frames
-        out.append((f"pna nic run example {example.name}", ["nic", "run", str(example), "--pcap", str(capture),
-                                                             "--from", "host"], None))  # fmt: skip
+        out.append(
+            (
+                f"pna nic run example {example.name}",
+                ["nic", "run", str(example), "--pcap", str(capture), "--from", "host"],
+                None,
+            )
+        )
     tracking = str(PNA / "examples" / "pna-example-tcp-connection-tracking.p4")
-    out.append(("pna nic run 20,000 new connections", ["nic", "run", tracking, "--pcap", str(flood),
-                                                        "--from", "host", "--json"], None))  # fmt: skip
-    out.append(("pna nic run 2,000 SYN-ACK pairs", ["nic", "run", tracking, "--pcap", str(pairs),
-                                                   "--from", "host", "--json"], None))  # fmt: skip
-    out.append(("pna nic run one connection reopened 2,000 times", ["nic", "run", tracking, "--pcap", str(same),
-                                                                     "--from", "host", "--json"], None))  # fmt: skip
+    out.append(
+        (
+            "pna nic run 20,000 new connections",
+            ["nic", "run", tracking, "--pcap", str(flood), "--from", "host", "--json"],
+            None,
+        )
+    )
+    out.append(
+        (
+            "pna nic run 2,000 SYN-ACK pairs",
+            ["nic", "run", tracking, "--pcap", str(pairs), "--from", "host", "--json"],
+            None,
+        )
+    )
+    out.append(
+        (
+            "pna nic run one connection reopened 2,000 times",
+            ["nic", "run", tracking, "--pcap", str(same), "--from", "host", "--json"],
+            None,
+        )
+    )
     return out
