@@ -369,3 +369,71 @@ def test_a_batch_gives_what_one_packet_at_a_time_gives(
     assert out == [None] * len(packets)
     assert batch.pna.emitted == single.pna.emitted
     assert _state(batch) == _state(single)
+
+
+SMALL_TABLE = """
+#include <core.p4>
+#include "../pna.p4"
+header h_t { bit<8> a; bit<8> b; }
+struct hs_t { h_t h; }
+struct m_t { }
+struct one_t { bit<8> v; }
+parser P(packet_in pkt, out hs_t hdr, inout m_t m, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control C(inout hs_t hdr, inout m_t m, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    AddEntryErrorStatus_t st;
+    action hit(bit<8> v) { hdr.h.b = v; send_to_port((PortId_t) 2); }
+    action miss() {
+        st = add_entry(action_name = "hit", action_params = (one_t){hdr.h.a},
+                       expire_time_profile_id = (ExpireTimeProfileId_t) hdr.h.b);
+        if (st == ADD_ENTRY_SUCCESS) { send_to_port((PortId_t) 1); } else { send_to_port((PortId_t) 9); }
+    }
+    table ct {
+        key = { hdr.h.a : exact; }
+        actions = { hit; miss; }
+        add_on_miss = true;
+        const default_action = miss;
+        size = 2;
+    }
+    apply { ct.apply(); }
+}
+control D(packet_out pkt, inout hs_t hdr, in m_t m, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.h); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+@cache
+def _small_program() -> Program:
+    return parse_program(SMALL_TABLE, str(EXAMPLES / "small.p4"), here=EXAMPLES)
+
+
+def test_a_full_add_on_miss_table_answers_not_done_until_an_entry_expires() -> None:
+    dp = Datapath(_small_program())
+    packets = [(0, bytes([1, 5]), 0), (0, bytes([2, 1]), 0), (0, bytes([3, 1]), 0), (0, bytes([1, 0]), 0),
+               (0, bytes([3, 1]), 2 * S), (0, bytes([2, 0]), 2 * S)]  # fmt: skip
+    # 1 and 2 are added (5 s and 1 s); 3 finds the two-entry table full (port 9); 1 hits (hit
+    # writes its parameter, 1, into b); at 2 s entry 2 has expired: 3 is added, then 2 finds the
+    # table full again (1 and 3 live)
+    assert run_entries(dp, None, packets) == [(1, bytes([1, 5])), (1, bytes([2, 1])), (9, bytes([3, 1])),
+                                              (2, bytes([1, 1])), (1, bytes([3, 1])), (9, bytes([2, 0]))]  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    drawn=st.lists(
+        st.tuples(st.integers(0, 4), st.integers(0, 3), st.integers(0, 1_500_000_000)), max_size=40
+    )
+)
+def test_a_full_table_in_a_batch_answers_as_one_packet_at_a_time(drawn: list[tuple[int, int, int]]) -> None:
+    packets, now = [], 0
+    for key, profile, step in drawn:
+        now += step
+        packets.append((0, bytes([key, profile]), now))
+    batch, single = Datapath(_small_program()), Datapath(_small_program())
+    out = run_entries(batch, None, packets)
+    assert out == [run_entries(single, None, [p])[0] for p in packets]
+    assert batch.tables["ct"].entries == single.tables["ct"].entries

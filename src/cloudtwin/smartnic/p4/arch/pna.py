@@ -188,6 +188,7 @@ class PnaRuntime:
         self.lookups: list[tuple[str, np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]] = []
         self.offset = 0
         self.seq = 0
+        self.add_rows: dict[str, list[int]] = {}  # per table, the rows of this round that tried add_entry
         self.trace = False  # keep what the deparser emitted for every parsed packet (tests)
         self.emitted: list[bytes | None] = []
         program = dp.program
@@ -348,15 +349,25 @@ class PnaRuntime:
         offset = self
         widths = state.widths
 
+        size = state.table.size
+
         def run(ctx: _Ctx, mask: np.ndarray) -> Any:
             rows_mask = mask if condition is None else mask & _as_bool(condition.fn(ctx, mask), ctx)
             rows = np.flatnonzero(rows_mask)
+            status = np.zeros(ctx.n, dtype=np.uint64)  # ADD_ENTRY_SUCCESS
             if rows.size and offset.intents is not None:
                 keys = [ctx.get(f"$key.{table}.{i}")[rows].tolist() for i in range(len(widths))]
                 values = [_column(p.fn(ctx, rows_mask), ctx.n, w)[rows].tolist() for p, w in params]
                 profiles = _column(profile.fn(ctx, rows_mask), ctx.n, 8)[rows].tolist()
-                times = ctx.get("istd.timestamp_ns")[rows].tolist()
+                stamps = ctx.get("istd.timestamp_ns")[rows]
+                times = stamps.tolist()
+                live = offset.live_entries(table, stamps.astype(np.int64)).tolist()
+                tried = offset.add_rows.setdefault(table, [])
                 for j, row in enumerate(rows.tolist()):
+                    tried.append(row + offset.offset)
+                    if live[j] + len(tried) - 1 >= size:  # the table is full: ADD_ENTRY_NOT_DONE
+                        status[row] = 1
+                        continue
                     offset.seq += 1
                     offset.intents.append(
                         _Intent(
@@ -371,7 +382,7 @@ class PnaRuntime:
                             tuple(int(v[j]) for v in values),
                         )
                     )
-            return np.zeros(ctx.n, dtype=np.uint64)  # ADD_ENTRY_SUCCESS
+            return status
 
         return _Expr(run, 1)
 
@@ -708,7 +719,7 @@ class PnaRuntime:
 
     def one_pass(self, batch: PacketBatch, recirculated: bool, offset: int) -> BatchResult:
         dp = self.dp
-        self.offset, self.intents, self.lookups = offset, [], []
+        self.offset, self.intents, self.lookups, self.add_rows = offset, [], [], {}
         ctx = dp.context(batch)
         ctx.values["istd.timestamp"] = ctx.values["istd.timestamp_ns"]
         ctx.values["istd.recirculated"] = np.full(ctx.n, int(recirculated), dtype=np.uint64)
@@ -732,6 +743,13 @@ class PnaRuntime:
         data, length = dp.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
+    def live_entries(self, table: str, times: np.ndarray) -> np.ndarray:
+        """How many of `table`'s entries are live (not expired) at each of `times`."""
+        aom = self.aom[table]
+        aom.sync()
+        expiry = np.sort(np.array(aom.expire_at, dtype=np.int64))
+        return expiry.size - np.searchsorted(expiry, times, side="right")
+
     def profile_ns(self, profile: int) -> int:
         return self.profiles_ns.get(profile, profile * 1_000_000_000)
 
@@ -739,8 +757,9 @@ class PnaRuntime:
         """The first row whose lookup of an add-on-miss table would have come out otherwise
         had the rows before it in the round changed the table first; None when none."""
         intents = self.intents or []
+        cut = self.capacity_cut()
         if not intents:
-            return None
+            return cut
         touched: dict[str, set[tuple[int, ...]]] = {}
         for asked in intents:
             touched.setdefault(asked.table, set()).add(asked.key)
@@ -761,6 +780,8 @@ class PnaRuntime:
         events.sort(key=lambda e: (e[0], e[1]))
         sim: dict[tuple[str, tuple[int, ...]], list[int]] = {}
         for row, _, kind, payload in events:
+            if cut is not None and row >= cut:
+                return cut
             if kind == "look":
                 table, key, hit, stamp = payload
                 entry = self.sim_entry(sim, table, key)
@@ -769,13 +790,27 @@ class PnaRuntime:
                 continue
             intent: _Intent = payload
             entry = self.sim_entry(sim, intent.table, intent.key)
-            if intent.kind == "add" and entry[0] <= intent.time_ns:
-                entry[0], entry[1] = intent.time_ns + self.profile_ns(intent.profile), intent.profile
-            elif intent.kind == "expire":
+            added = intent.kind == "add" and entry[0] <= intent.time_ns
+            if added or intent.kind == "expire":
                 entry[0], entry[1] = intent.time_ns + self.profile_ns(intent.profile), intent.profile
             elif intent.kind == "restart":
                 entry[0] = intent.time_ns + self.profile_ns(entry[1])
-        return None
+        return cut
+
+    def capacity_cut(self) -> int | None:
+        """Where a round must end so that add_entry's `table full` answers are exact: at a
+        table's second add_entry of the round when the round could fill it (a row counts the
+        adds before it in its round as live, which only a round of one add makes exact)."""
+        cut = None
+        for table, rows in self.add_rows.items():
+            if len(rows) < 2:
+                continue
+            aom = self.aom[table]
+            earliest = min((i.time_ns for i in self.intents or [] if i.table == table), default=0)
+            live = int(self.live_entries(table, np.array([earliest], dtype=np.int64))[0])
+            if live + len(rows) >= aom.state.table.size:
+                cut = rows[1] if cut is None else min(cut, rows[1])
+        return cut
 
     def sim_entry(
         self, sim: dict[tuple[str, tuple[int, ...]], list[int]], table: str, key: tuple[int, ...]
@@ -823,6 +858,31 @@ class PnaRuntime:
             state.invalidate()
             state.hits[: hits.size] = hits
             self.aom[table].synced = id(state.entries)
+            if len(state.entries) >= 2 * state.table.size:
+                self.compact(table, max(i.time_ns for i in intents))
+
+    def compact(self, table: str, now_ns: int) -> None:
+        """Drop the entries of `table` expired at `now_ns` (AUTO_DELETE), so that a table whose
+        entries come and go holds at most its size of live ones and as many expired."""
+        aom = self.aom[table]
+        state = aom.state
+        keep = [i for i, t in enumerate(aom.expire_at) if t > now_ns]
+        hits = state.hits
+        state.entries[:] = [state.entries[i] for i in keep]
+        aom.expire_at = [aom.expire_at[i] for i in keep]
+        aom.profile = [aom.profile[i] for i in keep]
+        aom.index = {tuple(int(m) for m in state.entries[j].match): j for j in range(len(keep))}  # type: ignore[arg-type]
+        state.invalidate()
+        state.hits[:] = hits[keep] if keep else hits[:0]
+        moved = {old: new for new, old in enumerate(keep)}
+        for counter, owner in self.direct.items():
+            if owner == table and counter in self.direct_counts:
+                cells = self.direct_counts[counter]
+                kept = {
+                    moved.get(e, e) if e < 0 else moved[e]: v for e, v in cells.items() if e < 0 or e in moved
+                }
+                cells.clear()
+                cells.update(kept)
 
     def snapshot(self) -> Any:
         dp = self.dp
