@@ -5,6 +5,7 @@ program text (which table, which action, which port, which bytes), never from ru
 from __future__ import annotations
 
 import ipaddress
+import json
 import struct
 from functools import cache
 from pathlib import Path
@@ -132,6 +133,7 @@ def test_last_forwarding_action_wins_and_mirrors_are_counted() -> None:
     assert run_entries(dp, entries, packets) == [(2, all_three), None, (1, send_only), None]
     # every network packet from MAC_S asked for a copy in slot 0 (session 5) and slot 3 (session 7)
     assert dp.pna.mirror_copies == {5: 3, 7: 3}
+    assert dp.counter_totals()["mirror_packet"] == {5: (3, 0), 7: (3, 0)}  # as `nic run` reports them
 
 
 def test_template_counts_ports_and_prefixes() -> None:
@@ -284,6 +286,7 @@ def test_ipsec_decrypt_recirculates_once() -> None:
     # valid ipv4_2 over ipv4_1 and invalidates ESP: recirc header, Ethernet and TCP remain
     assert dp.pna.emitted == [recirc + frame, recirc + eth(MAC_S, MAC_D, 0x0800) + tcp(80, 1000, 0x10)]
     assert dp.pna.recirculations == 1
+    assert dp.counter_totals()["recirc_packet"] == {0: (1, 0)}
 
 
 RECIRCULATE_FOREVER = """
@@ -437,3 +440,47 @@ def test_a_full_table_in_a_batch_answers_as_one_packet_at_a_time(drawn: list[tup
     out = run_entries(batch, None, packets)
     assert out == [run_entries(single, None, [p])[0] for p in packets]
     assert batch.tables["ct"].entries == single.tables["ct"].entries
+
+
+def _pcap(packets: list[bytes]) -> bytes:
+    head = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 262144, 1)
+    return head + b"".join(struct.pack("<IIII", 0, i, len(p), len(p)) + p for i, p in enumerate(packets))
+
+
+def test_nic_run_takes_the_same_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`cloudtwin nic run` on a PNA example: the forwarding and mirror counts of the test above."""
+    from cloudtwin.cli.app import main
+    from cloudtwin.smartnic.p4.pcap import index_pcap
+
+    entries = tmp_path / "entries.yaml"
+    entries.write_text(
+        "tables:\n"
+        "  mirror_decision_near_ports_rx:\n"
+        f"    - {{match: {{hdr.eth.srcAddr: '{MAC_S}'}}, action: my_mirror0, params: {{mirror_session_id: 5}}}}\n"
+        f"  t1_rx: [{{match: {{hdr.eth.srcAddr: '{MAC_S}'}}, action: my_send_to_port, params: {{port_id: 1}}}}]\n"
+        f"  t2_rx: [{{match: {{hdr.eth.dstAddr: '{MAC_D}'}}, action: my_drop}}]\n"
+    )
+    frames = [eth(MAC_D, MAC_S, 0x0800), eth(MAC_D2, MAC_S, 0x0800)]
+    capture, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
+    capture.write_bytes(_pcap(frames))
+    program = str(EXAMPLES / "pna-demo-last-forwarding-action-wins.p4")
+    code = main(
+        [
+            "nic",
+            "run",
+            program,
+            "--entries",
+            str(entries),
+            "--pcap",
+            str(capture),
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
+    report = json.loads(capsys.readouterr().out)
+    assert code in (0, None)
+    # the first frame is sent to 1 by t1 and dropped by t2 (the last word); the second only sent
+    assert (report["packets_out"], report["out_ports"]) == (1, {"1": 1})
+    assert index_pcap(out.read_bytes()).packets() == [frames[1]]
+    assert report["counters"]["mirror_packet"] == {"5": {"packets": 2, "bytes": 0}}

@@ -660,11 +660,18 @@ class PnaRuntime:
 
     # running -----------------------------------------------------------------------
     def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
-        """Each DirectCounter's entries (-1: the default entry): (packets, bytes)."""
-        return {
+        """Each DirectCounter's entries (-1: the default entry): (packets, bytes); with
+        `mirror_packet` (copies per session) and `recirc_packet` (passes, as cell 0) when
+        a packet asked for them, so that `nic run` reports them with the counters."""
+        out = {
             name: {e: (p, b) for e, (p, b) in sorted(cells.items())}
             for name, cells in self.direct_counts.items()
         }
+        if self.mirror_copies:
+            out["mirror_packet"] = {s: (c, 0) for s, c in sorted(self.mirror_copies.items())}
+        if self.recirculations:
+            out["recirc_packet"] = {0: (self.recirculations, 0)}
+        return out
 
     def process(self, batch: PacketBatch) -> BatchResult:
         """Every packet of `batch` through the pipeline, recirculated ones again after each
