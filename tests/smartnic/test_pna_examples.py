@@ -453,13 +453,17 @@ def test_nic_run_takes_the_same_path(tmp_path: Path, capsys: pytest.CaptureFixtu
     from cloudtwin.smartnic.p4.pcap import index_pcap
 
     entries = tmp_path / "entries.yaml"
-    entries.write_text(
-        "tables:\n"
-        "  mirror_decision_near_ports_rx:\n"
-        f"    - {{match: {{hdr.eth.srcAddr: '{MAC_S}'}}, action: my_mirror0, params: {{mirror_session_id: 5}}}}\n"
-        f"  t1_rx: [{{match: {{hdr.eth.srcAddr: '{MAC_S}'}}, action: my_send_to_port, params: {{port_id: 1}}}}]\n"
-        f"  t2_rx: [{{match: {{hdr.eth.dstAddr: '{MAC_D}'}}, action: my_drop}}]\n"
-    )
+    source = {"hdr.eth.srcAddr": MAC_S}
+    document = {
+        "tables": {
+            "mirror_decision_near_ports_rx": [
+                {"match": source, "action": "my_mirror0", "params": {"mirror_session_id": 5}}
+            ],
+            "t1_rx": [{"match": source, "action": "my_send_to_port", "params": {"port_id": 1}}],
+            "t2_rx": [{"match": {"hdr.eth.dstAddr": MAC_D}, "action": "my_drop"}],
+        }
+    }
+    entries.write_text(json.dumps(document))  # JSON is YAML
     frames = [eth(MAC_D, MAC_S, 0x0800), eth(MAC_D2, MAC_S, 0x0800)]
     capture, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
     capture.write_bytes(_pcap(frames))
