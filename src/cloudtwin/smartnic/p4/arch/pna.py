@@ -188,7 +188,8 @@ class PnaRuntime:
         self.lookups: list[tuple[str, np.ndarray, list[np.ndarray], np.ndarray, np.ndarray]] = []
         self.offset = 0
         self.seq = 0
-        self.add_rows: dict[str, list[int]] = {}  # per table, the rows of this round that tried add_entry
+        self.add_rows: dict[str, list[tuple[int, int | None]]] = {}  # per table: this round's adds
+        # (row, expiry of the entry it added or None when the table was full)
         self.trace = False  # keep what the deparser emitted for every parsed packet (tests)
         self.emitted: list[bytes | None] = []
         program = dp.program
@@ -364,10 +365,16 @@ class PnaRuntime:
                 live = offset.live_entries(table, stamps.astype(np.int64)).tolist()
                 tried = offset.add_rows.setdefault(table, [])
                 for j, row in enumerate(rows.tolist()):
-                    tried.append(row + offset.offset)
-                    if live[j] + len(tried) - 1 >= size:  # the table is full: ADD_ENTRY_NOT_DONE
+                    # the entries live at this packet's time: the table's, and those the round's
+                    # earlier packets added that have not expired by now
+                    added = sum(1 for _, expiry in tried if expiry is not None and expiry > times[j])
+                    if live[j] + added >= size:  # the table is full: ADD_ENTRY_NOT_DONE
                         status[row] = 1
+                        tried.append((row + offset.offset, None))
                         continue
+                    tried.append(
+                        (row + offset.offset, int(times[j]) + offset.profile_ns(int(profiles[j]) & 0xFF))
+                    )
                     offset.seq += 1
                     offset.intents.append(
                         _Intent(
@@ -806,17 +813,25 @@ class PnaRuntime:
 
     def capacity_cut(self) -> int | None:
         """Where a round must end so that add_entry's `table full` answers are exact: at a
-        table's second add_entry of the round when the round could fill it (a row counts the
-        adds before it in its round as live, which only a round of one add makes exact)."""
+        table's second add_entry of the round when the program adds from two places (the rows
+        of one call come before those of the next) or when timers moved in the round could
+        free or take a place of a table that is nearly full."""
         cut = None
-        for table, rows in self.add_rows.items():
+        for table, tried in self.add_rows.items():
+            rows = [row for row, _ in tried]
             if len(rows) < 2:
                 continue
-            aom = self.aom[table]
-            earliest = min((i.time_ns for i in self.intents or [] if i.table == table), default=0)
+            second = sorted(rows)[1]
+            if rows != sorted(rows):  # two add_entry calls in the program: rows out of order
+                cut = second if cut is None else min(cut, second)
+                continue
+            timers = [i for i in self.intents or [] if i.table == table and i.kind != "add"]
+            if not timers:
+                continue
+            earliest = min(i.time_ns for i in self.intents or [] if i.table == table)
             live = int(self.live_entries(table, np.array([earliest], dtype=np.int64))[0])
-            if live + len(rows) >= aom.state.table.size:
-                cut = rows[1] if cut is None else min(cut, rows[1])
+            if live + len(rows) + len(timers) >= self.aom[table].state.table.size:
+                cut = second if cut is None else min(cut, second)
         return cut
 
     def sim_entry(
