@@ -488,3 +488,55 @@ def test_nic_run_takes_the_same_path(tmp_path: Path, capsys: pytest.CaptureFixtu
     assert (report["packets_out"], report["out_ports"]) == (1, {"1": 1})
     assert index_pcap(out.read_bytes()).packets() == [frames[1]]
     assert report["counters"]["mirror_packet"] == {"5": {"packets": 2, "bytes": 0}}
+
+
+EXTERNS = """
+#include <core.p4>
+#include "../pna.p4"
+header d_t { bit<72> x; }
+header ip_t { bit<64> a; bit<64> b; bit<32> c; }
+header o_t { bit<16> crc16; bit<32> crc32; bit<16> ones; bit<16> csum; bit<16> mod; bit<8> count; }
+struct hs_t { d_t d; ip_t ip; o_t o; }
+struct m_t { }
+parser P(packet_in pkt, out hs_t hdr, inout m_t m, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.d); pkt.extract(hdr.ip); pkt.extract(hdr.o); transition accept; }
+}
+control C(inout hs_t hdr, inout m_t m, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    Hash<bit<16>>(PNA_HashAlgorithm_t.CRC16) h16;
+    Hash<bit<32>>(PNA_HashAlgorithm_t.CRC32) h32;
+    Hash<bit<16>>(PNA_HashAlgorithm_t.ONES_COMPLEMENT16) ones;
+    InternetChecksum() ck;
+    Register<bit<8>, bit<8>>(4) r;
+    apply {
+        hdr.o.crc16 = h16.get_hash(hdr.d.x);
+        hdr.o.crc32 = h32.get_hash({hdr.d.x});
+        hdr.o.mod = h16.get_hash(16w10, {hdr.d.x}, 16w100);
+        hdr.o.ones = ones.get_hash({hdr.ip.a, hdr.ip.b, hdr.ip.c});
+        ck.clear();
+        ck.add({hdr.ip.a, hdr.ip.b});
+        ck.add(hdr.ip.c);
+        hdr.o.csum = ck.get();
+        bit<8> seen = r.read(8w1) + 1;
+        r.write(8w1, seen);
+        hdr.o.count = seen;
+        send_to_port((PortId_t) 1);
+    }
+}
+control D(packet_out pkt, inout hs_t hdr, in m_t m, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.d); pkt.emit(hdr.ip); pkt.emit(hdr.o); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+def test_hash_checksum_and_register_externs() -> None:
+    dp = Datapath(parse_program(EXTERNS, str(EXAMPLES / "externs.p4"), here=EXAMPLES))
+    # RFC 1071's example IPv4 header (checksum field 0): its checksum is 0xb861
+    header = bytes.fromhex("4500007300004000401100 00c0a80001c0a800c7".replace(" ", ""))
+    packet = b"123456789" + header + bytes(13)
+    out = run_entries(dp, None, [(0, packet, 0), (0, packet, 1), (0, packet, 2)])
+    # the check values of the CRC catalogue for "123456789": CRC-16/ARC 0xbb3d, CRC-32 0xcbf43926;
+    # 10 + 0xbb3d % 100 = 10 + 47933 % 100 = 43; the register counts the packets: 1, 2, 3
+    tail = struct.pack("!HIHHH", 0xBB3D, 0xCBF43926, 0xB861, 0xB861, 43)
+    assert out == [(1, b"123456789" + header + tail + bytes([n])) for n in (1, 2, 3)]
