@@ -370,6 +370,7 @@ def test_a_batch_gives_what_one_packet_at_a_time_gives(
     for packet in packets:
         _run_one(single, packet)
     assert out == [None] * len(packets)
+    assert len(batch.process(PacketBatch.from_packets([], 1, 1)).dropped) == 0  # an empty batch: nothing
     assert batch.pna.emitted == single.pna.emitted
     assert _state(batch) == _state(single)
 

@@ -712,7 +712,7 @@ class PnaRuntime:
     def rounds(self, batch: PacketBatch, recirculated: bool) -> BatchResult:
         """One pass of `batch`, in rounds when entries change in the data plane (see above)."""
         n = len(batch)
-        if not self.aom and not self.dp.registers:
+        if (not self.aom and not self.dp.registers) or n == 0:
             return self.one_pass(batch, recirculated, 0)
         parts: list[BatchResult] = []
         start, window = 0, (1 if self.dp.registers else n)
