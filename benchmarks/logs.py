@@ -16,6 +16,7 @@ Every measurement runs in a child process; single-threaded ones (GA, mining in o
 process, drain3) are pinned to one CPU with Arrow limited to one thread.
 
 Usage:  python benchmarks/logs.py [--ten-million] [--skip-ray] [--scale-only]
+        [--drain3-ten-million]
 """
 
 from __future__ import annotations
@@ -219,20 +220,26 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
     preset = PRESETS["hdfs"]
     data = (LOGHUB / "HDFS" / "HDFS_2k.log").read_bytes().replace(b"\r\n", b"\n")
     stream = io.BufferedReader(_Repeat(data, lines), buffer_size=1 << 20)
+    executor = _executor(kind, workers) if tool != "drain3" else None  # imports: not per line
     load = os.getloadavg()[0]
     cpu0, own0 = _busy_cpu_s(), _session_cpu_s()
     start = time.perf_counter()
+    process0 = time.process_time()
     done = 0
+    roles = {"mine": 0.0, "driver": 0.0, "writer": 0.0}
     if tool == "ingest":
         from cloudtwin.store import Store, ingest_stream
-        from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
+        from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT, IngestCpu
 
         with Store(db or ":memory:", memory_limit=INGEST_MEMORY_LIMIT) as store:
             store.connection.execute("SET threads = 1")
+            meter = IngestCpu()
             summary = ingest_stream(
-                store, log_stream(stream, "bench"), preset, executor=_executor(kind, workers)
+                store, log_stream(stream, "bench"), preset, executor=executor,
+                cpu=meter,
             )
             done = summary.lines + summary.unparsed
+            roles = {"mine": meter.mine_s, "driver": meter.driver_s, "writer": meter.writer_s}
     elif tool == "mine":
         from cloudtwin.ops.chunks import read_chunks
         from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
@@ -241,12 +248,16 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
 
         miner = TemplateMiner(preset.miner_config())
         job = ChunkMiner(preset.format, miner.snapshot())
-        for mined in mine_in_order(job, read_chunks(stream, "bench"), _executor(kind, workers)):
+        for mined in mine_in_order(job, read_chunks(stream, "bench"), executor):
             merge_chunk(miner, mined, 0)
             done += mined.lines.num_rows + mined.unparsed.num_rows
+            roles["mine"] += mined.cpu_s
+        in_process = roles["mine"] if kind == "serial" else 0.0
+        roles["driver"] = time.process_time() - process0 - in_process
     else:
         from cloudtwin.ops import read_batches
 
+        roles["driver"] = float("nan")
         settings = _drain3_settings("HDFS", "drain3-masks")
         masker, d3, fmt = Masker(settings.masks), _drain3(settings), preset.format
         for batch in read_batches(stream, "bench"):
@@ -255,12 +266,15 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
                 if fields is not None:
                     d3.add_log_message(masker.mask(fields["Content"].strip()))
                     done += 1
+        roles["mine"] = time.process_time() - process0
     elapsed = time.perf_counter() - start
     cpu, own = _busy_cpu_s() - cpu0, _session_cpu_s() - own0
     peak_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {"lines": done, "seconds": elapsed, "lines_per_s": done / elapsed,
             "peak_rss_mib": peak_kib / 1024, "cpu_s_per_m": cpu / done * 1e6,
-            "own_cpu_s_per_m": own / done * 1e6, "load": load}
+            "own_cpu_s_per_m": own / done * 1e6, "load": load,
+            "load_end": os.getloadavg()[0],
+            **{f"{role}_us": seconds / max(done, 1) * 1e6 for role, seconds in roles.items()}}
 
 
 def _child(*args: str) -> dict[str, Any]:
@@ -276,6 +290,8 @@ def main() -> None:
     parser.add_argument("--ten-million", action="store_true", help="also run 10,000,000 lines")
     parser.add_argument("--repeat", type=int, default=3, help="passes per 2k system (best)")
     parser.add_argument("--skip-ray", action="store_true", help="leave out the Ray rows")
+    parser.add_argument("--drain3-ten-million", action="store_true",
+                        help="also run drain3 on 10,000,000 lines (about 10 minutes)")
     parser.add_argument("--scale-only", action="store_true", help="only the end-to-end table")
     parser.add_argument("--worker", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -292,7 +308,7 @@ def main() -> None:
         return
     if not args.scale_only:
         _accuracy_table(args.repeat)
-    _scale_table(args.ten_million, args.skip_ray)
+    _scale_table(args.ten_million, args.skip_ray, args.drain3_ten_million)
 
 
 def _accuracy_table(repeat: int) -> None:
@@ -334,16 +350,19 @@ _SCALE_RUNS = [
 ]
 
 
-def _scale_table(ten_million: bool, skip_ray: bool) -> None:
+def _scale_table(ten_million: bool, skip_ray: bool, drain3_ten_million: bool = False) -> None:
     print("End to end on HDFS_2k repeated: read, split header, mask, mine (and store, for")
     print("ingest, DuckDB capped as the CLI caps it). Serial runs mine in one process and")
-    print("store from a writer thread; pools mine in N worker processes. CPU is per million")
-    print("lines: 'own' counts the run's processes (driver, pool workers, DuckDB), 'machine'")
-    print("the machine's busy time (other users' work too); load is the 1-minute load average")
-    print("when the run started (on this 2-core machine, above ~0.5 means other work shared")
-    print("the CPUs).")
+    print("store from a writer thread; pools mine in N worker processes. CPU per line by")
+    print("role (us): 'mine' is the mining job's own thread time, wherever it ran (in pools:")
+    print("the workers, without handing chunks over); 'driver' is the driving process apart")
+    print("from its writer thread and its own mining (reading, handing out, receiving,")
+    print("merging); 'writer' the DuckDB writer thread. 'machine' is the machine's busy CPU")
+    print("per million lines (other users' work too). load: the 1-minute load average at the")
+    print("start and end of the run (on this 2-core machine, above ~0.5 other work shared")
+    print("the CPUs, and wall-clock figures understate an idle machine's; CPU per line does not).")
     header = (f"{'run':<22} {'lines':>11} {'seconds':>8} {'lines/s':>9} {'RSS MiB':>8} "
-              f"{'own CPU':>8} {'machine':>8} {'load':>5}")
+              f"{'machine':>8} {'mine':>6} {'driver':>6} {'writer':>6} {'load':>11}")
     print(header)
     runs = [r for r in _SCALE_RUNS if not (skip_ray and r[2] == "ray")]
     sizes = [1, 10] if ten_million else [1]
@@ -353,33 +372,54 @@ def _scale_table(ten_million: bool, skip_ray: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         for millions in sizes:
             for label, tool, kind, workers, _ in runs:
-                if tool == "drain3" and millions > 1:
+                if tool == "drain3" and millions > 1 and not drain3_ten_million:
+                    print(f"{label:<22} {'(10M: about 10 min; --drain3-ten-million runs it)':>40}")
                     continue
                 db = [str(Path(tmp) / f"{label}-{millions}.duckdb".replace(" ", ""))]
                 r = _child("scale", tool, kind, str(workers), str(millions * 1_000_000), *db)
                 results[(label, millions)] = r
                 print(f"{label:<22} {r['lines']:>11,} {r['seconds']:>8.1f} {r['lines_per_s']:>9,.0f} "
-                      f"{r['peak_rss_mib']:>8.0f} {r['own_cpu_s_per_m']:>8.2f} "
-                      f"{r['cpu_s_per_m']:>8.2f} {r['load']:>5.2f}",
+                      f"{r['peak_rss_mib']:>8.0f} {r['cpu_s_per_m']:>8.2f} {r['mine_us']:>6.2f} "
+                      f"{r['driver_us']:>6.2f} {r['writer_us']:>6.2f} "
+                      f"{r['load']:>5.2f} {r['load_end']:>5.2f}",
                       flush=True)
     print()
     for millions in sizes:
-        mine = results[("cloudtwin, mine", millions)]
-        ingest = results[("cloudtwin, ingest", millions)]
-        print(f"{millions}M lines: ingest takes {mine['lines_per_s'] / ingest['lines_per_s']:.2f}x "
-              "the time of mining alone")
-        for tool in ("mine", "ingest"):
-            one = results.get((f"process x1, {tool}", millions))
-            two = results.get((f"process x2, {tool}", millions))
-            if one and two:
-                own = two["own_cpu_s_per_m"] / one["own_cpu_s_per_m"]
-                print(f"{millions}M lines, {tool}: 2 workers {two['lines_per_s'] / one['lines_per_s']:.2f}x "
-                      f"the lines/s of 1; own CPU per line {own:.2f}x (load "
-                      f"{one['load']:.2f}, {two['load']:.2f})")
+        _arithmetic(results, millions)
     if ten_million:
         for label in ("cloudtwin, mine", "cloudtwin, ingest"):
             ratio = results[(label, 10)]["peak_rss_mib"] / results[(label, 1)]["peak_rss_mib"]
             print(f"{label}: peak RSS at 10M lines {ratio:.2f}x that at 1M")
+
+
+def _arithmetic(results: dict[tuple[str, int], dict[str, Any]], millions: int) -> None:
+    """The measured ratios, and the ceilings that the CPU per line sets on two idle CPUs
+    (a run can stay below its ceiling: pipeline stalls, chunks in flight)."""
+    mine = results[("cloudtwin, mine", millions)]
+    ingest = results[("cloudtwin, ingest", millions)]
+    thread = ingest["mine_us"] + ingest["driver_us"]
+    alone = mine["mine_us"] + mine["driver_us"]
+    ceiling = 1e6 / max(thread, ingest["writer_us"])
+    print(f"{millions}M lines: ingest takes {mine['lines_per_s'] / ingest['lines_per_s']:.2f}x "
+          f"the time of mining alone (load {mine['load']:.2f}, {ingest['load']:.2f}); its "
+          f"mining thread costs {thread:.2f} us/line and its writer thread "
+          f"{ingest['writer_us']:.2f}, against {alone:.2f} for mining alone: CPU ceilings on "
+          f"two idle CPUs {ceiling:,.0f} and {1e6 / alone:,.0f} lines/s "
+          f"({max(thread, ingest['writer_us']) / alone:.2f}x)")
+    for tool in ("mine", "ingest"):
+        one = results.get((f"process x1, {tool}", millions))
+        two = results.get((f"process x2, {tool}", millions))
+        if not (one and two):
+            continue
+        worker = two["mine_us"]
+        serial = two["driver_us"] + two["writer_us"]
+        one_ceiling = 1e6 / max(worker, serial)
+        two_ceiling = 1e6 / max((worker + serial) / 2, serial)
+        print(f"{millions}M lines, {tool}: 2 workers {two['lines_per_s'] / one['lines_per_s']:.2f}x "
+              f"the lines/s of 1 (load {one['load']:.2f}, {two['load']:.2f}); a worker mines a "
+              f"line in {worker:.2f} us and the driver and writer take {serial:.2f}: CPU "
+              f"ceilings on two idle CPUs {one_ceiling:,.0f} and {two_ceiling:,.0f} lines/s "
+              f"({two_ceiling / one_ceiling:.2f}x)")
 
 
 if __name__ == "__main__":

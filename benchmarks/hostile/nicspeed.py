@@ -4,7 +4,10 @@ Each case is one `cloudtwin nic run` call; `benchmarks/bad_inputs.py` runs them 
 is a pass): records cut short in their header or their data, announced lengths past the
 longest packet or past 4 GiB, the 64 MiB limit filled with 4 million empty records or with
 one packet per record of every length, both byte orders and resolutions, the latest
-timestamp a pcap can hold, and an output written over the input.
+timestamp a pcap can hold, and an output written over the input; and, since the capture
+is read a 4 MiB block at a time, records across a block's end: the longest packet, a
+record cut short or announcing too much there, and a capture of many blocks (96 MiB,
+past the old 64 MiB limit) whose memory must stay the block's.
 
     python benchmarks/bad_inputs.py --only nicspeed
 """
@@ -18,6 +21,7 @@ REPO = Path(__file__).resolve().parents[2]
 P4 = REPO / "examples" / "p4"
 MAX_PACKET_BYTES = 65_535 + 128
 PCAP_BYTES = 64 << 20
+BLOCK_BYTES = 4 << 20
 
 
 def capture(packets: list[bytes], order: str = "<", nanos: bool = True, seconds: int = 0) -> bytes:
@@ -48,6 +52,19 @@ def _files(tmp: Path) -> dict[str, bytes]:
         "the longest packet": capture([b"\x00" * MAX_PACKET_BYTES, frame]),
         "every length to 1600": capture([bytes(n) for n in lengths]),
         "original length differs": good[:24] + struct.pack("<IIII", 0, 0, 114, 9000) + frame,
+        **_across_blocks(frame),
+    }
+
+
+def _across_blocks(frame: bytes) -> dict[str, bytes]:
+    """Captures whose records cross the end of `nic run`'s 4 MiB read blocks."""
+    fill = capture([frame] * ((BLOCK_BYTES - 24) // (16 + len(frame)) - 1))  # ends a little before 4 MiB
+    longest = capture([b"\x00" * MAX_PACKET_BYTES])[24:]
+    return {
+        "the longest packet across a block": fill + longest + capture([frame])[24:],
+        "cut short across a block": fill + longest[:-1],
+        "too long across a block": fill + struct.pack("<IIII", 0, 0, MAX_PACKET_BYTES + 1, 0) + bytes(1 << 7),
+        "96 MiB of frames": capture([frame] * ((96 << 20) // (16 + len(frame)))),
     }
 
 

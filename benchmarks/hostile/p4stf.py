@@ -35,6 +35,42 @@ control D(packet_out p, in H h) { apply { p.emit(h.h); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
 
+VARBIT = PROGRAM.replace(
+    "header h_t { bit<8> a; bit<8> b; }", "header h_t { bit<8> a; bit<8> b; varbit<65536> v; }"
+).replace("p.extract(h.h);", "p.extract(h.h, 32w0xfffffff8);")
+"""A varbit length far past the field and the packet: HeaderTooShort, nothing read."""
+
+PSA_RECIRCULATE = """#include <core.p4>
+#include <bmv2/psa.p4>
+header h_t { bit<8> a; bit<8> b; }
+struct H { h_t h; }
+struct M { }
+struct E { }
+parser IP(packet_in p, out H h, inout M m, in psa_ingress_parser_input_metadata_t i, in E a, in E b) {
+    state start { p.extract(h.h); transition accept; }
+}
+control I(inout H h, inout M m, in psa_ingress_input_metadata_t i, inout psa_ingress_output_metadata_t o) {
+    apply { send_to_port(o, PSA_PORT_RECIRCULATE); }
+}
+parser EP(packet_in p, out H h, inout M m, in psa_egress_parser_input_metadata_t i, in E a, in E b, in E c) {
+    state start { p.extract(h.h); transition accept; }
+}
+control Eg(inout H h, inout M m, in psa_egress_input_metadata_t i, inout psa_egress_output_metadata_t o) {
+    apply { }
+}
+control ID(packet_out p, out E a, out E b, out E c, inout H h, in M m, in psa_ingress_output_metadata_t o) {
+    apply { p.emit(h.h); }
+}
+control ED(packet_out p, out E a, out E b, inout H h, in M m, in psa_egress_output_metadata_t o,
+           in psa_egress_deparser_input_metadata_t d) {
+    apply { p.emit(h.h); }
+}
+IngressPipeline(IP(), I(), ID()) ip;
+EgressPipeline(EP(), Eg(), ED()) ep;
+PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
+"""
+"""A PSA program whose every packet asks to recirculate (refused, never looped)."""
+
 BAD_LINES = {
     "bad hex digit": "packet 0 0g\n",
     "odd hex digits": "packet 0 abc\n",
@@ -69,6 +105,14 @@ PROGRAMS = {
     "include /dev/zero": '#include "/dev/zero"\n',
     "annotation that changes meaning": PROGRAM.replace("table t {", "@priority(3) table t {"),
     "deep #if nesting": "#ifdef A\n" * 2000 + "#endif\n" * 2000,
+    "division by zero at run time": PROGRAM.replace(
+        "apply { t.apply(); }", "apply { t.apply(); h.h.b = h.h.a / h.h.b; }"
+    ),
+    "signed shift by 255": PROGRAM.replace(
+        "apply { t.apply(); }", "apply { t.apply(); h.h.b = (bit<8>) ((int<8>) h.h.a >> h.h.a); }"
+    ),
+    "PSA recirculation": PSA_RECIRCULATE,
+    "PSA unknown pipeline": PSA_RECIRCULATE.replace("PSA_Switch(ip,", "PSA_Switch(nope,"),
 }
 
 
@@ -106,6 +150,9 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
     for label, text in PROGRAMS.items():
         bad = _write(tmp, "self.p4" if label == "includes itself" else f"{label.replace(' ', '_')}.p4", text)
         out.append((f"nic stf program {label}", ["nic", "stf", bad, fine, "-I", include], None))
+    varbit = _write(tmp, "varbit.p4", VARBIT)
+    whole = _write(tmp, "varbit.stf", "packet 0 01 00\nexpect 1 01 00 $\n")  # the packet as it came
+    out.append(("nic stf varbit length past the packet", ["nic", "stf", varbit, whole, "-I", include], None))
     out.append(("nic stf stf is /dev/zero", ["nic", "stf", program, "/dev/zero", "-I", include], None))
     out.append(("nic stf missing program", ["nic", "stf", str(tmp / "nope.p4"), fine], None))
     out.append(

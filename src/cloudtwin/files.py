@@ -17,11 +17,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 from cloudtwin.errors import CloudtwinError
 
-__all__ = ["read_bounded", "read_text_bounded"]
+__all__ = ["BoundedReader", "open_bounded", "read_bounded", "read_text_bounded"]
 
 #: How much one read() asks for: a file is read in pieces, so a file that grows while it
 #: is read (a /proc file, a log being written) is still cut at the limit.
@@ -61,6 +62,69 @@ def read_bounded(
         return _read_fd(fd, name, limit, what, error, hint)
     except OSError as err:
         raise error(_os_reason(err, name, what)) from None
+    finally:
+        os.close(fd)
+
+
+class BoundedReader:
+    """A regular file opened by `open_bounded`, read in pieces (`read(n)`: at most n bytes,
+    b"" at the end; `readinto(view)`: into a buffer); more than `limit` bytes in all, or an
+    OSError, is `error(line)`."""
+
+    def __init__(
+        self, fd: int, name: str, limit: int, what: str, error: Callable[[str], CloudtwinError]
+    ) -> None:
+        self.fd, self.name, self.limit, self.what, self.error = fd, name, limit, what, error
+        self.total = 0
+
+    def readinto(self, view: memoryview) -> int:
+        """Bytes of the file into the start of `view`; how many (0 at the end)."""
+        room = min(len(view), self.limit + 1 - self.total)
+        try:
+            got = os.readv(self.fd, [view[:room]])
+        except OSError as err:
+            raise self.error(_os_reason(err, self.name, self.what)) from None
+        self.total += got
+        if self.total > self.limit:
+            raise self.error(_too_big(self.name, self.what, self.limit, ""))
+        return got
+
+    def read(self, size: int) -> bytes:
+        try:
+            chunk = os.read(self.fd, min(size, self.limit + 1 - self.total))
+        except OSError as err:
+            raise self.error(_os_reason(err, self.name, self.what)) from None
+        self.total += len(chunk)
+        if self.total > self.limit:
+            raise self.error(_too_big(self.name, self.what, self.limit, ""))
+        return chunk
+
+
+@contextmanager
+def open_bounded(
+    path: str | os.PathLike[str],
+    limit: int,
+    what: str,
+    error: Callable[[str], CloudtwinError] = CloudtwinError,
+) -> Iterator[BoundedReader]:
+    """The regular file `path` to read in pieces, at most `limit` bytes in all: for a file
+    too large to hold (a capture), read a block at a time. Refused as `read_bounded`
+    refuses (missing, a symlink loop, a FIFO, a device, a directory, larger than `limit`)."""
+    name = os.fspath(path)
+    try:
+        _check_kind(os.stat(name).st_mode, name, what, error)
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as err:
+        raise error(_os_reason(err, name, what)) from None
+    try:
+        try:
+            info = os.fstat(fd)
+        except OSError as err:
+            raise error(_os_reason(err, name, what)) from None
+        _check_kind(info.st_mode, name, what, error)
+        if info.st_size > limit:
+            raise error(_too_big(name, what, limit, ""))
+        yield BoundedReader(fd, name, limit, what, error)
     finally:
         os.close(fd)
 

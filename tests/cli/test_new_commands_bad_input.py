@@ -157,7 +157,8 @@ def test_a_program_naming_an_undeclared_type_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     program = tmp_path / "p.p4"
-    program.write_text((P4 / "vxlan_gateway.p4").read_text().replace("pna_main_parser_input", "pna_mian_parser_input"))
+    text = (P4 / "vxlan_gateway.p4").read_text()
+    program.write_text(text.replace("pna_main_parser_input", "pna_mian_parser_input"))
     err = one_line_error(capsys, *_nic(program, P4 / "vxlan_gateway.entries.yaml"))
     assert "is not a declared struct" in err
 

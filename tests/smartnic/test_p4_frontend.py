@@ -37,7 +37,7 @@ def _error(text: str) -> str:
             None,
             "'hdr.vxlan.bogus' cannot be assigned",
         ),
-        (("istd.input_port: exact;", "istd.input_port: range;"), None, "match kind 'range'"),
+        (("istd.input_port: exact;", "istd.input_port: selector;"), None, "match kind 'selector'"),
         (("actions = { set_vni; drop; }", "actions = { set_vni; launch; }"), None, "unknown action 'launch'"),
         (
             ("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = hdr.vxlan.flags[9:2];"),

@@ -242,3 +242,17 @@ def test_a_failed_commit_stores_nothing_of_its_chunks(
     _ingest(path, mixed_log)
     _ingest(tmp_path / "clean.duckdb", mixed_log)
     assert _tables(path) == _tables(tmp_path / "clean.duckdb")
+
+
+def test_an_ingest_reports_where_its_cpu_went(tmp_path: Path, mixed_log: Path) -> None:
+    from cloudtwin.store.ops_ingest import IngestCpu
+
+    meters = {}
+    for name, executor in (("serial", None), ("pool", PoolExecutor(2, PRELOAD))):
+        meter = IngestCpu()
+        with Store(tmp_path / f"{name}.duckdb") as store, log_stream(mixed_log.open("rb"), "x") as log:
+            summary = ingest_stream(store, log, HDFS, chunk_bytes=40_000, executor=executor, cpu=meter)
+        assert meter.lines == summary.lines + summary.unparsed == 6000
+        assert min(meter.mine_s, meter.driver_s, meter.writer_s) >= 0.0
+        meters[name] = meter.mined_in
+    assert meters == {"serial": "process", "pool": "workers"}

@@ -1,5 +1,10 @@
-"""The `cloudtwin` command line: the only layer (with service/) that reads files and env."""
+"""The `cloudtwin` command line: the only layer (with service/) that reads files and env.
 
-from cloudtwin.cli.app import app, main
+The Typer application is `cloudtwin.cli.app.app`, built on first use with each command
+imported only when it runs; the package exports `main` alone, since its submodule
+`cloudtwin.cli.app` would shadow an exported `app` once imported.
+"""
 
-__all__ = ["app", "main"]
+from cloudtwin.cli.app import main
+
+__all__ = ["main"]

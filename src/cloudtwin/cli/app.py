@@ -11,31 +11,41 @@ from typing import Any
 import typer
 
 from cloudtwin import __version__
-from cloudtwin.cli import diagnose, evaluate, federate, logs, migrate, nccl, nic, results, train
-from cloudtwin.cli import run as run_commands
-from cloudtwin.cli import sweep as sweep_command
 from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
 from cloudtwin.scenario.units import parse_int, parse_number
 
-app = typer.Typer(
-    name="cloudtwin",
-    help=(
-        "cloudtwin: a digital twin of a multi-tenant AI cloud.\n\n"
-        "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
-        "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
-        "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
-        "(logs, diagnose), model smartNIC offload (nic), federate networks across clouds "
-        "(federate), plan live VM migrations between clouds (migrate), and sweep any "
-        "scenario keys (sweep).\n\n"
-        "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
-        "--strategies ecmp,pinning"
-    ),
-    no_args_is_help=True,
-    add_completion=False,
-    rich_markup_mode=None,  # plain help: no `<bool>` after flags
-    pretty_exceptions_enable=False,
-    context_settings={"help_option_names": ["-h", "--help"]},
+HELP = (
+    "cloudtwin: a digital twin of a multi-tenant AI cloud.\n\n"
+    "Describe a fabric, its tenants and their workloads in a YAML scenario. Simulate it "
+    "and compare routing strategies (run, compare, nccl-tests, evaluate), predict LLM "
+    "training and HPL on a GPU cluster (train, hpl), and analyse operations data "
+    "(logs, diagnose), model smartNIC offload (nic), federate networks across clouds "
+    "(federate), plan live VM migrations between clouds (migrate), and sweep any "
+    "scenario keys (sweep).\n\n"
+    "Example:  cloudtwin compare examples/leaf-spine-perftest.yaml "
+    "--strategies ecmp,pinning"
 )
+
+#: Every command, in the order help lists them: name -> "module:attribute" (a Typer is a
+#: group of sub-commands). A module is imported only when its command runs (or help lists
+#: them all), so `cloudtwin nic run` does not pay for the simulator's imports. `serve` lives
+#: in a peer of cli/ (DESIGN.md: cli/ and service/ do not import each other).
+COMMANDS = {
+    "run": "cloudtwin.cli.run:run",
+    "compare": "cloudtwin.cli.run:compare",
+    "nccl-tests": "cloudtwin.cli.nccl:nccl_tests",
+    "train": "cloudtwin.cli.train:train",
+    "hpl": "cloudtwin.cli.train:hpl",
+    "evaluate": "cloudtwin.cli.evaluate:evaluate",
+    "results": "cloudtwin.cli.results:app",
+    "logs": "cloudtwin.cli.logs:app",
+    "diagnose": "cloudtwin.cli.diagnose:diagnose",
+    "federate": "cloudtwin.cli.federate:app",
+    "nic": "cloudtwin.cli.nic:app",
+    "migrate": "cloudtwin.cli.migrate:app",
+    "sweep": "cloudtwin.cli.sweep:sweep",
+    "serve": "cloudtwin.service.command:serve",
+}
 
 
 def _version(value: bool) -> None:
@@ -44,7 +54,6 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
@@ -53,39 +62,53 @@ def _root(
     """cloudtwin: a digital twin of a multi-tenant AI cloud."""
 
 
-app.command("run")(run_commands.run)
-app.command("compare")(run_commands.compare)
-app.command("nccl-tests")(nccl.nccl_tests)
-app.command("train")(train.train)
-app.command("hpl")(train.hpl)
-app.command("evaluate")(evaluate.evaluate)
-app.add_typer(results.app, name="results")
-app.add_typer(logs.app, name="logs")
-app.command("diagnose")(diagnose.diagnose)
-app.add_typer(federate.app, name="federate")
-app.add_typer(nic.app, name="nic")
-app.add_typer(migrate.app, name="migrate")
-app.command("sweep")(sweep_command.sweep)
+def build_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
+    """The typer application with the commands `names` (all of them by default)."""
+    built = typer.Typer(
+        name="cloudtwin",
+        help=HELP,
+        no_args_is_help=True,
+        add_completion=False,
+        rich_markup_mode=None,  # plain help: no `<bool>` after flags
+        pretty_exceptions_enable=False,
+        context_settings={"help_option_names": ["-h", "--help"]},
+    )
+    built.callback()(_root)
+    for name in names:
+        module, _, attribute = COMMANDS[name].partition(":")
+        target = getattr(import_module(module), attribute)
+        if isinstance(target, typer.Typer):
+            built.add_typer(target, name=name)
+        else:
+            built.command(name)(target)
+    return built
 
-#: Commands whose code lives in a peer of cli/ (DESIGN.md: cli/ and service/ do not import
-#: each other), loaded by name: command -> "module:function".
-PEER_COMMANDS = {"serve": "cloudtwin.service.command:serve"}
-for _name, _target in PEER_COMMANDS.items():
-    _module, _, _function = _target.partition(":")
-    app.command(_name)(getattr(import_module(_module), _function))
+
+def __getattr__(name: str) -> Any:
+    """`app`, the application with every command, built on first use."""
+    if name == "app":
+        return _full_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @functools.cache
-def _click_command() -> Any:
-    """The click command of `app`, built once per process: building it inspects every
-    command's signature (about 0.2 s), which each in-process call would otherwise repeat."""
-    return strict_numbers(typer.main.get_command(app))
+def _full_app() -> typer.Typer:
+    return build_app()
+
+
+@functools.cache
+def _click_command(name: str | None = None) -> Any:
+    """The click command of the application (with only command `name` when given), built
+    once per process: building it inspects every command's signature (about 0.2 s), which
+    each in-process call would otherwise repeat."""
+    return strict_numbers(typer.main.get_command(_full_app() if name is None else build_app((name,))))
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input (a CloudtwinError or a bad flag) is one line and exit code 2."""
+    args = sys.argv[1:] if argv is None else argv
     try:
-        command = _click_command()
+        command = _click_command(args[0] if args and args[0] in COMMANDS else None)
         code = command.main(args=argv, prog_name="cloudtwin", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code

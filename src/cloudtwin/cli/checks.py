@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cloudtwin.errors import OutputError, RoutingError, ScenarioError
-from cloudtwin.scenario.model import Scenario
+
+if TYPE_CHECKING:  # a type only: the pydantic models are not imported for `nic run`
+    from cloudtwin.scenario.model import Scenario
 
 __all__ = [
     "check_flows_out_file",

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import typer
 import yaml
@@ -14,8 +16,7 @@ from rich.table import Table
 from cloudtwin.cli.checks import check_out_file
 from cloudtwin.cli.output import emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
-from cloudtwin.files import read_bounded, read_text_bounded
-from cloudtwin.scenario.loader import line_of
+from cloudtwin.files import open_bounded, read_text_bounded
 from cloudtwin.scenario.safe_yaml import load_yaml
 
 __all__ = ["app"]
@@ -35,13 +36,13 @@ _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set ni
 
 #: The most bytes `nic run` reads of each input, so that each is read and parsed within
 #: seconds: a P4 program (the shipped ones are a few KiB; the parser takes about 10 s a
-#: MiB), an entries file (about 40,000 entries; at most ENTRIES_NODES YAML values once its
-#: aliases are expanded) and a capture (about 44,000 full-size frames or a million
-#: minimum-size ones; the packets are held in memory while they run).
+#: MiB) and an entries file (about 40,000 entries; at most ENTRIES_NODES YAML values once
+#: its aliases are expanded). A capture is read a block at a time, so its size bounds only
+#: the time it takes (16 GiB: about 100 million packets, a few minutes), not memory.
 PROGRAM_BYTES = 1 << 20
 ENTRIES_BYTES = 4 << 20
 ENTRIES_NODES = 1_000_000
-PCAP_BYTES = 64 << 20
+PCAP_BYTES = 16 << 30
 
 
 def _read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
@@ -54,11 +55,44 @@ def _read_yaml(path: Path, what: str) -> tuple[Any, yaml.Node | None]:
 
 def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
     """An entries error (`tables.t.3.match: ...`) with the file and line it names in front."""
+    from cloudtwin.scenario.loader import line_of  # with the scenario models: only on an error
     parts = (err.field or "").split(".")
     if node is None or parts[0] not in ("tables", "meters"):
         return err
     line = line_of(node, [int(p) if p.isdigit() else p for p in parts])
     return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)
+
+
+def run_file(datapath: Any, pcap: Path, out: Path | None, direction: int, input_port: int) -> Any:
+    """`nic run`'s path from file to file: the capture read a block at a time, each block's
+    output records written as they are made (to a temporary file that replaces `out` only
+    once the whole capture ran), so memory follows the block, not the capture."""
+    from cloudtwin.smartnic.p4 import run_pcap
+
+    with open_bounded(pcap, PCAP_BYTES, "pcap", NicError) as source:
+        if out is None:
+            return run_pcap(datapath, source.readinto, _discard, direction, input_port, str(pcap))
+        with _atomic(out) as sink:
+            return run_pcap(datapath, source.readinto, sink.write, direction, input_port, str(pcap))
+
+
+def _discard(_part: object) -> None:
+    """Output records nobody asked for (`nic run` without --out)."""
+
+
+@contextmanager
+def _atomic(path: Path) -> Iterator[BinaryIO]:
+    """A file to write that replaces `path` when the block ends without an error, and
+    leaves no trace when it fails: never a half-written `path`."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
 
 
 def _write_atomic(path: Path, parts: list[memoryview]) -> None:
@@ -115,7 +149,7 @@ def run(
     --out encapsulated.pcap
     """
     with needs_extra("nic", "nic run", NicError):  # lark parses the P4 program
-        from cloudtwin.smartnic.p4 import index_pcap, load_datapath, run_capture
+        from cloudtwin.smartnic.p4 import load_datapath
 
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
@@ -129,10 +163,7 @@ def run(
         if located is err:
             raise
         raise located from err
-    capture = index_pcap(read_bounded(pcap, PCAP_BYTES, "pcap", NicError), str(pcap))
-    report = run_capture(datapath, capture, direction, port if port is not None else direction)
-    if out is not None:
-        _write_atomic(out, report.pcap_parts)
+    report = run_file(datapath, pcap, out, direction, port if port is not None else direction)
     if as_json:
         emit_json(report.to_json())
         return

@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.progress import (
@@ -23,11 +24,12 @@ from rich.progress import (
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.files import read_text_bounded
-from cloudtwin.scenario.cloud import CloudScenario
-from cloudtwin.scenario.loader import load_scenario
-from cloudtwin.scenario.model import Scenario
 from cloudtwin.scenario.safe_yaml import MAX_TEXT_CHARS
 from cloudtwin.store.documents import finite_json
+
+if TYPE_CHECKING:  # types only: a command that reads no scenario does not import the models
+    from cloudtwin.scenario.cloud import CloudScenario
+    from cloudtwin.scenario.model import Scenario
 
 __all__ = [
     "BUILTIN_STRATEGIES",
@@ -57,6 +59,8 @@ stdout = Console(
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
     """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
+    from cloudtwin.scenario.loader import load_scenario
+
     return load_scenario(read_scenario_text(path), str(path), overrides or ())
 
 

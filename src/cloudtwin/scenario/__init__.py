@@ -1,26 +1,31 @@
 """Scenarios: what a user describes in YAML, validated into frozen models."""
 
-from cloudtwin.scenario.loader import apply_overrides, load_scenario, parse_yaml
-from cloudtwin.scenario.model import (
-    CollectiveWorkload,
-    FatTreeFabric,
-    Hosts,
-    LeafSpineFabric,
-    PerftestWorkload,
-    RailOptimizedFabric,
-    Routing,
-    Scenario,
-    Tenant,
-    parse_host_ranges,
-)
-from cloudtwin.scenario.units import (
-    format_rate,
-    format_size,
-    format_time,
-    parse_rate,
-    parse_size,
-    parse_time,
-)
+from typing import TYPE_CHECKING
+
+from cloudtwin import lazy_exports
+
+if TYPE_CHECKING:
+    from cloudtwin.scenario.loader import apply_overrides, load_scenario, parse_yaml
+    from cloudtwin.scenario.model import (
+        CollectiveWorkload,
+        FatTreeFabric,
+        Hosts,
+        LeafSpineFabric,
+        PerftestWorkload,
+        RailOptimizedFabric,
+        Routing,
+        Scenario,
+        Tenant,
+        parse_host_ranges,
+    )
+    from cloudtwin.scenario.units import (
+        format_rate,
+        format_size,
+        format_time,
+        parse_rate,
+        parse_size,
+        parse_time,
+    )
 
 __all__ = [
     "CollectiveWorkload",
@@ -43,3 +48,4 @@ __all__ = [
     "parse_time",
     "parse_yaml",
 ]
+__getattr__, __dir__ = lazy_exports(__name__)

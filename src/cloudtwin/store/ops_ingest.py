@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
@@ -35,7 +36,7 @@ from cloudtwin.store.ops_tables import (
 )
 
 __all__ = [
-    "INGEST_MEMORY_LIMIT", "IngestSummary", "NewStream", "ingest_records", "ingest_stream",
+    "INGEST_MEMORY_LIMIT", "IngestCpu", "IngestSummary", "NewStream", "ingest_records", "ingest_stream",
 ]
 
 _RECORD_FORMAT = LogFormat(text="records", kind="jsonl", fields=JSON_FIELDS)
@@ -64,6 +65,26 @@ class IngestSummary:
     skipped_bytes: int
 
 
+@dataclass
+class IngestCpu:
+    """CPU seconds an ingest spent, by role, for benchmarks (filled in as it runs).
+
+    ``mine_s``: mining chunks, on whichever thread or worker mined them (the job's own
+    time, without handing chunks to workers and back). ``driver_s``: the ingesting
+    process apart from its writer thread and any mining done in it (reading, handing
+    out and receiving chunks, merging templates, preparing writes, and DuckDB's own
+    threads if it has more than one). ``writer_s``: the
+    writer thread (DuckDB's appends and commits, which run on it). ``mined_in`` says
+    where mining ran: ``"process"`` (this one) or ``"workers"``.
+    """
+
+    mine_s: float = 0.0
+    driver_s: float = 0.0
+    writer_s: float = 0.0
+    lines: int = 0
+    mined_in: str = "process"
+
+
 def ingest_stream(
     store: Store,
     log: LogStream,
@@ -76,6 +97,7 @@ def ingest_stream(
     progress: ProgressHook | None = None,
     executor: ChunkExecutor | None = None,
     commit_lines: int = COMMIT_LINES,
+    cpu: IngestCpu | None = None,
 ) -> IngestSummary:
     """Ingest a log stream under a source name (``log.name`` unless given).
 
@@ -116,14 +138,31 @@ def ingest_stream(
         chunk_bytes, base_offset=state.stream_base,
     )
     writer = _Writer(store, year, progress, commit_lines)
+    process_s = time.process_time()
+    mine_s = 0.0
     try:
         for mined in mine_in_order(work, chunks, executor):
+            mine_s += mined.cpu_s
             write = prepare_chunk(state, miner, mined, merge_chunk(miner, mined, known))
             writer.put(write)
             state = write.state
     finally:
         writer.close()
+        if cpu is not None:
+            _account(cpu, time.process_time() - process_s, mine_s, writer.cpu_s, executor)
+            cpu.lines += state.lines + state.unparsed - start.lines - start.unparsed
     return _summary(start, state, before, len(miner.clusters), skipped)
+
+
+def _account(
+    cpu: IngestCpu, process_s: float, mine_s: float, writer_s: float,
+    executor: ChunkExecutor | None,
+) -> None:
+    in_process = mine_s if executor is None else 0.0
+    cpu.mine_s += mine_s
+    cpu.writer_s += writer_s
+    cpu.driver_s += max(0.0, process_s - writer_s - in_process)
+    cpu.mined_in = "process" if executor is None else "workers"
 
 
 class _Writer:
@@ -146,6 +185,7 @@ class _Writer:
         self._queue: queue.Queue[ChunkWrite | None] = queue.Queue(maxsize=2)
         self._error: BaseException | None = None
         self._ended = False
+        self.cpu_s = 0.0
         self._thread = threading.Thread(target=self._run, name="ops-writer", daemon=True)
         self._thread.start()
 
@@ -164,6 +204,7 @@ class _Writer:
             raise error
 
     def _run(self) -> None:
+        start = time.thread_time()
         try:
             while self._commit_group():
                 pass
@@ -171,6 +212,8 @@ class _Writer:
             self._error = err
             while self._take() is not None:  # let the ingesting thread reach close()
                 pass
+        finally:
+            self.cpu_s = time.thread_time() - start
 
     def _take(self) -> ChunkWrite | None:
         """The next queued chunk; None once the queue is closed."""

@@ -11,6 +11,7 @@ payload, which is moved as a block per distinct size change.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -51,7 +52,8 @@ MAX_ACTION_CALLS = 10_000
 
 @dataclass(frozen=True)
 class PacketBatch:
-    """Packets as a byte matrix: row i holds `length[i]` bytes; where each came from and when."""
+    """Packets as a byte matrix: row i holds `length[i]` bytes (or, in a matrix narrower than
+    the longest packet, the packet's head: see `Datapath.process`); where each came from and when."""
 
     data: np.ndarray
     length: np.ndarray
@@ -283,6 +285,7 @@ class _Expr:
     width: int | None  # None: an unsized integer literal
     is_bool: bool = False
     constant: bool = False  # known when the program is compiled (fn ignores its arguments)
+    signed: bool = False  # an int<N>: its bits (held as bit<N>) read in two's complement
 
 
 def _const(value: int, width: int | None = None) -> _Expr:
@@ -318,9 +321,8 @@ def _copy_out(key: str, target: str) -> StmtFn:
     return lambda ctx, mask: ctx.put(target, ctx.get(key), mask)
 
 
-def _element_of(cells: list[str], index: _Expr, width: int, source: str, node: Tree) -> ExprFn:
+def _element_of(cells: list[str], index: _Expr, width: int, where: str) -> ExprFn:
     """`s[e].f` read with a run-time index; past the stack it is refused (P4: undefined)."""
-    where = f"{source}:{node.meta.line}:{node.meta.column}"
 
     def element(ctx: _Ctx, mask: np.ndarray) -> Value:
         at = _column(index.fn(ctx, mask), ctx.n, index.width)
@@ -355,10 +357,44 @@ def _ref(key: str, node: Tree) -> Tree:
     return Tree("ref", [Tree("path", [Token("NAME", part) for part in key.split(".")], node.meta)], node.meta)
 
 
-def _sized(expr: _Expr, width: int) -> _Expr:
-    """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds)."""
+def _sized(expr: _Expr, width: int, signed: bool = False) -> _Expr:
+    """An unsized literal taken at `width` bits (P4: `8w255 == -1` holds), as an int<N>
+    when it meets one."""
     value = _fit(expr.fn(None, None), width)  # type: ignore[arg-type]
-    return _const(int(value), width)
+    return _Expr(lambda ctx, mask: int(value), width, constant=True, signed=signed)
+
+
+def _signed_of(value: Value, width: int) -> Any:
+    """The bits of an int<`width`> read in two's complement: int64 columns up to 64 bits,
+    Python ints (object columns) beyond."""
+    half = 1 << (width - 1)
+    if isinstance(value, (int, np.integer)):
+        number = int(value) & _mask_of(width)
+        return number - (1 << width) if number >= half else number
+    if width > 64 or value.dtype == object:
+        wide = value.astype(object) & _mask_of(width)
+        return np.where(wide >= half, wide - (1 << width), wide)
+    bits = value.astype(np.uint64) & np.uint64(_mask_of(width))
+    if width == 64:
+        return bits.view(np.int64)
+    return (bits.astype(np.int64) ^ np.int64(half)) - np.int64(half)
+
+
+def _bits_of(value: Any, width: int) -> Value:
+    """A signed number (from `_signed_of` and arithmetic on it) back to its `width` bits."""
+    if isinstance(value, (int, np.integer)):
+        return int(value) & _mask_of(width)
+    if value.dtype == object:
+        out = value & _mask_of(width)
+        return out if width > 64 else out.astype(np.uint64)
+    return value.astype(np.uint64) & np.uint64(_mask_of(width))
+
+
+def _resize(value: Value, source: int, target: int, signed: bool) -> Value:
+    """`value` of `source` bits as `target` bits: sign-extended when it is signed."""
+    if signed and target > source:
+        return _bits_of(_signed_of(value, source), target)
+    return _fit(value, target)
 
 
 class _Compiler:
@@ -412,6 +448,8 @@ class _Compiler:
             )
         if raw in self.program.constants:
             return _const(self.program.constants[raw], self.program.constant_widths.get(raw))
+        if f"{key}$len" in self.widths:
+            raise self.fail(node, f"{raw}: a varbit field is only extracted, emitted, copied or checksummed")
         if key in self.widths:
             return self.load(key)
         stacked = self.stack_member(key, node)
@@ -459,10 +497,14 @@ class _Compiler:
             self.declare_composite(key, type_name, node)
             self.scopes[-1][str(name)] = key
             clear = self.clear_composite(key)
+            if init is not None and init.data == "list_expr" and type_name in self.program.structs:
+                return _sequence_of([clear, self.struct_from_list(key, type_name, init)])
             copy = self.copy_composite(key, init, node) if init is not None else None
             return clear if copy is None else _sequence_of([clear, copy])
         width = self.type_width(type_, str(name))
         self.widths[key] = width
+        if self.is_signed(type_):
+            self.dp.signed.add(key)
         value = self.expr(init) if init is not None else _const(0, width)
         self.scopes[-1][str(name)] = key
         return lambda ctx, mask: ctx.put(key, value.fn(ctx, mask), mask)
@@ -476,9 +518,16 @@ class _Compiler:
         self.scopes[-1][str(name)] = self.constant(value)
         return lambda ctx, mask: None
 
+    def is_signed(self, node: Tree) -> bool:
+        """Whether type `node` is int<N> or a typedef of one."""
+        named = node.data == "named_type" and str(node.children[0]) in self.program.signed_types
+        return node.data == "int_type" or named
+
     def type_width(self, node: Tree, what: str) -> int:
         if node.data == "bit_type":
             return parse_number(str(node.children[0].children[0]))[0]
+        if node.data == "int_type":
+            return parse_number(str(node.children[0]))[0]
         if node.data == "bool_type":
             return 1
         if node.data == "error_type":
@@ -491,7 +540,7 @@ class _Compiler:
 
     def load(self, key: str) -> _Expr:
         width = self.widths[key]
-        return _Expr(lambda ctx, mask: ctx.get(key), width)
+        return _Expr(lambda ctx, mask: ctx.get(key), width, signed=key in self.dp.signed)
 
     def key_of(self, node: Tree) -> str:
         """The storage key a dotted path names (a local variable's, or a field's)."""
@@ -516,8 +565,9 @@ class _Compiler:
         htype = self.program.headers.get(type_name)
         if htype is not None:
             self.dp.headers[base] = htype
-            for fname, width in htype.fields:
+            for fname, width in htype.storage():
                 self.widths[f"{base}.{fname}"] = width
+            self.dp.signed.update(f"{base}.{fname}" for fname in htype.signed)
             return
         fields = self.program.structs.get(type_name)
         if fields is None or depth > 32:
@@ -528,12 +578,29 @@ class _Compiler:
                 self.declare_composite(f"{base}.{fname}", inner, node, depth + 1)
             else:
                 self.widths[f"{base}.{fname}"] = self.type_width(ftype, f"{type_name}.{fname}")
+                if self.is_signed(ftype):
+                    self.dp.signed.add(f"{base}.{fname}")
+
+    def struct_from_list(self, key: str, type_name: str, init: Tree) -> StmtFn:
+        """`S s = {a, b, ...};`: the struct's bit fields, in declaration order."""
+        items = [c for c in init.children if c is not None]
+        fields = self.program.structs[type_name]
+        if len(items) != len(fields) or any(f"{key}.{name}" not in self.widths for name, _ in fields):
+            raise self.fail(init, f"a list initialises {type_name}'s bit fields, one value each, in order")
+        exprs = [(f"{key}.{name}", self.expr(item)) for (name, _), item in zip(fields, items, strict=True)]
+
+        def init_fields(ctx: _Ctx, mask: np.ndarray) -> None:
+            for target, expr in exprs:
+                ctx.put(target, expr.fn(ctx, mask), mask)
+
+        return init_fields
 
     def copy_composite(self, target: str, source: Tree, node: Tree) -> StmtFn:
         """`target = source` for headers and structs: every field, and every header's validity;
         `source` a path of the same shape or a list `{a, b, ...}` of the fields in order."""
         shape = self.composite(target)
-        assert shape is not None
+        if shape is None:  # a struct without fields (`struct empty_t {}`): nothing to copy
+            return lambda ctx, mask: None
         fields, headers = shape
         if source.data == "list_expr":
             items = [c for c in source.children if c is not None]
@@ -548,6 +615,13 @@ class _Compiler:
                 ctx.valid[target] = ctx.header_valid(target) | mask
 
             return init
+        call = source.children[0] if source.data == "call_expr" else None
+        if call is not None and call.data == "call" and len(call.children[0].children) == 1:
+            name = str(call.children[0].children[0])
+            function = self.program.functions.get(name)
+            if function is not None and function.returns_type:
+                run, value = self.composite_call(name, [a for a in call.children[1:] if a is not None], call)
+                return _sequence_of([run, self.copy_composite(target, _ref(value, source), node)])
         if source.data != "ref":
             raise self.fail(node, "a header or struct is assigned from another of its type")
         origin = self.key_of(source.children[0])
@@ -591,7 +665,9 @@ class _Compiler:
         kind = node.data
         if kind == "number":
             value, width = parse_number(str(node.children[0]))
-            return _const(value if width is None else value & _mask_of(width), width)
+            signed = re.match(r"[0-9]+s", str(node.children[0])) is not None  # `4s7`: an int<4>
+            value = value if width is None else value & _mask_of(width)
+            return _Expr(lambda ctx, mask: value, width, constant=True, signed=signed)
         if kind in ("true", "false"):
             flag = kind == "true"
             return _Expr(lambda ctx, mask: np.full(ctx.n, flag), 1, True)
@@ -612,9 +688,11 @@ class _Compiler:
         if kind == "member" and node.children[0].data == "index":
             stack, index, field_name, width = self.dynamic_element(node)
             cells = [f"{stack}[{i}].{field_name}" for i in range(self.program.stacks[stack][1])]
-            return _Expr(_element_of(cells, index, width, self.program.source, node), width)
+            return _Expr(_element_of(cells, index, width, self.program.where(node)), width)
         if kind in ("sat_add", "sat_sub"):
             return self.saturating(node, kind)
+        if kind == "member" and isinstance(node.children[0], Tree) and node.children[0].data == "lookahead":
+            return self.lookahead(node.children[0], str(node.children[1]))
         if kind == "lookahead":
             return self.lookahead(node)
         if kind == "error_const":
@@ -630,10 +708,14 @@ class _Compiler:
         """`(bit<N>) e`, `(bool) e`, `(T) e` for a typedef or enum T of bit<N>."""
         target, operand = node.children
         inner = self.expr(operand)
+        signed = False
         if isinstance(target, Token):  # a type name
             width = self.program.type_widths.get(str(target))
             if width is None or str(target) == "error":
                 raise self.fail(node, f"a cast to {target} is outside the supported subset")
+            signed = str(target) in self.program.signed_types
+        elif target.data == "int_type":
+            width, signed = parse_number(str(target.children[0]))[0], True
         elif target.data == "bool_type":
             if inner.width not in (1, None) and not inner.is_bool:
                 raise self.fail(node, "(bool) takes a bit<1>")
@@ -643,7 +725,12 @@ class _Compiler:
         else:
             what = target.data.removesuffix("_type")
             raise self.fail(node, f"a cast to {what} is outside the supported subset")
-        return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width)
+        if inner.signed and inner.width is not None:  # int<M> to N bits: sign-extended
+            source = inner.width
+            return _Expr(
+                lambda ctx, mask: _resize(inner.fn(ctx, mask), source, width, True), width, signed=signed
+            )
+        return _Expr(lambda ctx, mask: _fit(inner.fn(ctx, mask), width), width, signed=signed)
 
     def dynamic_element(self, node: Tree) -> tuple[str, _Expr, str, int]:
         """`s[e].f` with a run-time index: the stack, the index, the field and its width."""
@@ -661,22 +748,26 @@ class _Compiler:
     def saturating(self, node: Tree, kind: str) -> _Expr:
         """`a |+| b`, `a |-| b` on bit<N>: clamped to 0 .. 2**N - 1 instead of wrapping."""
         left, right = (self.expr(c) for c in node.children)
+        signed = left.signed or right.signed
         if left.width is None and right.width is not None:
-            left = _sized(left, right.width)
+            left = _sized(left, right.width, signed)
         elif right.width is None and left.width is not None:
-            right = _sized(right, left.width)
+            right = _sized(right, left.width, signed)
         width = left.width or right.width
         if width is None or width > 64:
             raise self.fail(node, "saturating arithmetic needs a known width of at most 64 bits")
-        top = _mask_of(width)
+        # bit<N>: 0 .. 2**N - 1; int<N>: -2**(N-1) .. 2**(N-1) - 1
+        low, high = (-(1 << (width - 1)), (1 << (width - 1)) - 1) if signed else (0, _mask_of(width))
 
         def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
             a = _column(left.fn(ctx, mask), ctx.n, width).astype(object)
             b = _column(right.fn(ctx, mask), ctx.n, width).astype(object)
-            out = a + b if kind == "sat_add" else a - b
-            return np.clip(out, 0, top).astype(np.uint64)
+            if signed:
+                a, b = _signed_of(a, width), _signed_of(b, width)
+            out = np.clip(a + b if kind == "sat_add" else a - b, low, high)
+            return _bits_of(out.astype(object), width)
 
-        return _Expr(fn, width)
+        return _Expr(fn, width, signed=signed)
 
     def mux(self, node: Tree) -> _Expr:
         """`c ? a : b`: `a` evaluated on the rows where `c` holds, `b` on the others."""
@@ -729,11 +820,16 @@ class _Compiler:
             value = int(inner.fn(None, None))  # type: ignore[arg-type]
             return _const(-value if kind == "neg" else ~value)
         width = inner.width or 64
+        signed = inner.signed
         if kind == "bnot":
-            return _Expr(lambda ctx, mask: _fit(_invert(inner.fn(ctx, mask), width), width), width)
-        return _Expr(lambda ctx, mask: _fit(_sub(0, inner.fn(ctx, mask), width), width), width)
+            return _Expr(
+                lambda ctx, mask: _fit(_invert(inner.fn(ctx, mask), width), width), width, signed=signed
+            )
+        return _Expr(lambda ctx, mask: _fit(_sub(0, inner.fn(ctx, mask), width), width), width, signed=signed)
 
     def binary(self, node: Tree, kind: str) -> _Expr:
+        if kind in ("eq", "ne") and any(self.composite_ref(c) for c in node.children):
+            return self.composite_equal(node, kind == "ne")
         left, right = (self.expr(c) for c in node.children)
         if kind in ("land", "lor"):
             return _Expr(_short_circuit(left, right, kind == "land"), 1, True)
@@ -745,24 +841,67 @@ class _Compiler:
                 lambda ctx, mask: _concat(left.fn(ctx, mask), right.fn(ctx, mask), shift, total), total
             )
         if left.width is None and right.width is None and kind not in _COMPARE:
-            value = _BINARY[kind](int(left.fn(None, None)), int(right.fn(None, None)))  # type: ignore[arg-type]
-            return _const(int(value))
+            a, b = int(left.fn(None, None)), int(right.fn(None, None))  # type: ignore[arg-type]
+            if kind in ("div", "mod") and b <= 0:
+                raise self.fail(node, "division by a constant that is not positive")
+            return _const(int(_BINARY[kind](a, b)))
+        shift = kind in ("shl", "shr")
+        signed = left.signed or (right.signed and not shift)
         if left.width is None and right.width is not None and not left.is_bool:
-            left = _sized(left, right.width)
-        elif right.width is None and left.width is not None and kind not in ("shl", "shr"):
-            right = _sized(right, left.width)
+            left = _sized(left, right.width, signed)
+        elif right.width is None and left.width is not None and not shift:
+            right = _sized(right, left.width, signed)
         width = left.width if left.width is not None else right.width
-        if left.width is not None and right.width is not None and kind not in ("shl", "shr"):
+        if left.width is not None and right.width is not None and not shift:
             width = max(left.width, right.width)
         compute = _BINARY[kind]
+        if kind in _COMPARE and signed and width is not None:
+            return _Expr(_signed_compare(compute, left, right, width), 1, True)
         if kind in _COMPARE:
             return _Expr(
                 lambda ctx, mask: _compare(compute, left.fn(ctx, mask), right.fn(ctx, mask), width), 1, True
             )
         w = width or 64
+        if kind in ("div", "mod"):
+            if signed:
+                raise self.fail(node, "/ and % on int<N> are outside the supported subset")
+            return _Expr(_divide(kind, left, right, w, self.program.where(node)), width)
+        if kind == "shr" and signed:
+            return _Expr(_arithmetic_shift(left, right, w), width, signed=True)
         return _Expr(
-            lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w), width
+            lambda ctx, mask: _fit(_arith(kind, left.fn(ctx, mask), right.fn(ctx, mask), w), w),
+            width,
+            signed=signed,
         )
+
+    def composite_ref(self, node: Tree) -> str | None:
+        """The storage key of a header or struct `node` names, or None."""
+        if node.data != "ref":
+            return None
+        key = self.key_of(node.children[0])
+        return key if self.composite(key) is not None else None
+
+    def composite_equal(self, node: Tree, negate: bool) -> _Expr:
+        """`a == b` on headers or structs of one type: every header both invalid, or both
+        valid with equal fields; every other field equal."""
+        left, right = (self.composite_ref(c) for c in node.children)
+        if left is None or right is None or self.composite(left) != self.composite(right):
+            raise self.fail(node, "== and != compare headers or structs of one type only")
+        fields, headers = self.composite(left)  # type: ignore[misc]
+        owner = {f: max((h for h in headers if f.startswith(h + ".")), key=len, default=None) for f in fields}
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            same = np.ones(ctx.n, dtype=bool)
+            valid = {h: (ctx.header_valid(left + h), ctx.header_valid(right + h)) for h in headers}
+            for a, b in valid.values():
+                same &= a == b
+            for f in fields:
+                equal = ctx.get(left + f) == ctx.get(right + f)
+                h = owner[f]
+                same &= equal if h is None else (equal | ~(valid[h][0] | valid[h][1]))
+            return ~same if negate else same
+
+        return _Expr(fn, 1, True)
 
     def call_expr(self, call: Tree) -> _Expr:
         if call.data == "call_member":
@@ -799,9 +938,59 @@ class _Compiler:
                 return value
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
+        if len(names) == 2 and names[1] == "read" and names[0] in self.dp.registers and len(args) == 1:
+            return self.register_read(names[0], args[0], call)  # PSA's `r.read(index)`
         raise self.fail(call, f"call {'.'.join(names)}(...) is not an expression in the supported subset")
 
-    def checksum(self, args: list[Tree], node: Tree) -> _Expr:
+    def varbit_key(self, node: Tree) -> str | None:
+        """The storage key of the varbit field `node` names, or None."""
+        if node.data != "ref":
+            return None
+        key = self.key_of(node.children[0])
+        return key if f"{key}$len" in self.widths else None
+
+    def checksum_rows(self, args: list[Tree], node: Tree, payload: bool = False) -> _Expr:
+        """The ones' complement checksum of fields that include varbit ones (each as long
+        as its row's length), and then the payload (the bytes after the parsed headers) when
+        `payload`; computed row by row; an odd byte at the end is padded with 0."""
+        parts: list[tuple[str | None, _Expr | None]] = []
+        for arg in args:
+            key = self.varbit_key(arg)
+            expr = None if key is not None else self.expr(arg)
+            if expr is not None and expr.width is None:
+                raise self.fail(arg, "checksum16 takes fields of known width")
+            parts.append((key, expr))
+
+        def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+            columns = []
+            for key, expr in parts:
+                if key is not None:
+                    columns.append((ctx.get(key).tolist(), ctx.get(f"{key}$len").tolist()))
+                else:
+                    assert expr is not None and expr.width is not None
+                    column = _column(expr.fn(ctx, mask), ctx.n, expr.width).tolist()
+                    columns.append((column, [expr.width] * ctx.n))
+            out = np.zeros(ctx.n, dtype=np.uint64)
+            for row in np.flatnonzero(mask).tolist():
+                value = bits = 0
+                for values, lengths in columns:
+                    value, bits = (value << int(lengths[row])) | int(values[row]), bits + int(lengths[row])
+                if payload:
+                    rest = ctx.data[row, int(ctx.cursor[row]) : int(ctx.length[row])].tobytes()
+                    value, bits = (value << 8 * len(rest)) | int.from_bytes(rest, "big"), bits + 8 * len(rest)
+                if bits % 16:
+                    value, bits = value << (16 - bits % 16), bits + 16 - bits % 16
+                total = sum((value >> (16 * i)) & 0xFFFF for i in range(bits // 16))
+                while total >> 16:
+                    total = (total & 0xFFFF) + (total >> 16)
+                out[row] = ~total & 0xFFFF
+            return out
+
+        return _Expr(fn, 16)
+
+    def checksum(self, args: list[Tree], node: Tree, payload: bool = False) -> _Expr:
+        if payload or any(self.varbit_key(a) is not None for a in args):
+            return self.checksum_rows(args, node, payload)
         exprs = [self.expr(a) for a in args]
         if any(e.width is None or e.width > 64 for e in exprs):
             raise self.fail(node, "checksum16 takes fields of known width up to 64 bits")
@@ -955,13 +1144,23 @@ class _Compiler:
             raise self.fail(node, f"{name}.execute(index): {name!r} is not a Meter")
         index = self.expr(args[0])
         meter = self.dp.meters[name]
-        # the program's own codes of GREEN, YELLOW, RED (pna.p4 declares them RED, GREEN, YELLOW)
-        named = [self.program.constants.get(f"PNA_MeterColor_t.{c}", i) for i, c in enumerate(_COLOURS)]
-        codes = np.array(named, dtype=np.uint64)
-        width = 32 if self.program.pna_file else 2
-        return _Expr(
-            lambda ctx, mask: codes[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)], width
-        )
+        if self.program.pna_file:  # pna.p4's own PNA_MeterColor_t { RED, GREEN, YELLOW }
+            named = [self.program.constants[f"PNA_MeterColor_t.{c}"] for c in _COLOURS]
+            codes = np.array(named, dtype=np.uint64)
+
+            def pna_colour(ctx: _Ctx, mask: np.ndarray) -> Value:
+                return codes[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)]
+
+            return _Expr(pna_colour, 32)
+        if self.program.architecture == "psa":  # PSA_MeterColor_t { RED, GREEN, YELLOW }
+            names = (f"PSA_MeterColor_t.{c}" for c in ("GREEN", "YELLOW", "RED"))
+            colour = np.array([self.program.constants[n] for n in names], dtype=np.uint64)
+
+            def psa_colour(ctx: _Ctx, mask: np.ndarray) -> Value:
+                return colour[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)]
+
+            return _Expr(psa_colour, 32)
+        return _Expr(lambda ctx, mask: meter.execute(ctx, mask, index.fn(ctx, mask), index.width), 2)
 
     # statements ----------------------------------------------------------------------
     def block(self, node: Tree) -> StmtFn:
@@ -1009,18 +1208,44 @@ class _Compiler:
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
 
+    def register_read(self, name: str, index_node: Tree, node: Tree) -> _Expr:
+        """PSA's `r.read(index)`: the cell's value (an index past the register reads as 0,
+        a value PSA leaves unspecified)."""
+        cells, width = self.dp.registers[name]
+        psa = self.program.architecture == "psa"
+        where = self.program.where(node)
+        index = self.expr(index_node)
+
+        def read(ctx: _Ctx, mask: np.ndarray) -> Value:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            outside = at >= np.uint64(cells.size)
+            if psa:  # PSA: a read past the register gives an unspecified value, here 0
+                mask = mask & ~outside
+            elif (mask & outside).any():
+                raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
+            column = _column(0, ctx.n, width)
+            rows = np.flatnonzero(mask)
+            column[rows] = cells[at[rows].astype(np.int64)]
+            return column
+
+        return _Expr(read, width)
+
     def register_access(self, name: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
         """v1model `r.read(out value, index)` and `r.write(index, value)`; an index past the
         register is refused when a packet reaches it."""
         cells, width = self.dp.registers[name]
         if len(args) != 2:
             raise self.fail(node, f"{name}.{method} takes two arguments")
-        where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+        where = self.program.where(node)
         index = self.expr(args[1] if method == "read" else args[0])
+
+        psa = self.program.architecture == "psa"
 
         def rows_and_cells(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
             at = _column(index.fn(ctx, mask), ctx.n, index.width)
-            if (mask & (at >= np.uint64(cells.size))).any():
+            if psa:  # PSA: a write past the register does nothing
+                mask = mask & (at < np.uint64(cells.size))
+            elif (mask & (at >= np.uint64(cells.size))).any():
                 raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
             rows = np.flatnonzero(mask)
             return rows, at[rows].astype(np.int64)
@@ -1049,7 +1274,7 @@ class _Compiler:
         stack, index, field_name, width = self.dynamic_element(target)
         size = self.program.stacks[stack][1]
         value = self.expr(value_node)
-        where = f"{self.program.source}:{target.meta.line}:{target.meta.column}"
+        where = self.program.where(target)
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             at = _column(index.fn(ctx, mask), ctx.n, index.width)
@@ -1069,6 +1294,14 @@ class _Compiler:
         if (value is None) != (target is None):
             what = "returns a value" if target is not None else "returns nothing here"
             raise self.fail(node, f"return: the enclosing function {what}")
+        if value is not None and target is not None and self.composite(target) is not None:
+            copy = self.copy_composite(target, value, node)  # a header or struct returned
+
+            def give(ctx: _Ctx, mask: np.ndarray) -> None:
+                copy(ctx, mask)
+                ctx.returned = mask.copy() if ctx.returned is None else ctx.returned | mask
+
+            return give
         expr = self.expr(value) if value is not None else None
 
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
@@ -1208,6 +1441,8 @@ class _Compiler:
         return run
 
     def call_stmt(self, call: Tree) -> StmtFn:
+        if call.data == "lookahead":  # `pkt.lookahead<T>();`: only whether the bits are there
+            return self.lookahead_statement(call)
         if call.data == "call_member":
             expr = self.call_expr(call)
 
@@ -1245,6 +1480,8 @@ class _Compiler:
         owner = self.control or self.program.parser
         if method == "apply" and len(target) == 1 and target[0] in owner.instances:
             return self.inline_block(self.program.blocks[owner.instances[target[0]]], args, call)
+        if method == "apply" and len(target) == 1 and target[0] in self.program.blocks:
+            return self.inline_block(self.program.blocks[target[0]], args, call)  # `Type.apply(...)`
         if method == "apply":
             apply = self.table_apply(target, call)
 
@@ -1433,6 +1670,10 @@ class _Compiler:
                 enter.append(_copy_in(key, self.expr(arg) if direction != "out" else _const(0)))
             if direction not in ("out", "inout"):
                 continue
+            if arg.data == "slice_expr" and arg.children[0].data == "ref" and not type_name:
+                lvalue = Tree("lvalue", [arg.children[0].children[0], Tree("slice", arg.children[1:])])
+                leave.append(self.assign(Tree("assign", [lvalue, _ref(key, arg)], arg.meta)))  # f[hi:lo]
+                continue
             if arg.data != "ref":
                 raise self.fail(arg, "an out or inout argument must be a header, struct or field")
             if type_name:
@@ -1493,6 +1734,22 @@ class _Compiler:
 
     def function_call(self, name: str, args: list[Tree], node: Tree) -> _Expr:
         """A call of a function, inlined here: copy in, run the body, copy out, its value."""
+        if self.program.functions[name].returns_type:
+            run, _ = self.composite_call(name, args, node)
+            return _Expr(lambda ctx, mask: (run(ctx, mask), 0)[1], None)
+        return self._function_call(name, args, node)[0]
+
+    def composite_call(self, name: str, args: list[Tree], node: Tree) -> tuple[StmtFn, str]:
+        """A call of a function that returns a header or struct: the call, and where its
+        value is (a header it leaves invalid unless a `return` gives it one)."""
+        expr, target = self._function_call(name, args, node)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            expr.fn(ctx, mask)
+
+        return run, target
+
+    def _function_call(self, name: str, args: list[Tree], node: Tree) -> tuple[_Expr, str]:
         function = self.program.functions[name]
         if len(args) != len(function.params):
             raise self.fail(node, f"function {name} takes {len(function.params)} arguments, got {len(args)}")
@@ -1504,9 +1761,14 @@ class _Compiler:
         params = [(p, d, t, w) for (p, w, d), t in zip(function.params, types, strict=True)]
         scope, enter, leave = self.bind(prefix, params, args, node)
         target = None
+        fresh: StmtFn | None = None
         if function.returns is not None:
             target = f"{prefix}.$return"
             self.widths[target] = function.returns
+        elif function.returns_type:
+            target = f"{prefix}.$return"
+            self.declare_composite(target, function.returns_type, node)
+            fresh = self.clear_composite(target)
         saved = (self.scopes, self.params, self.roles, self.returns, self.writable)
         self.scopes, self.params, self.roles = [scope], {}, {}
         self.returns, self.writable = [target], set()
@@ -1520,16 +1782,18 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> Value:
             for step in enter:
                 step(ctx, mask)
-            if target is not None:
+            if fresh is not None:
+                fresh(ctx, mask)
+            elif target is not None:
                 ctx.put(target, 0, mask)
             returned, ctx.returned = ctx.returned, None
             body(ctx, mask)
             ctx.returned = returned
             for step in leave:
                 step(ctx, mask)
-            return ctx.get(target) if target is not None else 0
+            return ctx.get(target) if target is not None and fresh is None else 0
 
-        return _Expr(run, function.returns)
+        return _Expr(run, function.returns), target or ""
 
     def count(self, name: str, args: list[Tree], node: Tree) -> StmtFn:
         assert self.control is not None
@@ -1561,7 +1825,7 @@ class _Compiler:
         count = self.constant(args[0])
         if count < 0:
             raise self.fail(node, f"{method}: a negative count")
-        names = [f for f, _ in htype.fields]
+        names = [f for f, _ in htype.storage()]
         step = count if method == "push_front" else -count
         order = range(size - 1, -1, -1) if step > 0 else range(size)
         following = f"{stack}.$next"
@@ -1590,7 +1854,7 @@ class _Compiler:
         def run(ctx: _Ctx, mask: np.ndarray) -> None:
             count = _column(bits.fn(ctx, mask), ctx.n, bits.width).astype(np.int64)
             if (mask & (count % 8 != 0)).any():
-                where = f"{self.program.source}:{node.meta.line}:{node.meta.column}"
+                where = self.program.where(node)
                 raise P4Error(f"{where}: advance by bits that are not whole bytes")
             step = count // 8
             short = mask & (ctx.cursor + step > ctx.length)
@@ -1600,16 +1864,26 @@ class _Compiler:
 
         return run
 
-    def lookahead(self, node: Tree) -> _Expr:
-        """pkt.lookahead<bit<N>>(): the next N bits (N <= 64) without moving; rows without them
-        leave the parser with error.PacketTooShort."""
+    def lookahead(self, node: Tree, member: str | None = None) -> _Expr:
+        """pkt.lookahead<bit<N>>(): the next N bits (N <= 64) without moving, and
+        pkt.lookahead<H>().f: field f of the header H the next bytes would be; rows without
+        them leave the parser with error.PacketTooShort."""
         base, type_ = node.children[0], node.children[-1]
-        if base.data != "ref" or self.path(base.children[0]) != ["pkt"] or type_.data != "bit_type":
-            raise self.fail(node, "lookahead of anything but bit<N> from the packet is outside the subset")
-        width = self.type_width(type_, "lookahead")
+        name = str(type_.children[0]) if type_.data == "named_type" else ""
+        header = self.program.headers.get(name) if member is not None else None
+        if base.data != "ref" or self.path(base.children[0]) != ["pkt"]:
+            raise self.fail(node, "lookahead from anything but the packet is outside the subset")
+        if header is not None and member in header.offsets():
+            offset, width = header.offsets()[member]
+            size = header.size_bytes
+        elif type_.data == "bit_type" and member is None:
+            offset, width = 0, self.type_width(type_, "lookahead")
+            size = -(-width // 8)
+        else:
+            what = "lookahead of anything but bit<N> or a header's field"
+            raise self.fail(node, f"{what} is outside the subset")
         if width > 64:
             raise self.fail(node, "lookahead wider than 64 bits is outside the subset")
-        size = -(-width // 8)
         too_short = self.dp.error_codes["PacketTooShort"]
 
         def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
@@ -1620,18 +1894,50 @@ class _Compiler:
             rows = np.flatnonzero(mask & ~short)
             if rows.size:
                 raw = _gather(ctx.data, rows, ctx.cursor[rows], size, ctx.n)
-                out[rows] = _bits(raw, 0, width)
+                out[rows] = _bits(raw, offset, width)
             return out
 
         return _Expr(fn, width)
 
+    def type_bits(self, node: Tree, depth: int = 0) -> int:
+        """The bits of a bit<N>, header or struct-of-fields type."""
+        name = str(node.children[0]) if node.data == "named_type" else ""
+        if name in self.program.headers:
+            return self.program.headers[name].width_bits
+        if name in self.program.structs and depth < 32:
+            return sum(self.type_bits(t, depth + 1) for _, t in self.program.structs[name])
+        return self.type_width(node, "lookahead")
+
+    def lookahead_statement(self, node: Tree) -> StmtFn:
+        """`pkt.lookahead<T>();` as a statement: rows without T's bytes left leave the parser
+        with error.PacketTooShort; nothing else changes."""
+        base, type_ = node.children[0], node.children[-1]
+        if base.data != "ref" or self.path(base.children[0]) != ["pkt"]:
+            raise self.fail(node, "lookahead of anything but the packet is outside the subset")
+        size = -(-self.type_bits(type_) // 8)
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            short = mask & (ctx.cursor + size > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+
+        return run
+
     def extract(self, args: list[Tree], node: Tree) -> StmtFn:
+        if len(args) == 2 and args[0].data == "ref":
+            header = self.header(args[0].children[0])
+            if self.dp.headers[header].varbit is None:
+                raise self.fail(node, f"extract({header}, bits): {header} has no varbit field")
+            return self.extract_varbit(header, self.expr(args[1]))
         if len(args) != 1 or args[0].data != "ref":
             raise self.fail(node, "extract takes one header")
         key = self.key_of(args[0].children[0])
         if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
             return self.extract_next(key[: -len(".next")], node)
         header = self.header(args[0].children[0])
+        if self.dp.headers[header].varbit is not None:
+            raise self.fail(node, f"{header} has a varbit field: extract({header}, bits) gives its length")
         run = self.extract_into(header)
         siblings = self.siblings(header)
         if not siblings:
@@ -1644,6 +1950,44 @@ class _Compiler:
                 ctx.valid[other] = ctx.header_valid(other) & ~done
 
         return extract_member
+
+    def extract_varbit(self, header: str, bits: _Expr) -> StmtFn:
+        """extract(h, bits): h's fixed fields, then `bits` more into its varbit field. Not
+        whole bytes: error.ParserInvalidArgument; more bits than the field holds:
+        error.HeaderTooShort (core.p4's meaning); fewer bytes left than that:
+        error.PacketTooShort (nothing extracted in each case)."""
+        htype = self.dp.headers[header]
+        assert htype.varbit is not None
+        name, most = htype.varbit
+        fixed = self.extract_into(header)
+        size = htype.size_bytes
+        value_key, length_key = f"{header}.{name}", f"{header}.{name}$len"
+        codes = self.dp.error_codes
+        invalid, too_long, too_short = (
+            codes[e] for e in ("ParserInvalidArgument", "HeaderTooShort", "PacketTooShort")
+        )
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            count = _column(bits.fn(ctx, mask), ctx.n, bits.width).astype(object)
+            count = np.array([min(int(c), 1 << 40) for c in count.tolist()], dtype=np.int64)
+            ctx.fail_rows(mask & (count % 8 != 0), invalid)
+            ctx.fail_rows(mask & (count > most), too_long)  # (a row already failed keeps its error)
+            bad = mask & ((count > most) | (count % 8 != 0))
+            short = mask & ~bad & (ctx.cursor + size + count // 8 > ctx.length)
+            ctx.fail_rows(short, too_short)
+            ok = mask & ~bad & ~short
+            if not ok.any():
+                return
+            fixed(ctx, ok)
+            value = _column(0, ctx.n, most).astype(object)
+            for row in np.flatnonzero(ok).tolist():
+                at, step = int(ctx.cursor[row]), int(count[row]) // 8
+                value[row] = int.from_bytes(ctx.data[row, at : at + step].tobytes(), "big")
+            ctx.put(value_key, value, ok)
+            ctx.put(length_key, count.astype(np.uint64), ok)
+            ctx.cursor = ctx.cursor + np.where(ok, count // 8, 0)
+
+        return run
 
     def extract_next(self, stack: str, node: Tree) -> StmtFn:
         """extract(s.next): into the element nextIndex names, then nextIndex + 1; past the
@@ -1988,6 +2332,54 @@ def _arith(kind: str, left: Value, right: Value, width: int) -> Value:
         return _BINARY[kind](a, b)
 
 
+def _signed_compare(
+    op: Callable[[Value, Value], Value], left: _Expr, right: _Expr, width: int
+) -> ExprFn:
+    """A comparison of int<N> values, in two's complement."""
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a = _signed_of(left.fn(ctx, mask), width)
+        b = _signed_of(right.fn(ctx, mask), width)
+        result = op(a, b)
+        return result.astype(bool) if isinstance(result, np.ndarray) else np.asarray(bool(result))
+
+    return fn
+
+
+def _arithmetic_shift(left: _Expr, right: _Expr, width: int) -> ExprFn:
+    """`a >> b` on an int<N>: the sign bit fills the bits shifted in."""
+    source = left.width or width
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a = _signed_of(left.fn(ctx, mask), source)
+        b = right.fn(ctx, mask)
+        if isinstance(a, np.ndarray) and a.dtype == np.int64:
+            amount = np.minimum(np.asarray(b, dtype=np.uint64), np.uint64(63)).astype(np.int64)
+            return _bits_of(a >> amount, width)
+        if isinstance(a, np.ndarray):
+            amounts = _column(b, ctx.n, None).tolist()
+            shifted = [int(x) >> int(s) for x, s in zip(a.tolist(), amounts, strict=True)]
+            return _bits_of(np.array(shifted, dtype=object), width)
+        return _bits_of(int(a) >> int(b), width)
+
+    return fn
+
+
+def _divide(kind: str, left: _Expr, right: _Expr, width: int, where: str) -> ExprFn:
+    """`a / b`, `a % b` on bit<N> (unsigned, rounding down); a row dividing by 0 is refused
+    when a packet reaches it (P4 leaves it undefined)."""
+
+    def fn(ctx: _Ctx, mask: np.ndarray) -> Value:
+        a, b = _operands(left.fn(ctx, mask), right.fn(ctx, mask), width)
+        zero = _column(b, ctx.n, width) == 0
+        if (mask & zero).any():
+            raise P4Error(f"{where}: division by 0 at run time")
+        safe = np.where(zero, 1, b) if isinstance(b, np.ndarray) else b
+        return _fit(a // safe if kind == "div" else a % safe, width)
+
+    return fn
+
+
 def _compare(op: Callable[[Value, Value], Value], left: Value, right: Value, width: int | None) -> Value:
     a, b = _operands(left, right, width or 64)
     result = op(a, b)
@@ -2008,6 +2400,8 @@ _BINARY: dict[str, Callable[[Value, Value], Value]] = {
     "add": lambda a, b: a + b,
     "sub": lambda a, b: a - b,
     "mul": lambda a, b: a * b,
+    "div": lambda a, b: a // b,
+    "mod": lambda a, b: a % b,
     "band": lambda a, b: a & b,
     "bor": lambda a, b: a | b,
     "bxor": lambda a, b: a ^ b,
@@ -2078,6 +2472,9 @@ class Datapath:
         self.locals: set[str] = set()  # storage keys of variables declared in blocks
         self.sites = 0  # function calls inlined so far (each has its own storage)
         self.headers: dict[str, HeaderType] = dict(program.header_instances)  # and local ones
+        self.signed = set(program.signed) | {  # storage keys of int<N> fields and variables
+            f"{name}.{f}" for name, htype in self.headers.items() for f in htype.signed
+        }
         self.action_runs: dict[str, int] = {}
         self.pna: Any = None  # a program that read pna.p4: its run-time state (arch/pna.py)
         if program.pna_file:
@@ -2116,6 +2513,9 @@ class Datapath:
             self.pna.attach_tables()
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
+        self.egress_parser: Callable[[_Ctx], None] | None = None  # PSA's
+        if program.egress_parser is not None:
+            self.egress_parser = _compile_parser(_Compiler(self), program.egress_parser)
         self.blocks: dict[str, StmtFn] = {}
         self.block_inits: dict[str, list[tuple[str, _Expr]]] = {}
         for control in _blocks(program):
@@ -2208,7 +2608,8 @@ class Datapath:
         if len(args) != len(params):
             raise compiler.fail(ref, f"action {action} takes {len(params)} arguments, got {len(args)}")
         values = tuple(a & _mask_of(w) for a, (_, w) in zip(args, params, strict=True))
-        return TableEntry(match, action, values, -position)
+        priorities = state.table.priorities
+        return TableEntry(match, action, values, -(priorities[position] if priorities else position))
 
     def entry_match(
         self, compiler: _Compiler, item: Tree, kind: MatchKind, width: int
@@ -2217,7 +2618,14 @@ class Datapath:
         if item.data == "ks_default":
             if kind == MatchKind.EXACT:
                 raise compiler.fail(item, "an exact key cannot be `_` or default")
-            return (0, 0)
+            return (0, full) if kind == MatchKind.RANGE else (0, 0)
+        if kind == MatchKind.RANGE and item.data in ("ks_value", "ks_range"):
+            low, high = (compiler.constant(c) & full for c in item.children) if item.data == "ks_range" else (
+                (compiler.constant(item.children[0]) & full,) * 2
+            )
+            return (low, high)
+        if kind == MatchKind.OPTIONAL and item.data == "ks_value":
+            return (compiler.constant(item.children[0]) & full, full)
         if item.data == "ks_value":
             value = compiler.constant(item.children[0]) & full
             return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
@@ -2275,7 +2683,11 @@ class Datapath:
     # running -------------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> BatchResult:
         """Run every packet of `batch` through parser, control and deparser (a program that
-        read pna.p4: through arch/pna.py, with recirculation and data-plane table state)."""
+        read pna.p4: through arch/pna.py, with recirculation and data-plane table state).
+
+        A batch narrower than its longest packet holds only each packet's head (at least
+        the bytes the parser reads, `depth.parse_depth`): the result's rows are then the
+        packets' new heads, which the bytes past each old head follow unchanged."""
         if self.pna is not None:
             return self.pna.process(batch)
         return self.single_pass(batch)
@@ -2290,6 +2702,11 @@ class Datapath:
         if alive.any():
             self.control(ctx, alive)
         dropped = ctx.drop | ctx.parser_error
+        head = batch.data.shape[1]
+        if ctx.n and head < int(ctx.length.max()):  # heads only: the rest follows them unchanged
+            if int(ctx.cursor.max()) > head:
+                raise P4Error(f"{self.program.source}: the parser read past the {head}-byte head")
+            ctx.length = np.minimum(ctx.length, head)
         data, length = self.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
 
@@ -2315,15 +2732,20 @@ class Datapath:
             exited=np.zeros(n, dtype=bool),
         )
 
-    def deparse(self, ctx: _Ctx, alive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Valid emitted headers, then the payload after the parser's cursor.
+    def deparse(
+        self, ctx: _Ctx, alive: np.ndarray, order: tuple[str, ...] | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Valid emitted headers (`order`, the deparser's by default), then the payload
+        after the parser's cursor.
 
         Rows are grouped by which headers they emit and where their payload starts (a
         batch has few such groups); each group is written as blocks: its headers' bytes
         side by side, then its payload shifted into place."""
         program = self.program
         n = ctx.n
-        emits = [(h, program.header_instances[h]) for h in program.emit_order]
+        emits = [(h, program.header_instances[h]) for h in (program.emit_order if order is None else order)]
+        if any(htype.varbit is not None for _, htype in emits):
+            return self.deparse_rows(ctx, alive, emits)
         valid = [ctx.header_valid(h) & alive for h, _ in emits]
         header_len = np.zeros(n, dtype=np.int64)
         for v, (_, htype) in zip(valid, emits, strict=True):
@@ -2356,6 +2778,34 @@ class Datapath:
                 out[rows] = block
         if not isinstance(groups[0][0], slice):
             out[~alive] = 0  # rows that leave nothing, written over by the largest group
+        return out, length
+
+    def deparse_rows(
+        self, ctx: _Ctx, alive: np.ndarray, emits: list[tuple[str, HeaderType]]
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The deparser row by row, for headers with a varbit field (each row's headers
+        are as long as its varbit fields)."""
+        packets: list[bytes] = []
+        for row in range(ctx.n):
+            if not alive[row]:
+                packets.append(b"")
+                continue
+            at = np.array([row])
+            parts = []
+            for header, htype in emits:
+                if not ctx.header_valid(header)[row]:
+                    continue
+                parts.append(self.header_bytes(ctx, header, htype, at)[0].tobytes())
+                if htype.varbit is not None:
+                    name = htype.varbit[0]
+                    step = int(ctx.get(f"{header}.{name}$len")[row]) // 8
+                    parts.append(int(ctx.get(f"{header}.{name}")[row]).to_bytes(step, "big"))
+            parts.append(ctx.data[row, int(ctx.cursor[row]) : int(ctx.length[row])].tobytes())
+            packets.append(b"".join(parts))
+        length = np.array([len(p) for p in packets], dtype=np.int64)
+        out = np.zeros((ctx.n, max(int(length.max()) if ctx.n else 0, 1)), dtype=np.uint8)
+        for row, packet in enumerate(packets):
+            out[row, : len(packet)] = np.frombuffer(packet, dtype=np.uint8)
         return out, length
 
     def header_bytes(self, ctx: _Ctx, header: str, htype: HeaderType, rows: np.ndarray) -> np.ndarray:
@@ -2425,13 +2875,14 @@ def _entry_params(state: _TableState, action: str, j: int, width: int) -> np.nda
 def _storage_widths(program: Program) -> dict[str, int]:
     widths = {f"istd.{name}": w for name, w in ISTD_FIELDS.items()}
     for header, htype in program.header_instances.items():
-        for name, width in htype.fields:
+        for name, width in htype.storage():
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
     for stack in program.stacks:
         widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
-    for name, (width, _) in program.parser.variables.items():
-        widths[f"var.{program.parser.name}.{name}"] = width
+    for parser in (program.parser, program.egress_parser):
+        for name, (width, _) in parser.variables.items() if parser is not None else ():
+            widths[f"var.{parser.name}.{name}"] = width  # type: ignore[union-attr]
     for control in (*_blocks(program), *_applied(program)):
         for name, (width, _) in control.variables.items():
             widths[f"var.{control.name}.{name}"] = width
@@ -2464,8 +2915,8 @@ CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "Head
 """core.p4's errors in its order: a program that does not include it gets these codes."""
 
 
-def _compile_parser(compiler: _Compiler) -> Callable[[_Ctx], None]:
-    parser = compiler.program.parser
+def _compile_parser(compiler: _Compiler, parser: ParserBlock | None = None) -> Callable[[_Ctx], None]:
+    parser = parser or compiler.program.parser
     compiler.roles = parser.roles
     machine = _parser_machine(compiler, parser, "")
     return lambda ctx: machine(ctx, np.ones(ctx.n, dtype=bool))
@@ -2592,7 +3043,7 @@ def _transition(
 def _build_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarray]:
     kinds = [k.kind for k in state.table.keys]
     entries = state.entries
-    if MatchKind.TERNARY in kinds or not kinds:
+    if {MatchKind.TERNARY, MatchKind.OPTIONAL, MatchKind.RANGE} & set(kinds) or not kinds:
         return _ternary_lookup(state)
     if MatchKind.LPM in kinds:
         return _lpm_lookup(state)
@@ -2673,6 +3124,9 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
         terms = []
         for j, kind in enumerate(kinds):
             match, width = state.entries[i].match[j], state.widths[j]
+            if kind == MatchKind.RANGE:
+                terms.append((match[0], match[1], True))  # type: ignore[index]
+                continue
             if kind == MatchKind.EXACT:
                 value, bits = int(match), _mask_of(width)  # type: ignore[arg-type]
             elif kind == MatchKind.LPM:
@@ -2680,7 +3134,7 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
                 bits = _mask_of(width) ^ _mask_of(width - prefix)
             else:
                 value, bits = match  # type: ignore[misc]
-            terms.append((value & bits, bits))
+            terms.append((value & bits, bits, False))
         rules.append((i, terms))
 
     def lookup(keys: list[np.ndarray]) -> np.ndarray:
@@ -2689,10 +3143,13 @@ def _ternary_lookup(state: _TableState) -> Callable[[list[np.ndarray]], np.ndarr
         left = np.ones(n, dtype=bool)
         for i, terms in rules:
             rows = left.copy()
-            for key, (value, bits) in zip(keys, terms, strict=True):
-                if bits == 0:
+            for key, (value, bits, is_range) in zip(keys, terms, strict=True):
+                if is_range:  # value .. bits, inclusive
+                    low, high = (b if key.dtype == object else np.uint64(b) for b in (value, bits))
+                    rows &= (key >= low) & (key <= high)
+                elif bits == 0:
                     continue
-                if key.dtype == object:
+                elif key.dtype == object:
                     rows &= (key & bits) == value
                 else:
                     rows &= (key & np.uint64(bits)) == np.uint64(value)

@@ -85,6 +85,8 @@ def _parse_text(text: str, where: str) -> int:
 def _match(value: object, kind: MatchKind, width: int, where: str) -> int | tuple[int, int]:
     if kind == MatchKind.EXACT:
         return parse_value(value, width, where)
+    if kind == MatchKind.RANGE:
+        raise NicError(f"{where}: range keys are set by const entries or STF only")
     if kind == MatchKind.LPM:
         address: object
         if isinstance(value, str) and "/" in value:
@@ -148,7 +150,7 @@ def _check_distinct(datapath: Datapath, table: str, name: str, entries: list[Tab
     """NicError naming the later of two entries that match the same keys (the same masks and,
     where priorities decide, the same priority): the later one would never be hit."""
     kinds = {k.kind for k in datapath.tables[table].table.keys}
-    ranked = MatchKind.TERNARY in kinds or not kinds  # priorities order these entries
+    ranked = bool({MatchKind.TERNARY, MatchKind.OPTIONAL} & kinds) or not kinds  # priorities order them
     seen: dict[tuple[object, ...], int] = {}
     for i, entry in enumerate(entries):
         key = (entry.match, entry.priority if ranked else 0)

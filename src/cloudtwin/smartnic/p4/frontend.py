@@ -86,8 +86,19 @@ _UNITS = {0: "packets", 1: "bytes", 2: "packets_and_bytes"}
 ARCHITECTURES = {
     "PNA_NIC": ("parser", "control", "deparser"),
     "V1Switch": ("parser", "verifyChecksum", "ingress", "egress", "computeChecksum", "deparser"),
+    "PSA_Switch": ("IngressPipeline", "PacketReplicationEngine", "EgressPipeline", "BufferingQueueingEngine"),
 }
 """The packages a program may instantiate as `main`, and the blocks each takes."""
+
+PSA_PIPELINES = {"IngressPipeline": "Ingress", "EgressPipeline": "Egress"}
+"""PSA's pipeline packages: each instantiates (parser, control, deparser)."""
+
+PSA_ROLES = {
+    "parser": ("pkt", "hdr", "meta", "", "psa.in1", "psa.in2", "psa.in3"),
+    "control": ("hdr", "meta", "", ""),
+}
+"""What each PSA block parameter is, by position ("": the architecture's struct of its type,
+held under the type's name; psa.inN: the metadata a packet brings in, as none is bridged)."""
 
 ERROR_BITS = 16
 """How wide an `error` value is held (its code: its position among the declared errors)."""
@@ -155,6 +166,11 @@ class _Checker:
         self.match_kinds: set[str] = set()
         self.extern_types: set[str] = set()  # extern objects, functions, parser/control/package types
         self.instances: list[Tree] = []  # top-level instantiations (main)
+        self.control_nodes: dict[str, Tree] = {}  # control name -> its declaration
+        self.packages: dict[str, Tree] = {}
+        self.signed: set[str] = set()  # storage keys of signed metadata fields and variables
+        self.signed_types: set[str] = set()  # typedefs of int<N>
+        self.consumed: set[int] = set()  # annotations read where they mean something (@priority)
         self.functions: dict[str, Function] = {}
         self.registers: list[Tree] = []  # register declarations (v1model only)
         self.aliases: dict[str, str] = {}  # @name of a table or action -> its name
@@ -193,7 +209,18 @@ class _Checker:
         line, column = _position(node)
         return P4Error(f"{self.source}:{line}:{column}: {what}")
 
-    def width(self, node: Tree, what: str) -> int:
+    def width(self, node: Tree, what: str, signed_ok: bool = False) -> int:
+        """The bits of a type; a signed one (`int<N>`, or a typedef of one) only where the
+        caller keeps its sign (`signed_ok`)."""
+        if self.is_signed(node) and not signed_ok:
+            raise self.fail(node, f"{what}: a signed int<N> is outside the supported subset here")
+        if node.data == "int_type":
+            value, _ = parse_number(str(node.children[0]))
+            if not 1 <= value <= 2048:
+                raise self.fail(node, f"{what}: int<{value}> is outside int<1>..int<2048>")
+            return value
+        if node.data == "bit_type" and node.children[0].data == "bit_expr":
+            raise self.fail(node, f"{what}: a width must be a literal expression (+ - * << of numbers)")
         if node.data == "bit_type":
             value, _ = parse_number(str(node.children[0].children[0]))
             if not 1 <= value <= 2048:
@@ -205,13 +232,19 @@ class _Checker:
             return ERROR_BITS
         if node.data != "named_type":
             kind = node.data.removesuffix("_type").replace("infint", "int")
-            raise self.fail(node, f"{what}: type {kind} is outside the supported subset")
+            where = " (a varbit field is a header's last)" if kind == "varbit" else ""
+            raise self.fail(node, f"{what}: type {kind} is outside the supported subset{where}")
         name = str(node.children[0])
         if name in self.typedefs:
             return self.typedefs[name]
         if name in self.enums:
             return self.enums[name]
         raise self.fail(node, f"{what}: type {name!r} is not a bit<N> type or typedef of one")
+
+    def is_signed(self, type_: Tree) -> bool:
+        """Whether `type_` is `int<N>` or a typedef of one."""
+        named = type_.data == "named_type" and str(type_.children[0]) in self.signed_types
+        return type_.data == "int_type" or named
 
     def is_composite(self, type_: Tree) -> bool:
         """Whether `type_` names a header or struct (held field by field, not as one value)."""
@@ -244,7 +277,8 @@ class _Checker:
         if node.meta.empty:
             return
         for at, (name, _) in sorted(self.annotations.items()):
-            if node.meta.start_pos <= at < node.meta.end_pos and name not in IGNORED_ANNOTATIONS:
+            inside = node.meta.start_pos <= at < node.meta.end_pos and at not in self.consumed
+            if inside and name not in IGNORED_ANNOTATIONS:
                 line = self.text.count("\n", 0, at) + 1
                 column = at - self.text.rfind("\n", 0, at)
                 what = f"annotation @{name} is outside the supported subset"
@@ -263,6 +297,14 @@ class _Checker:
                 return self.constants[name]
         if node.data == "neg":
             return -self.constant(node.children[0])
+        if node.data in ("cast", "name_cast"):  # (bit<N>) c, (T) c: c at the type's width
+            target, operand = node.children
+            if isinstance(target, Token):
+                width = self.typedefs.get(str(target), self.enums.get(str(target)))
+            else:
+                width = parse_number(str(target.children[0]))[0] if target.data == "bits" else None
+            if width is not None:
+                return self.constant(operand) & ((1 << width) - 1)
         if node.data == "error_const":
             name = f"error.{node.children[0]}"
             if name in self.constants:
@@ -353,7 +395,11 @@ class _Checker:
     def _typedef_decl(self, node: Tree) -> None:
         type_, name = node.children
         self.declare(self.names, "type", str(name), node)
-        self.typedefs[str(name)] = self.width(type_, f"typedef {name}")
+        if type_.data == "tuple_type":  # declared; a use of it is refused where it is made
+            return
+        self.typedefs[str(name)] = self.width(type_, f"typedef {name}", signed_ok=True)
+        if self.is_signed(type_):
+            self.signed_types.add(str(name))
 
     def _header_decl(self, node: Tree) -> None:
         name = str(node.children[0])
@@ -362,11 +408,20 @@ class _Checker:
         for f in node.children[1:]:
             if f.children[1] is not None:
                 raise self.fail(f, f"header {name}: a stack inside a header is outside the subset")
+        declared = list(node.children[1:])
+        varbit = None
+        if declared and declared[-1].children[0].data == "varbit_type":  # varbit<N>, last
+            last = declared.pop()
+            bits, _ = parse_number(str(last.children[0].children[0]))
+            if not 8 <= bits <= 65_536 or bits % 8:
+                raise self.fail(last, f"header {name}: varbit<{bits}> is not whole bytes up to 64 KiB")
+            varbit = (str(last.children[-1]), bits)
         fields = tuple(
-            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}"))
-            for f in node.children[1:]
+            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}", signed_ok=True))
+            for f in declared
         )
-        header = HeaderType(name, fields)
+        signed = frozenset(str(f.children[-1]) for f in declared if self.is_signed(f.children[0]))
+        header = HeaderType(name, fields, signed, varbit)
         if header.width_bits % 8:
             raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
         self.headers[name] = header
@@ -402,6 +457,10 @@ class _Checker:
         self.global_actions[action.name] = action
 
     def _main_decl(self, node: Tree) -> None:
+        if str(node.children[-1]) != "main" and str(node.children[0]) in PSA_PIPELINES:
+            self.declare(self.names, "package instance", str(node.children[-1]), node)
+            self.packages[str(node.children[-1])] = node  # PSA's IngressPipeline(...) ip;
+            return
         if str(node.children[0]) in self.extern_types and str(node.children[0]) not in ARCHITECTURES:
             self.declare(self.names, "extern instance", str(node.children[-1]), node)
             self.instances.append(node)  # a top-level extern instance (PNA: arch/pna.py)
@@ -439,8 +498,10 @@ class _Checker:
                 block.instances[str(child.children[-1])] = str(child.children[0])
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
-                    self.width(child.children[0], str(child.children[1])), child.children[2]
+                    self.width(child.children[0], str(child.children[1]), signed_ok=True), child.children[2]
                 )
+                if self.is_signed(child.children[0]):
+                    self.signed.add(f"var.{name}.{child.children[1]}")
             else:
                 raise self.fail(child, f"parser-local {child.data.replace('_', ' ')} is outside the subset")
         if "start" not in block.states:
@@ -463,6 +524,7 @@ class _Checker:
             if len(path) == 2 and path[1] == "apply" and is_control and not local:
                 control.instances.setdefault(path[0], path[0])
         control.params = _params(node.children[1])
+        self.control_nodes[control.name] = node
         self.controls.append((control, node.children[1]))
 
     def control_local(self, control: Control, node: Tree) -> None:
@@ -483,7 +545,9 @@ class _Checker:
             control.prelude.append(node)
         elif node.data == "var_decl":
             type_, name, init = node.children
-            control.variables[str(name)] = (self.width(type_, str(name)), init)
+            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), init)
+            if self.is_signed(type_):
+                self.signed.add(f"var.{control.name}.{name}")
         elif node.data == "const_decl":
             self._const_decl(node)
         elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
@@ -519,7 +583,8 @@ class _Checker:
             self.extern_types.add(str(name))
             return
         self.declare(self.names, "function", str(name), node)
-        returns = None if type_.data == "void_type" else self.width(type_, f"function {name} return")
+        gives = type_.data != "void_type" and self.is_composite(type_)  # a header or struct
+        returns = None if type_.data == "void_type" or gives else self.width(type_, f"function {name} return")
         bound = []
         types = []
         for param in (p for p in params.children if p is not None):
@@ -529,11 +594,13 @@ class _Checker:
             bound.append((str(pname), width, str(direction or "in")))
             types.append(str(ptype.children[0]) if composite else "")
         self.distinct(node, f"function {name}: parameter", [p for p, _, _ in bound])
-        self.functions[str(name)] = Function(str(name), tuple(bound), returns, body, tuple(types))
+        returns_type = str(type_.children[0]) if gives else ""
+        function = Function(str(name), tuple(bound), returns, body, tuple(types), returns_type)
+        self.functions[str(name)] = function
 
     def extern(self, node: Tree) -> Extern:
         kind = str(node.children[0])
-        if kind == "register":
+        if kind == "register" or (kind == "Register" and self.architecture() == "PSA_Switch"):
             return self.register(node)
         if kind in PNA_EXTERNS and self.pna_file:
             return pna_extern(self, node)
@@ -552,6 +619,11 @@ class _Checker:
             )
         return Extern(str(node.children[-1]), kind, size, _UNITS.get(unit, "packets"))
 
+    def architecture(self) -> str:
+        """The package the program instantiates as main (read ahead: main comes last)."""
+        found = re.search(r"^\s*(\w+)\s*(<[^>]*>)?\s*\([^;]*\)\s*main\s*;", self.text, re.MULTILINE)
+        return found.group(1) if found else ""
+
     def v1model_counter(self, node: Tree) -> Extern:
         """v1model's `counter(size, CounterType.x) c;` (its counts show in no packet)."""
         args = [a for a in node.children[1:-1] if a is not None]
@@ -565,7 +637,8 @@ class _Checker:
         return Extern(str(node.children[-1]), "Counter", size, _UNITS.get(self.constant(args[1]), "packets"))
 
     def register(self, node: Tree) -> Extern:
-        """v1model's `register<T[, I]>(size) r;`: `size` cells of T."""
+        """v1model's `register<T[, I]>(size) r;` and PSA's `Register<T, I>(size) r;`: `size`
+        cells of T."""
         types = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data in _TYPE_RULES]
         args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
         if not types or len(args) != 1:
@@ -585,6 +658,7 @@ class _Checker:
         default: Tree | None = None
         entries: tuple[Tree, ...] = ()
         bound: dict[str, tuple[Tree, ...]] = {}
+        priorities: tuple[int, ...] = ()
         const_default = False
         size = 1024
         properties: dict[str, Tree] = {}
@@ -596,9 +670,8 @@ class _Checker:
                 for elem in prop.children:
                     kind = str(elem.children[1])
                     if kind not in MatchKind.__members__.values():
-                        raise self.fail(
-                            elem, f"table {name}: match kind {kind!r} is not exact, lpm or ternary"
-                        )
+                        what = f"match kind {kind!r} is not exact, lpm, ternary, optional or range"
+                        raise self.fail(elem, f"table {name}: {what}")
                     alias = (self.annotation_in(elem, "name") or "").strip().strip('"')
                     text = self.source_text(elem.children[0])
                     keys.append(TableKey(text, elem.children[0], MatchKind(kind), 0, alias or text))
@@ -613,6 +686,7 @@ class _Checker:
                 default = prop.children[1]
             elif prop.data == "table_entries":
                 entries = tuple(e for e in prop.children[1:] if e is not None)
+                priorities = self.entry_priorities(entries)
             elif prop.data == "table_other" and str(prop.children[0]) in PNA_TABLE_PROPERTIES:
                 properties[str(prop.children[0])] = prop.children[1]
             elif prop.data == "table_other":
@@ -635,17 +709,30 @@ class _Checker:
                     default, f"table {name}: default action {default_name!r} is not in its actions"
                 )
         return Table(
-            name,
-            tuple(keys),
-            tuple(actions),
-            default_name,
-            default_args,
-            const_default,
-            size,
-            entries,
-            bound,
-            properties,
+            name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries,
+            bound, priorities, properties,
         )
+
+    def entry_priorities(self, entries: tuple[Tree, ...]) -> tuple[int, ...]:
+        """Each const entry's priority number, the smallest winning as in bmv2: its
+        `@priority(N)`, else one more than the entry before it's (the first: 1), so that
+        without annotations the earliest entry wins."""
+        out: list[int] = []
+        for entry in entries:
+            found = None
+            if not entry.meta.empty:
+                for at, (name, body) in self.annotations.items():
+                    if name == "priority" and entry.meta.start_pos <= at < entry.meta.end_pos:
+                        found = (at, body)
+            if found is None:
+                out.append(out[-1] + 1 if out else 1)
+                continue
+            self.consumed.add(found[0])
+            try:
+                out.append(int(found[1].strip().strip("()"), 0))
+            except ValueError:
+                raise self.fail(entry, f"@priority{found[1]}: not a number") from None
+        return tuple(out)
 
     def struct_fields(
         self, struct: str, prefix: str, node: Tree, chain: tuple[str, ...] = ()
@@ -666,7 +753,9 @@ class _Checker:
             elif type_.data == "named_type" and str(type_.children[0]) in self.headers:
                 self.meta_headers[f"{prefix}.{fname}"] = self.headers[str(type_.children[0])]
             else:
-                out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}")
+                out[f"{prefix}.{fname}"] = self.width(type_, f"{struct}.{fname}", signed_ok=True)
+                if self.is_signed(type_):
+                    self.signed.add(f"{prefix}.{fname}")
             if len(out) > MAX_STRUCT_FIELDS:
                 raise self.fail(node, f"{prefix}: more than {MAX_STRUCT_FIELDS:,} fields once flattened")
         return out
@@ -678,9 +767,18 @@ class _Checker:
         for fname, type_ in self.structs[struct]:
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
             size = self.stack_sizes.get(struct, {}).get(fname)
+            if size is not None and tname in self.unions:  # a stack of unions: by constant index only
+                for i in range(size):
+                    group = []
+                    for member, htype in self.unions[tname]:
+                        out[f"{prefix}.{fname}[{i}].{member}"] = self.headers[htype]
+                        group.append(f"{prefix}.{fname}[{i}].{member}")
+                    self.union_groups[f"{prefix}.{fname}[{i}]"] = group
+                continue
             if size is not None:
                 if tname not in self.headers:
-                    raise self.fail(type_, f"{struct}.{fname}: only stacks of headers are supported")
+                    what = "only stacks of headers or unions are supported"
+                    raise self.fail(type_, f"{struct}.{fname}: {what}")
                 for i in range(size):
                     out[f"{prefix}.{fname}[{i}]"] = self.headers[tname]
                 self.stacks[f"{prefix}.{fname}"] = (self.headers[tname], size)
@@ -705,8 +803,11 @@ class _Checker:
             self.declaration(node)
         self.refuse_annotations(tree)
         if self.main is None:
-            raise self.fail(tree, "no `PNA_NIC(...) main;` or `V1Switch(...) main;` instantiation")
+            packages = "`PNA_NIC(...) main;`, `V1Switch(...) main;` or `PSA_Switch(...) main;`"
+            raise self.fail(tree, f"no {packages}")
         package = str(self.main.children[0])
+        if package == "PSA_Switch":
+            return self.build_psa()
         roles = ARCHITECTURES[package]
         if self.registers and package != "V1Switch":
             kind = str(self.registers[0].children[0])
@@ -757,6 +858,110 @@ class _Checker:
         )
         program.architecture = "v1model" if package == "V1Switch" else "pna"
         program.controls = tuple(pipeline)
+        self.finish(program)
+        program.emit_order = self.emits(deparser, instances)
+        program.parser = parser
+        return program
+
+    def psa_blocks(self) -> list[str]:
+        """`PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;`:
+        the six blocks, ingress parser, control and deparser, then egress's."""
+        assert self.main is not None
+        args = [c for c in self.main.children[1:-1] if isinstance(c, Tree) and c.data.startswith("instance")]
+        if len(args) != 4:
+            what = "(IngressPipeline, PacketReplicationEngine(), EgressPipeline, BufferingQueueingEngine())"
+            raise self.fail(self.main, f"PSA_Switch takes {what}")
+        names: list[str] = []
+        for arg, want in ((args[0], "IngressPipeline"), (args[2], "EgressPipeline")):
+            pipeline = self.packages.get(str(arg.children[0])) if arg.data == "instance_name" else arg
+            if pipeline is None or str(pipeline.children[0]) != want:
+                raise self.fail(arg, f"PSA_Switch: {arg.children[0]} is not an {want}")
+            blocks = [
+                c for c in pipeline.children[1:] if isinstance(c, Tree) and c.data.startswith("instance")
+            ]
+            odd = any(b.data != "instance" or [a for a in b.children[1:] if a] for b in blocks)
+            if len(blocks) != 3 or odd:
+                raise self.fail(pipeline, f"{want} takes (parser(), control(), deparser()) in this subset")
+            names.extend(str(b.children[0]) for b in blocks)
+        return names
+
+    def psa_roles(self, node: Tree, kind: str, hdr: str, meta: str | None) -> dict[str, str]:
+        """A PSA block's parameters by position: packet, headers, user metadata, then the
+        architecture's structs (held under their type's name) and the metadata a packet
+        brings in (none is bridged or resubmitted here: all zero, under the block's name)."""
+        roles: dict[str, str] = {}
+        for position, (pname, _, type_) in enumerate(_params(node.children[1])):
+            tname = str(type_.children[0]) if type_.data == "named_type" else ""
+            if kind == "deparser":  # (only its emits are read)
+                role = {"packet_out": "pkt", hdr: "hdr", meta or "": "meta"}.get(tname, tname)
+            else:
+                table = PSA_ROLES[kind]
+                role = table[position] if position < len(table) else "?"
+                if role.startswith("psa."):
+                    role = f"in.{node.children[0]}.{pname}"
+                elif role == "":
+                    role = tname
+            if role == "?":
+                raise self.fail(node, f"{node.children[0]}: parameter {pname} is not one PSA passes")
+            if role in ("hdr", "meta") and tname != (hdr if role == "hdr" else meta):
+                what = "the ingress and egress headers (and user metadata) must be of one type here"
+                raise self.fail(type_, f"{node.children[0]}: {what}")
+            if kind != "deparser" and role not in ("pkt", "hdr", "meta") and tname not in self.structs:
+                raise self.fail(type_, f"{node.children[0]}: parameter {pname} must be a struct")
+            roles[pname] = role
+        return roles
+
+    def build_psa(self) -> Program:
+        """A PSA program: ingress parser, control and deparser, then egress's (bmv2's
+        psa_switch runs them; `arch.psa` drives the blocks)."""
+        assert self.main is not None
+        names = self.psa_blocks()
+        parsers = {p.name: p for p in self.parsers}
+        controls = {c.name: (c, params) for c, params in self.controls}
+        for i, name in enumerate(names):
+            known = parsers if i % 3 == 0 else controls
+            if name not in known:
+                raise self.fail(self.main, f"no {'parser' if i % 3 == 0 else 'control'} named {name!r}")
+        parser, egress_parser = parsers[names[0]], parsers[names[3]]
+        nodes = {str(n.children[0]): n for n in self._parser_nodes}
+        params = _params(nodes[names[0]].children[1])
+        types = [str(t.children[0]) if t.data == "named_type" else "" for _, _, t in params]
+        if len(types) < 3:
+            what = "PSA passes (packet, headers, metadata, ...)"
+            raise self.fail(nodes[names[0]], f"parser {names[0]}: {what}")
+        hdr_type, meta_type = types[1], types[2]
+        metadata = self.struct_fields(meta_type, "meta", self.main) if meta_type else {}
+        instances = self.header_instances(hdr_type, self.main)
+        instances.update(self.meta_headers)
+        blocks: list[tuple[ParserBlock | Control, Tree, str]] = [
+            (parser, nodes[names[0]], "parser"),
+            (egress_parser, nodes[names[3]], "parser"),
+            *((controls[names[i]][0], self.control_nodes[names[i]], "control") for i in (1, 4)),
+            *((controls[names[i]][0], self.control_nodes[names[i]], "deparser") for i in (2, 5)),
+        ]
+        for block, node, kind in blocks:
+            block.roles = self.psa_roles(node, kind, hdr_type, meta_type)
+            types_of = {p: t for p, _, t in _params(node.children[1])}
+            for pname, role in block.roles.items():
+                ptype = types_of[pname]
+                tname = str(ptype.children[0]) if ptype.data == "named_type" else ""
+                if role not in ("pkt", "hdr", "meta") and tname in self.structs:
+                    metadata.update(self.struct_fields(tname, role, self.main))
+        ingress, egress = controls[names[1]][0], controls[names[4]][0]
+        program = Program(
+            self.source, self.text, self.headers, instances, metadata, self.constants,
+            parser, ingress, controls[names[2]][0], self.global_actions,
+        )
+        program.architecture = "psa"
+        program.controls = (ingress, egress)
+        program.egress_parser = egress_parser
+        self.finish(program)
+        program.emit_order = self.emits(controls[names[2]][0], instances)
+        program.egress_emit_order = self.emits(controls[names[5]][0], instances)
+        return program
+
+    def finish(self, program: Program) -> None:
+        """The declarations every architecture's program carries."""
         program.errors = tuple(self.errors)
         program.type_widths = {**self.typedefs, **self.enums, "error": ERROR_BITS}
         program.functions = self.functions
@@ -766,11 +971,10 @@ class _Checker:
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
-        program.emit_order = self.emits(deparser, instances)
-        program.parser = parser
+        program.signed = self.signed
+        program.signed_types = self.signed_types
         program.arch_instances = {str(n.children[-1]): n for n in self.instances}
         program.pna_file = self.pna_file
-        return program
 
     def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
         node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
@@ -807,8 +1011,14 @@ class _Checker:
                 roles[str(name)] = "hdr" if tname == hdr_type else "meta"
         return roles
 
-    def emits(self, deparser: Control, instances: dict[str, HeaderType]) -> tuple[str, ...]:
+    def emits(
+        self, deparser: Control, instances: dict[str, HeaderType], roles: dict[str, str] | None = None,
+        depth: int = 0,
+    ) -> tuple[str, ...]:
+        """The headers the deparser emits, in order (a sub-control it applies, `c.apply(pkt,
+        hdr)`, emits its own in its place)."""
         order: list[str] = []
+        roles = deparser.roles if roles is None else roles
         assert deparser.apply is not None
         for stmt in deparser.apply.children:
             call = stmt.children[0] if stmt.data == "call_stmt" else None
@@ -816,12 +1026,24 @@ class _Checker:
                 raise self.fail(stmt, "the deparser may only emit headers")
             path = [str(t) for t in call.children[0].children]
             args = [a for a in call.children[1:] if a is not None]
+            inner = self.control_nodes.get(deparser.instances.get(path[0], "")) if len(path) == 2 else None
+            if path[-1] == "apply" and inner is not None and depth < MAX_STRUCT_NESTING:
+                params = _params(inner.children[1])
+                if len(args) != len(params) or any(a.data != "ref" for a in args):
+                    raise self.fail(stmt, f"{path[0]}.apply: one name per parameter of {inner.children[0]}")
+                passed = {}
+                for (pname, _, _), arg in zip(params, args, strict=True):
+                    outer = [str(t) for t in arg.children[0].children]
+                    passed[pname] = ".".join([roles.get(outer[0], outer[0]), *outer[1:]])
+                sub = next(c for c, _ in self.controls if c.name == str(inner.children[0]))
+                order.extend(self.emits(sub, instances, passed, depth + 1))
+                continue
             if path[-1] != "emit" or len(args) != 1 or args[0].data != "ref":
                 raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
             names = [str(t) for t in args[0].children[0].children]
-            header = ".".join([deparser.roles.get(names[0], names[0]), *names[1:]])
+            header = ".".join([roles.get(names[0], names[0]), *names[1:]])
             inside = [h for h in instances if h.startswith((f"{header}.", f"{header}["))]
-            if header not in instances and not inside:
+            if header not in instances and not inside and header != "hdr":  # (hdr: maybe empty)
                 raise self.fail(stmt, f"emit: {header} is not a header or a struct of headers")
             order.extend([header] if header in instances else inside)
         return tuple(order)
@@ -883,12 +1105,22 @@ def parse_program(
     located = preprocess(text, source, include_dirs, here) if "#" in text else None
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
+    body = _TYPE_ARGUMENT.sub(_blank_type_argument, body)
     try:
-        return _parse(body, source, annotations, located)
+        return _parse(body, source, annotations, located.origins if located is not None else [])
     except P4Error as err:
         if located is None:
             raise
         raise P4Error(_relocate(str(err), source, located)) from err
+
+
+def _blank_type_argument(match: re.Match[str]) -> str:
+    return match.group(1) + " " * (len(match.group(0)) - len(match.group(1)) - 1) + "("
+
+
+_TYPE_ARGUMENT = re.compile(r"(\.\s*(?:extract|emit))\s*<\s*[A-Za-z_]\w*\s*>\s*\((?!\s*_\s*\))")
+"""`pkt.extract<H>(hdr.h)`: a type argument the header argument already gives (blanked so
+that positions hold; `extract<H>(_)`, which skips an H, keeps it and is refused)."""
 
 
 def _relocate(message: str, source: str, located: Source) -> str:
@@ -909,7 +1141,7 @@ def _relocate(message: str, source: str, located: Source) -> str:
 
 
 def _parse(
-    text: str, source: str, annotations: dict[int, tuple[str, str]], located: Source | None = None
+    text: str, source: str, annotations: dict[int, tuple[str, str]], origins: list[tuple[str, int]]
 ) -> Program:
     try:
         tree = _lark().parse(text)
@@ -932,7 +1164,7 @@ def _parse(
     checker.annotations = annotations
     checker._parser_nodes = [n for n in tree.children if isinstance(n, Tree) and n.data == "parser_decl"]
     program = checker.build(tree)
-    program.source_map = located
+    program.origins = origins
     from cloudtwin.smartnic.p4.datapath import compile_program
 
     compile_program(program)  # resolves every name and width now, so errors surface here

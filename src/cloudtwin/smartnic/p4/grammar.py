@@ -29,8 +29,8 @@ method_name: NAME | LOOKAHEAD
 extern_function: "extern" ret_type NAME [type_params] "(" params ")" ";"
 ?ret_type: type | "void" -> void_type
 type_params: "<" NAME ("," NAME)* ">"
-parser_type: "parser" NAME type_params "(" params ")" ";"
-control_type: "control" NAME type_params "(" params ")" ";"
+parser_type: "parser" NAME [type_params] "(" params ")" ";"
+control_type: "control" NAME [type_params] "(" params ")" ";"
 package_type: "package" NAME type_params "(" params ")" ";"
 
 const_decl: "const" type NAME "=" expr ";"
@@ -50,15 +50,17 @@ type: bits                 -> bit_type
     | "string"               -> string_type
     | "tuple" "<" type ("," type)* ">" -> tuple_type
 
-bits: "bit" "<" NUMBER ">" | "bit" -> bit1
+bits: "bit" "<" NUMBER ">" | "bit" -> bit1 | "bit" "<" "(" expr ")" ">" -> bit_expr
 
 params: [param ("," param)*]
 param: [DIRECTION] type NAME ["=" expr]
 DIRECTION.2: "inout" | "in" | "out"
 
-main_decl: NAME ["<" type ("," type)* ">"] "(" [main_arg ("," main_arg)*] ")" NAME ";"
-?main_arg: instance | expr
+main_decl: NAME ["<" type ("," type)* ">"] "(" [instance ("," instance)*] ")" NAME ";"
 instance: NAME "(" [instance ("," instance)*] ")"
+        | NAME -> instance_name
+        | NAME "." NAME ("." NAME)* -> instance_path
+        | NUMBER -> instance_number
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
 ?parser_local: var_decl | const_decl | instance_decl | value_set_decl

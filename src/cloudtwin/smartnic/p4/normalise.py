@@ -108,12 +108,33 @@ def _path(node: Tree) -> Tree | None:
     return node.children[0] if isinstance(node, Tree) and node.data == "ref" else None
 
 
+_LITERAL_OPS = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "shl": lambda a, b: a << b if 0 <= b <= 4096 else None,
+}
+
+
+def _literal(node: Tree) -> int | None:
+    """The value of an expression of integer literals and + - * <<, or None."""
+    if node.data == "number":
+        text = re.sub(r"^[0-9]+[ws]", "", str(node.children[0])).replace("_", "")
+        return int(text, 0)
+    op = _LITERAL_OPS.get(node.data)
+    if op is None or len(node.children) != 2:
+        return None
+    left, right = (_literal(c) for c in node.children)
+    return None if left is None or right is None else op(left, right)
+
+
 def _fold(node: Tree) -> Tree:
     kind, children, meta = node.data, node.children, node.meta
     if kind == "name":
         return Tree("ref", [Tree("path", [children[0]], meta)], meta)
     if kind == "bit1":  # `bit` is bit<1>
         return Tree("bits", [Token("NUMBER", "1")], meta)
+    if kind == "bit_expr":  # bit<(8 * 8)>: a width written as a literal expression
+        width = _literal(children[0])
+        return node if width is None else Tree("bits", [Token("NUMBER", str(width))], meta)
     if kind == "member":
         base, name = children
         path = _path(base)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
 
 from lark import Tree
 
@@ -31,6 +30,8 @@ class MatchKind(StrEnum):
     EXACT = "exact"
     LPM = "lpm"
     TERNARY = "ternary"
+    OPTIONAL = "optional"  # a value or `_`: a ternary match with a full mask or none
+    RANGE = "range"  # lo .. hi, inclusive
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,16 @@ class HeaderType:
 
     name: str
     fields: tuple[tuple[str, int], ...]
+    signed: frozenset[str] = frozenset()  # the fields of type int<N>
+    varbit: tuple[str, int] | None = None  # its varbit<N> field after the others: (name, N)
+
+    def storage(self) -> tuple[tuple[str, int], ...]:
+        """Every field's storage (name, bits): the fixed ones, then a varbit field's value
+        (N bits) and its length in bits (`name$len`)."""
+        if self.varbit is None:
+            return self.fields
+        name, width = self.varbit
+        return (*self.fields, (name, width), (f"{name}$len", 32))
 
     @property
     def width_bits(self) -> int:
@@ -95,6 +106,7 @@ class Function:
     returns: int | None
     body: Tree
     types: tuple[str, ...] = ()  # per parameter: its header or struct type, "" for bit<N>
+    returns_type: str = ""  # a header or struct it returns (then `returns` is None)
 
 
 @dataclass(frozen=True)
@@ -110,6 +122,7 @@ class Table:
     size: int
     entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
     bound: dict[str, tuple[Tree, ...]] = field(default_factory=dict)  # action -> its directional args
+    priorities: tuple[int, ...] = ()  # per const entry: its priority number (the smallest wins)
     properties: dict[str, Tree] = field(default_factory=dict)  # PNA's (add_on_miss, pna_direct_counter...)
 
 
@@ -169,7 +182,7 @@ class Program:
     deparser: Control
     global_actions: dict[str, Action]
     emit_order: tuple[str, ...] = ()
-    architecture: str = "pna"  # or "v1model"
+    architecture: str = "pna"  # or "v1model" or "psa"
     controls: tuple[Control, ...] = ()  # the pipeline's controls in order (PNA: the main control)
     errors: tuple[str, ...] = ()  # the declared errors; a code is a position here
     type_widths: dict[str, int] = field(default_factory=dict)  # typedefs and enums -> bits
@@ -182,7 +195,19 @@ class Program:
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
     arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
     pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
-    source_map: Any = None  # the preprocessed text's lines -> (file, line), for run-time errors
+    signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
+    signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
+    origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)
+    egress_parser: ParserBlock | None = None  # PSA: the egress parser (`parser` is ingress's)
+    egress_emit_order: tuple[str, ...] = ()  # PSA: what the egress deparser emits
+
+    def where(self, node: Tree) -> str:
+        """`file:line:column` of `node` in the file it came from (through includes)."""
+        line, column = (node.meta.line, node.meta.column) if not node.meta.empty else (0, 0)
+        if 1 <= line <= len(self.origins):
+            origin, at = self.origins[line - 1]
+            return f"{origin}:{at}:{column}"
+        return f"{self.source}:{line}:{column}"
 
     def table(self, name: str) -> Table:
         """A table by its name (optionally prefixed with the control's name)."""

@@ -3,17 +3,37 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
+from cloudtwin.smartnic.p4.depth import parse_depth
 from cloudtwin.smartnic.p4.entries import parse_entries
 from cloudtwin.smartnic.p4.frontend import parse_program
-from cloudtwin.smartnic.p4.pcap import Capture, Records, index_pcap, pcap_parts, record_block
+from cloudtwin.smartnic.p4.pcap import (
+    Capture,
+    Records,
+    dense_rows,
+    index_pcap,
+    iter_pcap,
+    pcap_parts,
+    spliced_block,
+)
 
-__all__ = ["BATCH_BYTES", "BATCH_PACKETS", "RunReport", "batches", "install", "load_datapath", "run_capture"]
+__all__ = [
+    "BATCH_BYTES",
+    "BATCH_PACKETS",
+    "RunReport",
+    "batches",
+    "install",
+    "load_datapath",
+    "run_capture",
+    "run_pcap",
+]
 
 BATCH_PACKETS = 32_768
 """Packets per numpy batch: large enough to amortise Python (the VXLAN gateway runs 20-40 %
@@ -27,7 +47,8 @@ instead of widening every row to its length."""
 
 @dataclass(frozen=True)
 class RunReport:
-    """What a capture did in the pipeline; `pcap_parts` make the file of the packets that left it."""
+    """What a capture did in the pipeline; `pcap_parts` make the file of the packets that left it
+    (none when `run_pcap` wrote them as it went)."""
 
     packets_in: int
     packets_out: int
@@ -38,7 +59,8 @@ class RunReport:
     counters: dict[str, dict[int, tuple[int, int]]]
     pcap_parts: list[memoryview]
     phase_cpu_s: dict[str, float] = field(default_factory=dict)
-    """CPU seconds spent building batches, processing them and making the output records."""
+    """CPU seconds spent reading and indexing the capture (`run_pcap`), building batches,
+    processing them, making the output records and writing them (`run_pcap`)."""
 
     @property
     def pcap(self) -> bytes:
@@ -84,7 +106,11 @@ def install(datapath: Datapath, document: Any) -> None:
 
 def load_datapath(text: str, source: str, entries: Any) -> Datapath:
     """A program parsed from `text` with the entries document installed."""
-    datapath = Datapath(parse_program(text, source))
+    program = parse_program(text, source)
+    if program.architecture != "pna":
+        what = f"{source}: a {program.architecture} program; `nic run` runs the NIC's PNA pipeline"
+        raise P4Error(f"{what} (`nic stf` runs v1model and PSA programs)")
+    datapath = Datapath(program)
     install(datapath, entries)
     return datapath
 
@@ -94,31 +120,103 @@ def run_capture(datapath: Datapath, capture: Capture | Records, direction: int, 
     are written as pcap records batch by batch (columns in, columns out)."""
     records = capture if isinstance(capture, Records) else Records.of(capture.packets, capture.timestamp_ns)
     blocks: list[np.ndarray] = []
-    ports: dict[int, int] = {}
-    dropped = errors = 0
-    phases = dict.fromkeys(("batch", "process", "output"), 0.0)
-    for start, stop in batches(records.length):
-        part = slice(start, stop)
-        stamps = records.timestamp_ns[part]
+    run = _Run(datapath, direction, input_port)
+    run.feed(records, blocks.append)
+    return run.report(pcap_parts(blocks))
+
+
+def run_pcap(
+    datapath: Datapath,
+    readinto: Callable[[memoryview], int],
+    write: Callable[[Any], object],
+    direction: int,
+    input_port: int,
+    source: str = "<pcap>",
+) -> RunReport:
+    """`nic run` from file to file: the pcap stream `readinto` reads (as `iter_pcap` says)
+    through `datapath`, a block at a time, each block's output records handed to `write`
+    as soon as they are made (a nanosecond pcap file), so memory follows the block, not the
+    capture. Errors are `iter_pcap`'s, raised before anything is written past the block."""
+    run = _Run(datapath, direction, input_port)
+    timed = _timed(write, run.phases, "write")
+    timed(pcap_parts([])[0])
+    blocks = iter_pcap(readinto, source)
+    while True:
         began = time.process_time()
-        batch = PacketBatch.from_buffer(
-            records.buffer, records.offset[part], records.length[part], direction, input_port, stamps
+        records = next(blocks, None)
+        run.phases["read"] += time.process_time() - began
+        if records is None:
+            return run.report([])
+        run.feed(records, timed)
+
+
+def _timed(write: Callable[[Any], object], phases: dict[str, float], name: str) -> Callable[[Any], None]:
+    def timed(part: Any) -> None:
+        began = time.process_time()
+        write(part)
+        phases[name] += time.process_time() - began
+
+    return timed
+
+
+class _Run:
+    """The running totals of one capture through a datapath, fed a block of records at a time.
+
+    A program whose parser reads at most `parse_depth` bytes is batched by packet heads: the
+    batch holds only those bytes of each packet, and each output record is the new head
+    followed by the rest of the packet, copied from the capture's bytes untouched."""
+
+    def __init__(self, datapath: Datapath, direction: int, input_port: int) -> None:
+        self.datapath, self.direction, self.input_port = datapath, direction, input_port
+        self.head = parse_depth(datapath.program)
+        self.packets = self.dropped = self.errors = 0
+        self.ports: dict[int, int] = {}
+        self.phases = dict.fromkeys(("read", "batch", "process", "output", "write"), 0.0)
+
+    def feed(self, records: Records, emit: Callable[[np.ndarray], None]) -> None:
+        """Every packet of `records` through the datapath; each batch's output records to `emit`."""
+        phases = self.phases
+        first = records.length if self.head is None else np.minimum(records.length, self.head)
+        for start, stop in batches(first):
+            part = slice(start, stop)
+            stamps, offset, length, head = (
+                records.timestamp_ns[part], records.offset[part], records.length[part], first[part]
+            )
+            began = time.process_time()
+            batch = PacketBatch.of_rows(
+                dense_rows(records.buffer, offset, head), length, self.direction, self.input_port, stamps
+            )
+            built = time.process_time()
+            result = self.datapath.process(batch)
+            processed = time.process_time()
+            self.dropped += int(result.dropped.sum())
+            self.errors += int(result.parser_error.sum())
+            kept = ~result.dropped
+            cut = self.head is not None and bool((head < length).any())
+            rest = (records.buffer, offset + head, length - head) if cut else None
+            block = spliced_block(result.data, result.length, stamps, kept, rest)
+            _count_ports(result.out_port[kept], self.ports)
+            made = time.process_time()
+            emit(block)
+            phases["batch"] += built - began
+            phases["process"] += processed - built
+            phases["output"] += made - processed
+        self.packets += len(records)
+
+    def report(self, parts: list[memoryview]) -> RunReport:
+        datapath = self.datapath
+        hits = {name: [int(h) for h in state.hits] for name, state in datapath.tables.items()}
+        return RunReport(
+            self.packets,
+            self.packets - self.dropped,
+            self.dropped,
+            self.errors,
+            self.ports,
+            hits,
+            datapath.counter_totals(),
+            parts,
+            self.phases,
         )
-        built = time.process_time()
-        result = datapath.process(batch)
-        processed = time.process_time()
-        dropped += int(result.dropped.sum())
-        errors += int(result.parser_error.sum())
-        kept = ~result.dropped
-        blocks.append(record_block(result.data, result.length, stamps, kept))
-        _count_ports(result.out_port[kept], ports)
-        phases["batch"] += built - began
-        phases["process"] += processed - built
-        phases["output"] += time.process_time() - processed
-    counters = datapath.counter_totals()
-    hits = {name: [int(h) for h in state.hits] for name, state in datapath.tables.items()}
-    n = len(records)
-    return RunReport(n, n - dropped, dropped, errors, ports, hits, counters, pcap_parts(blocks), phases)
 
 
 def batches(lengths: np.ndarray) -> list[tuple[int, int]]:

@@ -403,11 +403,17 @@ class _Runner:
         if value is None:
             if kind == MatchKind.EXACT:
                 raise NicError(f"{where}: an exact key needs a value")
-            return (0, 0)
+            return (0, full) if kind == MatchKind.RANGE else (0, 0)
         if isinstance(value, int):
             if not 0 <= value <= full:
                 raise NicError(f"{where}: {value:#x} does not fit bit<{width}>")
+            if kind == MatchKind.RANGE:
+                return (value, value)
             return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
+        if kind == MatchKind.RANGE:
+            raise NicError(f"{where}: a {value[0]} value for a range key")
+        if kind == MatchKind.OPTIONAL and value[0] == "ternary" and value[2] not in (0, full):
+            raise NicError(f"{where}: an optional key matches one value or any (mask 0 or all ones)")
         form, number, extra = value
         if kind == MatchKind.EXACT or (form == "lpm") != (kind == MatchKind.LPM):
             raise NicError(f"{where}: a {form} value for a {kind.value} key")
@@ -503,6 +509,10 @@ class _Runner:
         batch = PacketBatch.from_packets([d for _, d in packets], direction, ports)
         if self.dp.program.architecture == "v1model":
             sent = [s for row in process(self.dp, batch, self.engine) for s in row]
+        elif self.dp.program.architecture == "psa":
+            from cloudtwin.smartnic.p4.arch import psa
+
+            sent = [s for row in psa.process(self.dp, batch, self.engine) for s in row]
         else:
             result = self.dp.process(batch)
             sent = [

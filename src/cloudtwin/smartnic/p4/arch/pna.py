@@ -123,11 +123,7 @@ class _Intent:
 
 def _where(compiler: Any, node: Tree) -> str:
     """`file:line:column` of `node` in the file it was written in (includes followed)."""
-    program = compiler.program
-    if program.source_map is None:
-        return f"{program.source}:{node.meta.line}:{node.meta.column}"
-    origin, line = program.source_map.locate(node.meta.line)
-    return f"{origin}:{line}:{node.meta.column}"
+    return str(compiler.program.where(node))
 
 
 def _arguments(compiler: Any, args: list[Tree], names: tuple[str, ...], node: Tree, what: str) -> list[Tree]:

@@ -112,7 +112,9 @@ def _mark_to_drop(compiler: Any, args: list[Tree], node: Tree) -> Any:
     return run
 
 
-def _csum16_args(compiler: Any, args: list[Tree], node: Tree, what: str) -> tuple[Any, Any, Tree]:
+def _csum16_args(
+    compiler: Any, args: list[Tree], node: Tree, what: str, payload: bool = False
+) -> tuple[Any, Any, Tree]:
     if len(args) != 4 or args[1].data != "list_expr":
         raise compiler.fail(node, f"{what}(condition, {{fields}}, checksum, algorithm) is expected")
     algorithm = args[3]
@@ -120,12 +122,28 @@ def _csum16_args(compiler: Any, args: list[Tree], node: Tree, what: str) -> tupl
     if names != ["HashAlgorithm", "csum16"]:
         raise compiler.fail(algorithm, f"{what}: only HashAlgorithm.csum16 is supported")
     fields = [a for a in args[1].children if a is not None]
-    return compiler.expr(args[0]), compiler.checksum(fields, node), args[2]
+    return compiler.expr(args[0]), compiler.checksum(fields, node, payload), args[2]
+
+
+@register("v1model", "update_checksum_with_payload")
+def _update_checksum_with_payload(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    """update_checksum over the fields and then the payload (the bytes after the headers
+    the parser took), as simple_switch computes it."""
+    return _update(compiler, args, node, payload=True)
+
+
+@register("v1model", "verify_checksum_with_payload")
+def _verify_checksum_with_payload(compiler: Any, args: list[Tree], node: Tree) -> Any:
+    return _verify(compiler, args, node, payload=True)
 
 
 @register("v1model", "update_checksum")
 def _update_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
-    condition, checksum, target = _csum16_args(compiler, args, node, "update_checksum")
+    return _update(compiler, args, node)
+
+
+def _update(compiler: Any, args: list[Tree], node: Tree, payload: bool = False) -> Any:
+    condition, checksum, target = _csum16_args(compiler, args, node, "update_checksum", payload)
     if target.data != "ref":
         raise compiler.fail(target, "update_checksum: the checksum must be a field")
     key, _ = compiler.lvalue(target.children[0])
@@ -140,7 +158,11 @@ def _update_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
 
 @register("v1model", "verify_checksum")
 def _verify_checksum(compiler: Any, args: list[Tree], node: Tree) -> Any:
-    condition, checksum, target = _csum16_args(compiler, args, node, "verify_checksum")
+    return _verify(compiler, args, node)
+
+
+def _verify(compiler: Any, args: list[Tree], node: Tree, payload: bool = False) -> Any:
+    condition, checksum, target = _csum16_args(compiler, args, node, "verify_checksum", payload)
     stored = compiler.expr(target)
 
     def run(ctx: _Ctx, mask: np.ndarray) -> None:
@@ -184,7 +206,7 @@ def _hash(compiler: Any, args: list[Tree], node: Tree) -> Any:
     base, limit = compiler.expr(args[2]), compiler.expr(args[4])
     key, _ = compiler.lvalue_of(args[0])
     size = sum(w or 0 for w in widths) // 8
-    where = f"{compiler.program.source}:{node.meta.line}:{node.meta.column}"
+    where = compiler.program.where(node)
 
     def run(ctx: _Ctx, mask: np.ndarray) -> None:
         columns = [_column(f.fn(ctx, mask), ctx.n, f.width).tolist() for f in fields]
