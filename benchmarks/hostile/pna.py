@@ -153,6 +153,21 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
             )
         )
     tracking = str(PNA / "examples" / "pna-example-tcp-connection-tracking.p4")
+    for label, text in (
+        ("profile of no duration", "pna:\n  expire_time_profiles: {1: soon}\n"),
+        ("profile 300", "pna:\n  expire_time_profiles: {300: 1s}\n"),
+        ("profile of 10^12 s", "pna:\n  expire_time_profiles: {1: 1000000000000s}\n"),
+        (
+            "default of a const default",
+            "pna:\n  default_actions: {ct_tcp_table: {action: ct_tcp_table_miss}}\n",
+        ),
+        ("default of no table", "pna:\n  default_actions: {nope: {action: drop}}\n"),
+        ("unknown pna key", "pna:\n  everything: true\n"),
+    ):
+        bad = folder / f"{label.replace(' ', '_')}.yaml"
+        bad.write_text(text)
+        argv = ["nic", "run", tracking, "--entries", str(bad), "--pcap", str(tcp), "--from", "host"]
+        out.append((f"pna nic run entries {label}", argv, None))
     out.append(
         (
             "pna nic run 20,000 new connections",

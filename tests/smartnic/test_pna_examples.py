@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import re
 import struct
 from functools import cache
 from pathlib import Path
@@ -15,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudtwin.errors import P4Error
+from cloudtwin.errors import NicError, P4Error
 from cloudtwin.smartnic.p4.arch.pna import MAX_RECIRCULATIONS, NET_PORT, run_entries
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.frontend import parse_program
@@ -202,6 +203,33 @@ def test_tcp_connection_tracking_adds_on_miss_and_expires() -> None:
     assert run_entries(load("pna-example-tcp-connection-tracking.p4"), None, packets) == [None] * 7
 
 
+def test_expire_time_profiles_from_the_entries_document() -> None:
+    dp = load("pna-example-tcp-connection-tracking.p4")
+    packets = _tcp_tracking_packets()
+    document = {"pna": {"expire_time_profiles": {1: "100ms"}}}
+    # profile NEW now lasts 100 ms: the SYN+ACK at 0.5 s finds the entry gone and is dropped
+    assert _actions(dp, packets[:2], document) == ["ct_tcp_table_miss", "ct_tcp_table_miss"]
+    assert dp.pna.aom["ct_tcp_table"].expire_at == [S // 10]
+
+
+@pytest.mark.parametrize(
+    ("pna", "message"),
+    [
+        ({"expire_time_profiles": {1: "soon"}}, "pna.expire_time_profiles.1: "),
+        ({"expire_time_profiles": {300: "1s"}}, "pna.expire_time_profiles.300: a profile is a number 0..255"),
+        (
+            {"default_actions": {"nope": {"action": "drop"}}},
+            "pna.default_actions.nope: the program has no table",
+        ),
+        ({"default_actions": {"ct_tcp_table": {"action": "drop"}}}, "default action is const"),
+        ({"frobnicate": 1}, "pna: a mapping with"),
+    ],
+)
+def test_bad_pna_settings_name_their_key(pna: dict[str, object], message: str) -> None:
+    with pytest.raises(NicError, match=re.escape(message)):
+        run_entries(load("pna-example-tcp-connection-tracking.p4"), {"pna": pna}, [])
+
+
 def test_tcp_connection_tracking_without_the_ack_expires_at_one_second() -> None:
     dp = load("pna-example-tcp-connection-tracking.p4")
     packets = _tcp_tracking_packets()
@@ -271,13 +299,14 @@ def test_ipsec_encrypt_builds_the_esp_headers_with_a_null_cipher() -> None:
 def test_ipsec_decrypt_recirculates_once() -> None:
     dp = load("ipsec-acc.p4")
     dp.pna.trace = True
-    entries = {"tables": {"ipsec_sa": [{"match": {"main_meta.sa_index": 0x1234}, "action": "ipsec_sa_action",
-                                        "params": SA}]}}  # fmt: skip
+    sa = {"match": {"main_meta.sa_index": 0x1234}, "action": "ipsec_sa_action", "params": SA}
+    # the keyless post-decrypt table runs only its default action: the control plane sets it
+    post = {"ipsec_post_decrypt_table": {"action": "ipsec_post_decrypt_action"}}
+    entries = {"tables": {"ipsec_sa": [sa]}, "pna": {"default_actions": post}}
     inner = ipv4(NET_IP, HOST_IP, 6, 40) + tcp(80, 1000, 0x10)
     esp = struct.pack("!II", 0x1234, 7) + struct.pack("!Q", 0x0000000500000007)
     frame = eth(MAC_S, MAC_D, 0x0800) + ipv4(OTHER_IP, HOST_IP, 50, 76) + esp + inner
-    defaults = {"ipsec_post_decrypt_table": ("ipsec_post_decrypt_action", ())}
-    assert run_entries(dp, entries, [(0, frame, 0)], defaults) == [None]
+    assert run_entries(dp, entries, [(0, frame, 0)]) == [None]
     # pass 1: parse_esp sets sa_index = spi; ipsec_esp_decrypt prepends the recirculation header
     # (ipsec_op 2 in its top two bits, ipsec_len = 76 - 20 - 8 - 8 = 40) and recirculates
     recirc = bytes([0x80]) + struct.pack("!H", 40)
@@ -440,7 +469,15 @@ def test_a_full_table_in_a_batch_answers_as_one_packet_at_a_time(drawn: list[tup
     batch, single = Datapath(_small_program()), Datapath(_small_program())
     out = run_entries(batch, None, packets)
     assert out == [run_entries(single, None, [p])[0] for p in packets]
-    assert batch.tables["ct"].entries == single.tables["ct"].entries
+    assert _live(batch, now) == _live(single, now)
+
+
+def _live(dp: Datapath, now: int) -> list[tuple[object, int]]:
+    """The entries not expired at `now` with their expiry, by key (expired ones are deleted;
+    when their storage is reclaimed depends on how the packets were batched)."""
+    aom = dp.pna.aom["ct"]
+    pairs = zip(dp.tables["ct"].entries, aom.expire_at, strict=True)
+    return sorted(((e.match, e.params), t) for e, t in pairs if t > now)
 
 
 def _pcap(packets: list[bytes]) -> bytes:

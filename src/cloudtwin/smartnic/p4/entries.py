@@ -208,8 +208,8 @@ def parse_entries(
     """Entries per table and meter settings from a loaded entries document, all checked."""
     if document is None:
         document = {}
-    if not isinstance(document, dict) or set(document) - {"tables", "meters"}:
-        raise NicError("entries: a mapping with `tables` and/or `meters`")
+    if not isinstance(document, dict) or set(document) - {"tables", "meters", "pna"}:
+        raise NicError("entries: a mapping with `tables`, `meters` and/or `pna`")
     for section in ("tables", "meters"):
         if not isinstance(document.get(section) or {}, dict):
             raise NicError(f"{section}: a mapping of {section[:-1]} name to a list of entries")

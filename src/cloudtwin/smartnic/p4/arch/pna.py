@@ -661,6 +661,60 @@ class PnaRuntime:
 
         return run
 
+    # control plane -----------------------------------------------------------------
+    def settings(self, raw: Any) -> tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]:
+        """The `pna:` section of an entries document, checked (NicError naming the key):
+        `expire_time_profiles: {profile: duration}` and `default_actions: {table: {action,
+        params}}` (a table whose default action is not `const`)."""
+        from cloudtwin.errors import NicError, ScenarioError
+        from cloudtwin.scenario.units import parse_time
+        from cloudtwin.smartnic.p4.entries import parse_value
+
+        if raw is None:
+            return {}, {}
+        if not isinstance(raw, dict) or set(raw) - {"expire_time_profiles", "default_actions"}:
+            raise NicError("pna: a mapping with `expire_time_profiles` and/or `default_actions`")
+        profiles: dict[int, int] = {}
+        for key, value in (raw.get("expire_time_profiles") or {}).items():
+            where = f"pna.expire_time_profiles.{key}"
+            if not isinstance(key, int) or isinstance(key, bool) or not 0 <= key <= 255:
+                raise NicError(f"{where}: a profile is a number 0..255")
+            try:
+                seconds = parse_time(value)
+            except (ScenarioError, ValueError, TypeError) as err:
+                raise NicError(f"{where}: {err}") from err
+            if not 0 <= seconds <= 10**9:
+                raise NicError(f"{where}: a duration of 0 s to 10^9 s")
+            profiles[key] = round(seconds * 1e9)
+        defaults: dict[str, tuple[str, tuple[int, ...]]] = {}
+        for table, given in (raw.get("default_actions") or {}).items():
+            where = f"pna.default_actions.{table}"
+            state = self.dp.tables.get(str(table))
+            if state is None:
+                raise NicError(f"{where}: the program has no table {table!r}")
+            if state.table.default_is_const:
+                raise NicError(f"{where}: the table's default action is const")
+            if not isinstance(given, dict) or set(given) - {"action", "params"} or "action" not in given:
+                raise NicError(f"{where}: a mapping with action and params")
+            action = str(given["action"])
+            if action not in state.table.actions and action != "NoAction":
+                raise NicError(f"{where}.action: {action!r} is not an action of {table}")
+            declared = self.dp.action_params(action, self.dp.owners.get(str(table)))
+            params = given.get("params") or {}
+            if not isinstance(params, dict) or sorted(params) != sorted(p for p, _ in declared):
+                names = ", ".join(p for p, _ in declared) or "none"
+                raise NicError(f"{where}.params: give exactly the parameters of {action} ({names})")
+            values = tuple(parse_value(params[p], w, f"{where}.params.{p}") for p, w in declared)
+            defaults[str(table)] = (action, values)
+        return profiles, defaults
+
+    def apply(self, settings: tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]) -> None:
+        """Install checked `settings`: expire-time profiles and default actions."""
+        profiles, defaults = settings
+        self.profiles_ns.update(profiles)
+        for table, default in defaults.items():
+            self.dp.tables[table].default = default
+
     # running -----------------------------------------------------------------------
     def counter_totals(self) -> dict[str, dict[int, tuple[int, int]]]:
         """Each DirectCounter's entries (-1: the default entry): (packets, bytes); with
@@ -987,19 +1041,13 @@ def _gather(n: int, outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]]) -
 
 
 def run_entries(
-    datapath: Datapath,
-    entries: Any,
-    packets: list[tuple[int, bytes, int]],
-    defaults: dict[str, tuple[str, tuple[int, ...]]] | None = None,
+    datapath: Datapath, entries: Any, packets: list[tuple[int, bytes, int]]
 ) -> list[tuple[int, bytes] | None]:
-    """Install an entries document (and default actions: table -> (action, params)), then run
-    `packets` (input port, bytes, timestamp in ns) as one batch: each packet's (port, bytes),
-    None when it was dropped."""
+    """Install an entries document as `nic run --entries` does, then run `packets` (input
+    port, bytes, timestamp in ns) as one batch: each packet's (port, bytes), None when dropped."""
     from cloudtwin.smartnic.p4.run import install
 
     install(datapath, entries)
-    for table, default in (defaults or {}).items():
-        datapath.tables[table].default = default
     if not packets:
         return []
     ports = np.array([p for p, _, _ in packets], dtype=np.uint64)
