@@ -12,7 +12,7 @@ import pytest
 
 from cloudtwin import _type_checking_imports
 
-LAZY = ["cloudtwin.cli", "cloudtwin.scenario", "cloudtwin.store"]
+LAZY = ["cloudtwin.scenario", "cloudtwin.store"]
 
 
 @pytest.mark.parametrize("package", LAZY)
@@ -40,3 +40,13 @@ def test_nic_run_starts_without_the_other_commands_or_the_scenario_models() -> N
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+def test_the_cli_package_exports_main_and_the_app_module_builds_the_typer_app() -> None:
+    import typer
+
+    import cloudtwin.cli
+    import cloudtwin.cli.app
+
+    assert cloudtwin.cli.main is cloudtwin.cli.app.main
+    assert isinstance(cloudtwin.cli.app.app, typer.Typer)

@@ -36,8 +36,9 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 """
 
 VARBIT = PROGRAM.replace(
-    "header h_t { bit<8> a; bit<8> b; }", "header h_t { bit<8> a; bit<8> b; varbit<65536> v; }"
-).replace("p.extract(h.h);", "p.extract(h.h, 32w0xfffffff8);")
+    "struct H { h_t h; h_t[2] s; }",
+    "header v_t { bit<8> n; varbit<65536> v; }\nstruct H { h_t h; h_t[2] s; v_t v; }",
+).replace("p.extract(h.h);", "p.extract(h.h); p.extract(h.v, 32w0xfffffff8);")
 """A varbit length far past the field and the packet: HeaderTooShort, nothing read."""
 
 PSA_RECIRCULATE = """#include <core.p4>
@@ -96,6 +97,7 @@ BAD_LINES = {
 PROGRAMS = {
     "includes itself": '#include "self.p4"\n',
     "function-like macro": "#define F(x) x\n",
+    "macro bomb": "#define G(x) G(x) G(x) G(x) G(x)\nG(1)\n",
     "#if garbage": "#if __import__\n#endif\n",
     "#if without #endif": "#ifdef X\n",
     "recursive function": PROGRAM.replace(

@@ -15,15 +15,16 @@ from cloudtwin.smartnic.p4 import meter
 from cloudtwin.smartnic.p4.meter import GREEN, RED, YELLOW, meter_colours
 
 
-def reference(config, tokens, cells, times_ns, amounts):  # type: ignore[no-untyped-def]
+def reference(config, tokens, cells, times_ns, amounts, every_cell=None):  # type: ignore[no-untyped-def]
     """One packet at a time, as `_Meter.execute` metered before the rounds."""
     out = []
     for cell, time_ns, amount in zip(cells, times_ns, amounts, strict=True):
-        if cell not in config:
+        rates = config.get(cell) or every_cell
+        if rates is None:
             out.append(GREEN)
             continue
-        cir, cburst, pir, pburst = config[cell]
-        state = tokens[cell]
+        cir, cburst, pir, pburst = rates
+        state = tokens.setdefault(cell, [cburst, pburst, -1.0])
         now = int(time_ns) * 1e-9
         if state[2] >= 0:
             elapsed = now - state[2]
@@ -51,12 +52,19 @@ PACKETS = st.lists(
 
 
 @settings(max_examples=80, deadline=None)
-@given(st.dictionaries(st.integers(0, 9), RATES, max_size=8), PACKETS, st.integers(0, 300), st.booleans())
+@given(
+    st.dictionaries(st.integers(0, 9), RATES, max_size=8),
+    PACKETS,
+    st.integers(0, 300),
+    st.booleans(),
+    st.none() | RATES,
+)
 def test_rounds_and_one_by_one_meter_as_one_packet_at_a_time(
     rates: dict[int, tuple[float, float, float, float]],
     packets: list[tuple[int, int, float]],
     split: int,
     rounds: bool,
+    every_cell: tuple[float, float, float, float] | None,
 ) -> None:
     start = 1_700_000_000_000_000_000
     times = np.cumsum([t for _, t, _ in packets], dtype=np.int64).astype(np.uint64) + np.uint64(start)
@@ -65,12 +73,13 @@ def test_rounds_and_one_by_one_meter_as_one_packet_at_a_time(
     config = {cell: (cir, cb, pir, pb) for cell, (cir, cb, pir, pb) in rates.items()}
     tokens = {cell: [cb, pb, -1.0] for cell, (_, cb, _, pb) in config.items()}
     expected_tokens = copy.deepcopy(tokens)
-    expected = reference(config, expected_tokens, cells.tolist(), times.tolist(), amounts.tolist())
+    columns = (cells.tolist(), times.tolist(), amounts.tolist())
+    expected = reference(config, expected_tokens, *columns, every_cell)
     saved = meter.ROUND_PACKETS
     meter.ROUND_PACKETS = 0 if rounds else 1 << 30
     try:
         parts = (slice(0, split), slice(split, None))  # two batches: the buckets carry over
-        got = [meter_colours(config, tokens, cells[p], times[p], amounts[p]) for p in parts]
+        got = [meter_colours(config, tokens, cells[p], times[p], amounts[p], every_cell) for p in parts]
     finally:
         meter.ROUND_PACKETS = saved
     assert np.concatenate(got).tolist() == expected

@@ -40,6 +40,7 @@ MAX_PARSER_STEPS = 64
 """A packet still in the parser after this many state visits is rejected (loops)."""
 
 GREEN, YELLOW, RED = 0, 1, 2
+_COLOURS = ("GREEN", "YELLOW", "RED")
 
 Value = np.ndarray | int
 ExprFn = Callable[["_Ctx", np.ndarray], Value]
@@ -149,6 +150,7 @@ class _TableState:
     entries: list[TableEntry] = field(default_factory=list)
     default: tuple[str, tuple[int, ...]] = ("NoAction", ())
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hook: Callable[[_Ctx, np.ndarray, list[np.ndarray], np.ndarray], np.ndarray] | None = None
     _lookup: Callable[[list[np.ndarray]], np.ndarray] | None = None
     _cache: dict[object, np.ndarray] = field(default_factory=dict)
 
@@ -931,6 +933,10 @@ class _Compiler:
             return _Expr(lambda ctx, mask: ctx.header_valid(header).copy(), 1, True)
         if names == ["checksum16"]:
             return self.checksum(args, call)
+        if self.dp.pna is not None:
+            value = self.dp.pna.value(self, names, args, call)
+            if value is not None:
+                return value
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
         if len(names) == 2 and names[1] == "read" and names[0] in self.dp.registers and len(args) == 1:
@@ -1040,9 +1046,10 @@ class _Compiler:
 
         def apply(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             values = [k.fn(ctx, mask) for k in keys]
-            index = self.dp.lookup(
-                state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)], ctx.n
-            )
+            columns = [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)]
+            index = self.dp.lookup(state, columns, ctx.n)
+            if state.hook is not None:  # PNA: entries that expired, keys for add_entry
+                index = state.hook(ctx, mask, columns, index)
             hit = (index >= 0) & mask
             if hit.any():
                 _add_at(state.hits, index[hit], 1)
@@ -1138,6 +1145,14 @@ class _Compiler:
             raise self.fail(node, f"{name}.execute(index): {name!r} is not a Meter")
         index = self.expr(args[0])
         meter = self.dp.meters[name]
+        if self.program.pna_file:  # pna.p4's own PNA_MeterColor_t { RED, GREEN, YELLOW }
+            named = [self.program.constants[f"PNA_MeterColor_t.{c}"] for c in _COLOURS]
+            codes = np.array(named, dtype=np.uint64)
+
+            def pna_colour(ctx: _Ctx, mask: np.ndarray) -> Value:
+                return codes[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)]
+
+            return _Expr(pna_colour, 32)
         if self.program.architecture == "psa":  # PSA_MeterColor_t { RED, GREEN, YELLOW }
             names = (f"PSA_MeterColor_t.{c}" for c in ("GREEN", "YELLOW", "RED"))
             colour = np.array([self.program.constants[n] for n in names], dtype=np.uint64)
@@ -1479,6 +1494,10 @@ class _Compiler:
             return self.extract(args, call)
         if method == "advance" and target == ["pkt"] and len(args) == 1:
             return self.advance(args[0], call)
+        if self.dp.pna is not None:
+            stmt = self.dp.pna.statement(self, names, args, call)
+            if stmt is not None:
+                return stmt
         if names in (["log_msg"], ["digest"]) and self.program.architecture == "v1model":
             return lambda ctx, mask: None  # nothing a packet shows
         if method in ("read", "write") and len(target) == 1 and target[0] in self.dp.registers:
@@ -1597,7 +1616,17 @@ class _Compiler:
             if type_name in ("packet_in", "packet_out"):
                 roles[name] = "pkt"
                 continue
+            if type_name.startswith("pna_main_") and type_name.endswith("_metadata_t"):  # the architecture's
+                roles[name] = "ostd" if "output" in type_name else "istd"
+                continue
             composite = type_name in self.program.headers or type_name in self.program.structs
+            if composite and direction == "inout" and arg.data == "ref":
+                caller = self.key_of(arg.children[0])
+                if any(stack.startswith(caller + ".") for stack in self.program.stacks):
+                    # a struct holding header stacks: the parameter names the caller's own
+                    # storage (what copy-in/copy-out gives, as no other path reaches it here)
+                    roles[name] = caller
+                    continue
             width = 0 if composite else self.type_width(type_, f"{block.name} parameter {name}")
             params.append((name, direction, type_name if composite else "", width))
             bound.append(arg)
@@ -1911,9 +1940,15 @@ class _Compiler:
             return self.extract_varbit(header, self.expr(args[1]))
         if len(args) != 1 or args[0].data != "ref":
             raise self.fail(node, "extract takes one header")
+        skipped = ".".join(str(t) for t in args[0].children[0].children)
+        if skipped.startswith("__skip__"):  # extract<H>(_)
+            return self.skip(skipped.removeprefix("__skip__"), node)
         key = self.key_of(args[0].children[0])
         if key.endswith(".next") and key[: -len(".next")] in self.program.stacks:
             return self.extract_next(key[: -len(".next")], node)
+        stack, _, member = key.rpartition(".next.")
+        if stack in self.program.union_stacks:
+            return self.extract_next_member(stack, member, node)
         header = self.header(args[0].children[0])
         if self.dp.headers[header].varbit is not None:
             raise self.fail(node, f"{header} has a varbit field: extract({header}, bits) gives its length")
@@ -1929,6 +1964,52 @@ class _Compiler:
                 ctx.valid[other] = ctx.header_valid(other) & ~done
 
         return extract_member
+
+    def skip(self, type_name: str, node: Tree) -> StmtFn:
+        """extract<H>(_): the cursor moves past an H; error.PacketTooShort without one."""
+        htype = self.program.headers.get(type_name)
+        if htype is None or htype.varbit is not None:
+            raise self.fail(node, f"extract<{type_name}>(_): {type_name} is not a fixed-size header")
+        size = htype.size_bytes
+        too_short = self.dp.error_codes["PacketTooShort"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            short = mask & (ctx.cursor + size > ctx.length)
+            if short.any():
+                ctx.fail_rows(short, too_short)
+            ctx.cursor = ctx.cursor + np.where(mask & ~short, size, 0)
+
+        return run
+
+    def extract_next_member(self, stack: str, member: str, node: Tree) -> StmtFn:
+        """extract(u.next.m) on a stack of unions: member m of the element nextIndex names
+        (the element's other members made invalid), then nextIndex + 1; past the last
+        element the packet leaves the parser with error.StackOutOfBounds."""
+        size = self.program.union_stacks[stack]
+        elements = [f"{stack}[{i}]" for i in range(size)]
+        if f"{elements[0]}.{member}" not in self.dp.headers:
+            raise self.fail(node, f"{stack}: its unions have no member {member}")
+        runs = [self.extract_into(f"{e}.{member}") for e in elements]
+        others = [[m for m in self.program.unions[e] if m != f"{e}.{member}"] for e in elements]
+        following = f"{stack}.$next"
+        out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = ctx.get(following)
+            beyond = mask & (at >= np.uint64(size))
+            if beyond.any():
+                ctx.fail_rows(beyond, out_of_bounds)
+            for i, extract in enumerate(runs):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    extract(ctx, rows)
+                    done = rows & ~ctx.parser_error
+                    for other in others[i]:
+                        ctx.valid[other] = ctx.header_valid(other) & ~done
+            done = mask & ~ctx.parser_error
+            ctx.put(following, at + np.uint64(1), done)
+
+        return run
 
     def extract_varbit(self, header: str, bits: _Expr) -> StmtFn:
         """extract(h, bits): h's fixed fields, then `bits` more into its varbit field. Not
@@ -1971,7 +2052,9 @@ class _Compiler:
     def extract_next(self, stack: str, node: Tree) -> StmtFn:
         """extract(s.next): into the element nextIndex names, then nextIndex + 1; past the
         last element the packet leaves the parser with error.StackOutOfBounds."""
-        _, size = self.program.stacks[stack]
+        htype, size = self.program.stacks[stack]
+        if htype.varbit is not None:
+            raise self.fail(node, f"{stack}: a stack of headers with a varbit field is outside the subset")
         runs = [self.extract_into(f"{stack}[{i}]") for i in range(size)]
         following = f"{stack}.$next"
         out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
@@ -2417,6 +2500,12 @@ class _Meter:
         self.unit = unit
         self.config: dict[int, tuple[float, float, float, float]] = {}
         self.tokens: dict[int, list[float]] = {}
+        self.every_cell: tuple[float, float, float, float] | None = None  # set for the whole array
+
+    def configure_all(self, cir: float, cburst: float, pir: float, pburst: float) -> None:
+        """Every cell's rates (each cell's buckets start full when a packet first meets it)."""
+        self.config, self.tokens = {}, {}
+        self.every_cell = (cir, cburst, pir, pburst)
 
     def configure(self, index: int, cir: float, cburst: float, pir: float, pburst: float) -> None:
         self.config[index] = (cir, cburst, pir, pburst)
@@ -2431,7 +2520,7 @@ class _Meter:
             return colours
         times = ctx.get("istd.timestamp_ns")[rows]
         amounts = np.ones(cells.size) if self.unit == "packets" else ctx.length[rows].astype(np.float64)
-        colours[rows] = meter_colours(self.config, self.tokens, cells, times, amounts)
+        colours[rows] = meter_colours(self.config, self.tokens, cells, times, amounts, self.every_cell)
         return colours
 
 
@@ -2449,6 +2538,11 @@ class Datapath:
             f"{name}.{f}" for name, htype in self.headers.items() for f in htype.signed
         }
         self.action_runs: dict[str, int] = {}
+        self.pna: Any = None  # a program that read pna.p4: its run-time state (arch/pna.py)
+        if program.pna_file:
+            from cloudtwin.smartnic.p4.arch.pna import PnaRuntime
+
+            self.pna = PnaRuntime(self)
         declared = {name: i for i, name in enumerate(program.errors)}
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
         self.tables: dict[str, _TableState] = {}
@@ -2477,6 +2571,8 @@ class Datapath:
         for state in self.tables.values():
             if len(state.widths) == len(state.table.keys):
                 self.initialise(state)
+        if self.pna is not None:
+            self.pna.attach_tables()
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
         self.egress_parser: Callable[[_Ctx], None] | None = None  # PSA's
@@ -2538,6 +2634,8 @@ class Datapath:
             else:
                 p, b = np.asarray(packets), np.asarray(octets)
                 out[name] = {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
+        if self.pna is not None:
+            out.update(self.pna.counter_totals())
         return out
 
     def key_width(self, table: Table, expr: Tree, control: Control) -> int:
@@ -2646,11 +2744,18 @@ class Datapath:
 
     # running -------------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> BatchResult:
-        """Run every packet of `batch` through parser, control and deparser.
+        """Run every packet of `batch` through parser, control and deparser (a program that
+        read pna.p4: through arch/pna.py, with recirculation and data-plane table state).
 
         A batch narrower than its longest packet holds only each packet's head (at least
         the bytes the parser reads, `depth.parse_depth`): the result's rows are then the
         packets' new heads, which the bytes past each old head follow unchanged."""
+        if self.pna is not None:
+            return self.pna.process(batch)
+        return self.single_pass(batch)
+
+    def single_pass(self, batch: PacketBatch) -> BatchResult:
+        """One pass of every packet of `batch` through parser, control and deparser."""
         ctx = self.context(batch)
         self.parser(ctx)
         alive = ~ctx.parser_error
@@ -2835,7 +2940,7 @@ def _storage_widths(program: Program) -> dict[str, int]:
         for name, width in htype.storage():
             widths[f"{header}.{name}"] = width
     widths.update(program.metadata_fields)
-    for stack in program.stacks:
+    for stack in (*program.stacks, *program.union_stacks):
         widths[f"{stack}.$next"] = 32  # nextIndex: the element `next` names
     for parser in (program.parser, program.egress_parser):
         for name, (width, _) in parser.variables.items() if parser is not None else ():

@@ -20,6 +20,7 @@ import lark
 from lark import Lark, Token, Tree
 
 from cloudtwin.errors import P4Error
+from cloudtwin.smartnic.p4.arch.pna_decl import PNA_EXTERNS, PNA_TABLE_PROPERTIES, pna_extern
 from cloudtwin.smartnic.p4.grammar import GRAMMAR
 from cloudtwin.smartnic.p4.normalise import IGNORED_ANNOTATIONS, normalise, strip_annotations
 from cloudtwin.smartnic.p4.preprocess import Source, preprocess
@@ -46,7 +47,14 @@ __all__ = [
     "parse_number",
 ]
 
-ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
+ISTD_FIELDS = {
+    "direction": 8,
+    "input_port": 32,
+    "packet_length": 16,
+    "timestamp_ns": 64,
+    "recirculated": 1,  # pna.p4's own fields (istd.timestamp is timestamp_ns)
+    "timestamp": 64,
+}
 """What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
 
 ARCHITECTURE_CONSTANTS = {
@@ -172,6 +180,12 @@ class _Checker:
         self.stacks: dict[str, tuple[HeaderType, int]] = {}  # stack instance -> (type, size)
         self.unions: dict[str, list[tuple[str, str]]] = {}  # union type -> (member, header type)
         self.union_groups: dict[str, list[str]] = {}  # union instance -> its member instances
+        self.union_stacks: dict[str, int] = {}  # a stack of unions -> its size
+
+    @property
+    def pna_file(self) -> bool:
+        """Whether the program has read pna.p4 itself (not the built-in PNA-like declarations)."""
+        return "pna_main_input_metadata_t" in self.structs
 
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
@@ -296,6 +310,8 @@ class _Checker:
             name = f"error.{node.children[0]}"
             if name in self.constants:
                 return self.constants[name]
+        if node.data in ("cast", "name_cast"):
+            return self.cast_constant(node)
         fold = _FOLD.get(node.data)
         if fold is not None:
             left, right = (self.constant(c) for c in node.children)
@@ -305,6 +321,20 @@ class _Checker:
                 raise self.fail(node, f"a shift by {right} is outside 0..4096")
             return fold(left, right)
         raise self.fail(node, "a compile-time constant is needed here")
+
+    def cast_constant(self, node: Tree) -> int:
+        """`(bit<N>) c` or `(T) c` of a constant: its value cut to the type's width."""
+        target, operand = node.children
+        value = self.constant(operand)
+        if isinstance(target, Token):
+            width = self.typedefs.get(str(target), self.enums.get(str(target)))
+            if width is None:
+                raise self.fail(node, f"a cast to {target} is outside the supported subset")
+        elif target.data == "bits":
+            width = parse_number(str(target.children[0]))[0]
+        else:
+            return value if target.data != "bool_type" else int(bool(value))
+        return value & ((1 << width) - 1)
 
     def _error_decl(self, node: Tree) -> None:
         for name in node.children:
@@ -387,15 +417,29 @@ class _Checker:
             if not 8 <= bits <= 65_536 or bits % 8:
                 raise self.fail(last, f"header {name}: varbit<{bits}> is not whole bytes up to 64 KiB")
             varbit = (str(last.children[-1]), bits)
-        fields = tuple(
-            (str(f.children[-1]), self.width(f.children[0], f"{name}.{f.children[-1]}", signed_ok=True))
-            for f in declared
-        )
-        signed = frozenset(str(f.children[-1]) for f in declared if self.is_signed(f.children[0]))
+        laid = [
+            item for f in declared for item in self.header_fields(name, str(f.children[-1]), f.children[0])
+        ]
+        fields = tuple((fname, width) for fname, width, _ in laid)
+        signed = frozenset(fname for fname, _, is_signed in laid if is_signed)
         header = HeaderType(name, fields, signed, varbit)
         if header.width_bits % 8:
             raise self.fail(node, f"header {name}: {header.width_bits} bits is not a whole number of bytes")
         self.headers[name] = header
+
+    def header_fields(
+        self, header: str, name: str, type_: Tree, depth: int = 0
+    ) -> list[tuple[str, int, bool]]:
+        """A header field's bit fields: itself, or a struct's fields flattened in order
+        (`row.e`, `row.t`, ...: a struct inside a header is laid out field by field)."""
+        inner = str(type_.children[0]) if type_.data == "named_type" else ""
+        if inner in self.structs and depth < MAX_STRUCT_NESTING:
+            return [
+                (f"{name}.{item}", width, is_signed)
+                for fname, ftype in self.structs[inner]
+                for item, width, is_signed in self.header_fields(header, fname, ftype, depth + 1)
+            ]
+        return [(name, self.width(type_, f"{header}.{name}", signed_ok=True), self.is_signed(type_))]
 
     def _struct_decl(self, node: Tree) -> None:
         name = str(node.children[0])
@@ -432,6 +476,10 @@ class _Checker:
             self.declare(self.names, "package instance", str(node.children[-1]), node)
             self.packages[str(node.children[-1])] = node  # PSA's IngressPipeline(...) ip;
             return
+        if str(node.children[0]) in self.extern_types and str(node.children[0]) not in ARCHITECTURES:
+            self.declare(self.names, "extern instance", str(node.children[-1]), node)
+            self.instances.append(node)  # a top-level extern instance (PNA: arch/pna.py)
+            return
         if str(node.children[0]) not in ARCHITECTURES:
             raise self.fail(
                 node, f"package {node.children[0]}: only {' or '.join(ARCHITECTURES)} in this subset"
@@ -463,6 +511,8 @@ class _Checker:
                 block.prelude.append(child)
             elif child.data == "instance_decl" and not [a for a in child.children[1:-1] if a is not None]:
                 block.instances[str(child.children[-1])] = str(child.children[0])
+            elif child.data == "const_decl":
+                self._const_decl(child)
             elif child.data == "var_decl":
                 block.variables[str(child.children[1])] = (
                     self.width(child.children[0], str(child.children[1]), signed_ok=True), child.children[2]
@@ -483,6 +533,13 @@ class _Checker:
         for child in node.children[2:-1]:
             self.control_local(control, child)
         control.apply = node.children[-1]
+        for call in control.apply.find_data("call"):  # `C.apply(...)` of a control type itself
+            path = [str(t) for t in call.children[0].children]
+            declared = self.names.get(path[0])
+            is_control = declared is not None and declared.data == "control_decl"
+            local = path[0] in self.locals[control.name]
+            if len(path) == 2 and path[1] == "apply" and is_control and not local:
+                control.instances.setdefault(path[0], path[0])
         control.params = _params(node.children[1])
         self.control_nodes[control.name] = node
         self.controls.append((control, node.children[1]))
@@ -505,13 +562,18 @@ class _Checker:
             control.prelude.append(node)
         elif node.data == "var_decl":
             type_, name, init = node.children
-            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), init)
+            control.variables[str(name)] = (self.width(type_, str(name), signed_ok=True), None)
+            if init is not None:  # initialised in declaration order, after the locals before it
+                target = Tree("lvalue", [Tree("path", [name], node.meta), None], node.meta)
+                control.prelude.append(Tree("assign", [target, init], node.meta))
             if self.is_signed(type_):
                 self.signed.add(f"var.{control.name}.{name}")
         elif node.data == "const_decl":
             self._const_decl(node)
         elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
             control.instances[str(node.children[-1])] = str(node.children[0])
+        elif node.data == "instance_decl" and str(node.children[0]) in PNA_EXTERNS and self.pna_file:
+            control.externs[str(node.children[-1])] = pna_extern(self, node)
         elif node.data == "instance_decl" and str(node.children[0]) == "counter":
             control.externs[str(node.children[-1])] = self.v1model_counter(node)
         else:
@@ -536,7 +598,10 @@ class _Checker:
         return Action(str(name), tuple(bound), body, tuple(directions), tuple(types))
 
     def _function_decl(self, node: Tree) -> None:
-        type_, name, params, body = node.children
+        type_, name, generic, params, body = node.children
+        if generic is not None:  # a generic function: only the architecture's own are called
+            self.extern_types.add(str(name))
+            return
         self.declare(self.names, "function", str(name), node)
         gives = type_.data != "void_type" and self.is_composite(type_)  # a header or struct
         returns = None if type_.data == "void_type" or gives else self.width(type_, f"function {name} return")
@@ -557,6 +622,8 @@ class _Checker:
         kind = str(node.children[0])
         if kind == "register" or (kind == "Register" and self.architecture() == "PSA_Switch"):
             return self.register(node)
+        if kind in PNA_EXTERNS and self.pna_file:
+            return pna_extern(self, node)
         if kind not in ("Counter", "Meter"):
             raise self.fail(node, f"extern {kind}: only Counter and Meter are supported")
         args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
@@ -614,9 +681,10 @@ class _Checker:
         priorities: tuple[int, ...] = ()
         const_default = False
         size = 1024
-        self.distinct(
-            node, f"table {name}: property", [p.data.removeprefix("table_") for p in node.children[1:]]
-        )
+        properties: dict[str, Tree] = {}
+        props = node.children[1:]
+        named = [str(p.children[0]) if p.data == "table_other" else p.data[6:] for p in props]
+        self.distinct(node, f"table {name}: property", named)
         for prop in node.children[1:]:
             if prop.data == "table_key":
                 for elem in prop.children:
@@ -639,6 +707,8 @@ class _Checker:
             elif prop.data == "table_entries":
                 entries = tuple(e for e in prop.children[1:] if e is not None)
                 priorities = self.entry_priorities(entries)
+            elif prop.data == "table_other" and str(prop.children[0]) in PNA_TABLE_PROPERTIES:
+                properties[str(prop.children[0])] = prop.children[1]
             elif prop.data == "table_other":
                 what = f"property {prop.children[0]} is outside the supported subset"
                 raise self.fail(prop, f"table {name}: {what}")
@@ -660,7 +730,7 @@ class _Checker:
                 )
         return Table(
             name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries,
-            bound, priorities,
+            bound, priorities, properties,
         )
 
     def entry_priorities(self, entries: tuple[Tree, ...]) -> tuple[int, ...]:
@@ -724,6 +794,7 @@ class _Checker:
                         out[f"{prefix}.{fname}[{i}].{member}"] = self.headers[htype]
                         group.append(f"{prefix}.{fname}[{i}].{member}")
                     self.union_groups[f"{prefix}.{fname}[{i}]"] = group
+                self.union_stacks[f"{prefix}.{fname}"] = size
                 continue
             if size is not None:
                 if tname not in self.headers:
@@ -921,8 +992,11 @@ class _Checker:
         program.stacks = self.stacks
         program.blocks = {**{p.name: p for p in self.parsers}, **{c.name: c for c, _ in self.controls}}
         program.unions = self.union_groups
+        program.union_stacks = self.union_stacks
         program.signed = self.signed
         program.signed_types = self.signed_types
+        program.arch_instances = {str(n.children[-1]): n for n in self.instances}
+        program.pna_file = self.pna_file
 
     def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
         node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)
@@ -1054,6 +1128,7 @@ def parse_program(
     body = located.text if located is not None else text
     annotations, body = strip_annotations(body)
     body = _TYPE_ARGUMENT.sub(_blank_type_argument, body)
+    body = _SKIP.sub(lambda m: f"{m.group(1)}(__skip__{m.group(2)})", body)
     try:
         return _parse(body, source, annotations, located.origins if located is not None else [])
     except P4Error as err:
@@ -1069,6 +1144,11 @@ def _blank_type_argument(match: re.Match[str]) -> str:
 _TYPE_ARGUMENT = re.compile(r"(\.\s*(?:extract|emit))\s*<\s*[A-Za-z_]\w*\s*>\s*\((?!\s*_\s*\))")
 """`pkt.extract<H>(hdr.h)`: a type argument the header argument already gives (blanked so
 that positions hold; `extract<H>(_)`, which skips an H, keeps it and is refused)."""
+
+
+_SKIP = re.compile(r"(\.\s*extract)\s*<\s*([A-Za-z_]\w*)\s*>\s*\(\s*_\s*\)")
+"""`pkt.extract<H>(_)`: skip an H (held as `extract(__skip__H)`; the line's later columns
+move by a few characters)."""
 
 
 def _relocate(message: str, source: str, located: Source) -> str:

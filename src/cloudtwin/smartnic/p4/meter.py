@@ -21,17 +21,41 @@ ROUND_PACKETS = 48
 """Rounds are used when they meter at least this many packets each on average: below it a
 round's numpy calls cost more than metering its packets one by one."""
 
-Config = dict[int, tuple[float, float, float, float]]
+Rates = tuple[float, float, float, float]
+Config = dict[int, Rates]
 Tokens = dict[int, list[float]]
 
 
+class _Defaulted(dict[int, Rates]):
+    """Per-cell rates where every cell not set has `every` (a meter configured as a whole)."""
+
+    def __init__(self, config: Config, every: Rates) -> None:
+        super().__init__(config)
+        self.every = every
+
+    def __contains__(self, cell: object) -> bool:
+        return True
+
+    def __missing__(self, cell: int) -> Rates:
+        return self.every
+
+
 def meter_colours(
-    config: Config, tokens: Tokens, cells: np.ndarray, times_ns: np.ndarray, amounts: np.ndarray
+    config: Config,
+    tokens: Tokens,
+    cells: np.ndarray,
+    times_ns: np.ndarray,
+    amounts: np.ndarray,
+    every_cell: Rates | None = None,
 ) -> np.ndarray:
     """The colour of each packet (in batch order) metered by cell `cells[i]` at `times_ns[i]`
     for `amounts[i]` (bytes or 1.0); `tokens[cell]` ([committed, peak, last time in s, or
-    -1.0 before the first packet]) is updated in place. An unconfigured cell marks GREEN."""
+    -1.0 before the first packet]) is updated in place. A cell's rates are `config[cell]`,
+    else `every_cell` (its buckets start full when a packet first meets it); a cell with
+    neither marks GREEN."""
     colours = np.zeros(cells.size, dtype=np.uint64)
+    if every_cell is not None:
+        config = _Defaulted(config, every_cell)
     known = np.fromiter((c in config for c in cells.tolist()), dtype=bool, count=cells.size)
     rows = np.flatnonzero(known)
     if rows.size == 0:
@@ -50,7 +74,7 @@ def _one_by_one(
     out = []
     for cell, time_ns, amount in zip(cells.tolist(), times_ns.tolist(), amounts.tolist(), strict=True):
         cir, cburst, pir, pburst = config[cell]
-        state = tokens[cell]
+        state = tokens.setdefault(cell, [cburst, pburst, -1.0])
         now = time_ns * 1e-9
         if state[2] >= 0:
             elapsed = now - state[2]
@@ -80,8 +104,10 @@ def _rounds(
     """Round r meters the r-th packet of each cell (`which[i]`: packet i's position in
     `distinct`), all cells at once."""
     keys = distinct.tolist()
-    cir, cburst, pir, pburst = np.array([config[k] for k in keys], dtype=np.float64).T
-    committed, peak, last = np.array([tokens[k] for k in keys], dtype=np.float64).T.copy()
+    rates = [config[k] for k in keys]
+    cir, cburst, pir, pburst = np.array(rates, dtype=np.float64).T
+    start = [tokens.setdefault(k, [r[1], r[3], -1.0]) for k, r in zip(keys, rates, strict=True)]
+    committed, peak, last = np.array(start, dtype=np.float64).T.copy()
     now = times_ns.astype(np.float64) * 1e-9
     order = np.argsort(which, kind="stable")  # each cell's packets together, in batch order
     grouped = which[order]

@@ -49,6 +49,7 @@ class _State:
     origins: list[tuple[str, int]] = field(default_factory=list)
     included: set[str] = field(default_factory=set)
     budget: int = MAX_INCLUDE_BYTES
+    functions: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # NAME(params) body
 
 
 def _strip_comments(text: str) -> str:
@@ -57,25 +58,88 @@ def _strip_comments(text: str) -> str:
     return re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
 
 
-def _expand(line: str, macros: dict[str, str]) -> str:
-    if not macros:
+MAX_EXPANSION = 1 << 16
+"""The longest a line may grow by macro expansion (characters)."""
+
+
+Functions = dict[str, tuple[list[str], str]]
+"""Function-like macros: NAME -> (parameter names, body)."""
+
+
+def _expand(line: str, macros: dict[str, str], functions: Functions | None = None) -> str:
+    """`line` with object-like macros and calls of function-like ones replaced, a few
+    levels deep (a macro naming itself stops there)."""
+    if not macros and not functions:
         return line
     for _ in range(8):  # macros naming macros, a few levels
         new = _WORD.sub(lambda m: macros.get(m.group(0), m.group(0)), line)
+        if functions:
+            new = _call_macros(new, functions)
+        if len(new) > MAX_EXPANSION:
+            raise ValueError(f"a macro expands the line past {MAX_EXPANSION:,} characters")
         if new == line:
             break
         line = new
     return line
 
 
-def _condition(expr: str, macros: dict[str, str], where: str) -> bool:
+def _call_macros(line: str, functions: Functions) -> str:
+    """Each `NAME(a, b)` of a function-like macro replaced by its body with the arguments
+    in place of the parameters; a call whose parentheses do not close on the line stays."""
+    out: list[str] = []
+    at = 0
+    for match in _WORD.finditer(line):
+        if match.start() < at or match.group(0) not in functions:
+            continue
+        params, body = functions[match.group(0)]
+        args, end = _arguments(line, match.end())
+        if args is None or len(args) != max(len(params), 1) or (not params and args != [""]):
+            continue
+        out.append(line[at : match.start()])
+        out.append(_substitute(body, dict(zip(params, args, strict=False))))
+        at = end
+    out.append(line[at:])
+    return "".join(out)
+
+
+def _substitute(body: str, values: dict[str, str]) -> str:
+    """A function-like macro's body with each parameter replaced by its argument."""
+    return _WORD.sub(lambda m: values.get(m.group(0), m.group(0)), body)
+
+
+def _arguments(line: str, start: int) -> tuple[list[str] | None, int]:
+    """The comma-separated arguments of a call whose `(` follows `start` (blanks allowed),
+    split at the top level, and where the call ends; None when there is no such call."""
+    i = start
+    while i < len(line) and line[i] in " \t":
+        i += 1
+    if i >= len(line) or line[i] != "(":
+        return None, start
+    depth, args, begin = 0, [], i + 1
+    for j in range(i, len(line)):
+        char = line[j]
+        if char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                args.append(line[begin:j].strip())
+                return args, j + 1
+        elif char == "," and depth == 1:
+            args.append(line[begin:j].strip())
+            begin = j + 1
+    return None, start
+
+
+def _condition(expr: str, state: _State, where: str) -> bool:
     """An `#if` expression: integers, macros, defined(X), comparisons, && || !."""
+    macros = state.macros
     expr = re.sub(
         r"defined\s*\(\s*(\w+)\s*\)|defined\s+(\w+)",
-        lambda m: "1" if (m.group(1) or m.group(2)) in macros else "0",
+        lambda m: "1" if (m.group(1) or m.group(2)) in {**macros, **state.functions} else "0",
         expr,
     )
-    expr = _expand(expr.split("//")[0], macros)
+    expr = _line(expr.split("//")[0], state, where)
     expr = _WORD.sub(lambda m: m.group(0) if m.group(0).isdigit() else "0", expr)
     if not re.fullmatch(r"[\s0-9()<>=!&|+\-*]*", expr):
         raise P4Error(f"{where}: #if {expr!r} is outside the supported preprocessor subset")
@@ -107,7 +171,7 @@ def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
         active = all(taken for taken, _ in stack)
         match = _DIRECTIVE.match(line)
         if match is None:
-            state.lines.append(_expand(line, state.macros) if active else "")
+            state.lines.append(_line(line, state, where) if active else "")
             state.origins.append((source, number))
             continue
         state.lines.append("")
@@ -115,10 +179,10 @@ def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
         word, rest = match.groups()
         rest = rest.split("//")[0].strip()
         if word in ("ifdef", "ifndef"):
-            taken = (rest in state.macros) == (word == "ifdef")
+            taken = (rest in state.macros or rest in state.functions) == (word == "ifdef")
             stack.append((taken, taken))
         elif word == "if":
-            taken = active and _condition(rest, state.macros, where)
+            taken = active and _condition(rest, state, where)
             stack.append((taken, taken))
         elif word in ("elif", "else", "endif"):
             if not stack:
@@ -126,7 +190,7 @@ def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
             _, done = stack.pop()
             if word == "endif":
                 continue
-            taken = not done and (word == "else" or _condition(rest, state.macros, where))
+            taken = not done and (word == "else" or _condition(rest, state, where))
             stack.append((taken, done or taken))
         elif not active:
             continue
@@ -134,6 +198,7 @@ def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
             _define(rest, state, where)
         elif word == "undef":
             state.macros.pop(rest, None)
+            state.functions.pop(rest, None)
         elif word == "include":
             _include(rest, here, state, depth, where)
         else:
@@ -147,9 +212,25 @@ def _define(rest: str, state: _State, where: str) -> None:
     if match is None:
         raise P4Error(f"{where}: #define needs a name")
     name, paren, body = match.groups()
-    if paren:
-        raise P4Error(f"{where}: function-like macro {name}(...) is outside the supported subset")
-    state.macros[name] = _expand(body, state.macros)
+    state.macros.pop(name, None)
+    state.functions.pop(name, None)
+    if paren:  # NAME(a, b) body: the parameters' names, then the body
+        params_text, closed, body = body.partition(")")
+        params = [p.strip() for p in params_text.split(",")] if params_text.strip() else []
+        named = all(re.fullmatch(r"[A-Za-z_]\w*", p) for p in params)
+        if not closed or not named or len(set(params)) != len(params):
+            raise P4Error(f"{where}: #define {name}(...): parameters are distinct names, then `)`")
+        state.functions[name] = (params, body.strip())
+        return
+    state.macros[name] = _line(body, state, where)
+
+
+def _line(text: str, state: _State, where: str) -> str:
+    """`text` with the macros expanded; P4Error naming the line when it grows too long."""
+    try:
+        return _expand(text, state.macros, state.functions)
+    except ValueError as err:
+        raise P4Error(f"{where}: {err}") from err
 
 
 def _include(rest: str, here: Path, state: _State, depth: int, where: str) -> None:

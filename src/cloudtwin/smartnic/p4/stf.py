@@ -42,12 +42,13 @@ MAX_STF_PACKET_BYTES = 65_535
 """The longest packet (in bytes) a `packet` or `expect` line may give."""
 
 KeyMatch = int | tuple[str, int, int]
-"""A key value: an int (exact), ("ternary", value, mask) or ("lpm", value, prefix length)."""
+"""A key value: an int (exact), ("ternary", value, mask), ("lpm", value, prefix length) or
+("range", low, high)."""
 
 _NUMBER = r"(?:0[xX][0-9a-fA-F_]+|0[bB][01_]+|[0-9][0-9_]*)"
 _NAME = r"[A-Za-z_][A-Za-z_0-9.\[\]$]*"
 _WILD = r"(?:0[xX][0-9a-fA-F_*]+|0[bB][01_*]+)"
-_KEY = re.compile(rf"^({_NAME}):({_WILD}|{_NUMBER})(?:(&&&|/)({_NUMBER}))?$")
+_KEY = re.compile(rf"^({_NAME}):({_WILD}|{_NUMBER})(?:(&&&|/|->)({_NUMBER}))?$")
 _ACTION = re.compile(rf"^({_NAME})\((.*)\)$")
 _PARAM = re.compile(rf"^\s*({_NAME})\s*:\s*({_NUMBER})\s*$")
 _COUNTER = re.compile(rf"^({_NAME})\(({_NUMBER})\)\s*(?:(packets|bytes)\s*)?==\s*({_NUMBER})$")
@@ -128,7 +129,8 @@ def _hex(words: list[str], wildcards: bool) -> tuple[str, bool]:
 def _key(word: str) -> tuple[str, KeyMatch]:
     match = _KEY.match(word)
     if match is None:
-        raise ValueError(f"key {word!r} is not FIELD:VALUE, FIELD:VALUE&&&MASK or FIELD:VALUE/LENGTH")
+        forms = "FIELD:VALUE, FIELD:VALUE&&&MASK, FIELD:VALUE/LENGTH or FIELD:LOW->HIGH"
+        raise ValueError(f"key {word!r} is not {forms}")
     field, value, sep, extra = match.groups()
     if "*" in value:
         if sep:
@@ -139,6 +141,8 @@ def _key(word: str) -> tuple[str, KeyMatch]:
         return field, ("ternary", number, _number(extra, field))
     if sep == "/":
         return field, ("lpm", number, _number(extra, field))
+    if sep == "->":  # p4c's STF range: low->high
+        return field, ("range", number, _number(extra, field))
     return field, number
 
 
@@ -410,8 +414,12 @@ class _Runner:
             if kind == MatchKind.RANGE:
                 return (value, value)
             return value if kind == MatchKind.EXACT else (value, width if kind == MatchKind.LPM else full)
-        if kind == MatchKind.RANGE:
-            raise NicError(f"{where}: a {value[0]} value for a range key")
+        if kind == MatchKind.RANGE and value[0] == "range":
+            if not value[1] <= value[2] <= full:
+                raise NicError(f"{where}: range {value[1]}->{value[2]} is empty or does not fit bit<{width}>")
+            return (value[1], value[2])
+        if kind == MatchKind.RANGE or value[0] == "range":
+            raise NicError(f"{where}: a {value[0]} value for a {kind.value} key")
         if kind == MatchKind.OPTIONAL and value[0] == "ternary" and value[2] not in (0, full):
             raise NicError(f"{where}: an optional key matches one value or any (mask 0 or all ones)")
         form, number, extra = value
@@ -464,6 +472,26 @@ class _Runner:
             if not 0 <= value < 1 << width:
                 raise NicError(f"{self.source}:{command.line}: {value} does not fit bit<{width}>")
             cells[index] = value
+
+    def meter(self, command: Command) -> None:
+        """meter_set_rates NAME INDEX C:CB P:PB, meter_array_set_rates NAME C:CB P:PB (rates in
+        units per microsecond, bursts in units, as bmv2's runtime takes them);
+        meter_get_rates only reads."""
+        meter = self.dp.meters.get(command.name.split(".")[-1])
+        if meter is None:
+            raise NicError(f"{self.source}:{command.line}: {command.name!r} is not a meter of the program")
+        if command.numbers and not 0 <= command.numbers[0] < meter.size:
+            raise NicError(f"{self.source}:{command.line}: index {command.numbers[0]} is outside the meter")
+        if command.kind == "meter_get_rates":
+            return
+        if len(command.rates) != 2:
+            raise NicError(f"{self.source}:{command.line}: two RATE:BURST (committed, then peak) are needed")
+        (cir, cburst), (pir, pburst) = command.rates
+        rates = (cir * 1e6, float(cburst), pir * 1e6, float(pburst))
+        if command.kind == "meter_array_set_rates":
+            meter.configure_all(*rates)
+        else:
+            meter.configure(command.numbers[0], *rates)
 
     def multicast(self, command: Command) -> None:
         if command.kind == "mc_mgrp_create":
@@ -543,6 +571,9 @@ _HANDLERS = {
     "register_read": _Runner.register,
     "register_write": _Runner.register,
     "register_reset": _Runner.register,
+    "meter_set_rates": _Runner.meter,
+    "meter_array_set_rates": _Runner.meter,
+    "meter_get_rates": _Runner.meter,
     "mc_mgrp_create": _Runner.multicast,
     "mc_node_create": _Runner.multicast,
     "mc_node_associate": _Runner.multicast,
