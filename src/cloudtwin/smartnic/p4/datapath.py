@@ -2764,13 +2764,19 @@ class Datapath:
         if alive.any():
             self.control(ctx, alive)
         dropped = ctx.drop | ctx.parser_error
-        head = batch.data.shape[1]
-        if ctx.n and head < int(ctx.length.max()):  # heads only: the rest follows them unchanged
-            if int(ctx.cursor.max()) > head:
-                raise P4Error(f"{self.program.source}: the parser read past the {head}-byte head")
-            ctx.length = np.minimum(ctx.length, head)
         data, length = self.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)
+
+    def payload_ends(self, ctx: _Ctx) -> np.ndarray:
+        """Where each row's payload ends in `ctx.data`: at the packet's length, or, in a batch
+        of heads (narrower than its longest packet, see `process`), at the end of the head:
+        the bytes past it follow the deparsed packet unchanged."""
+        head = ctx.data.shape[1]
+        if not ctx.n or head >= int(ctx.length.max()):
+            return ctx.length
+        if int(ctx.cursor.max()) > head:
+            raise P4Error(f"{self.program.source}: the parser read past the {head}-byte head")
+        return np.minimum(ctx.length, head)
 
     def context(self, batch: PacketBatch) -> _Ctx:
         """A fresh run state for `batch`: nothing parsed, every packet headed for the drop."""
@@ -2812,7 +2818,7 @@ class Datapath:
         header_len = np.zeros(n, dtype=np.int64)
         for v, (_, htype) in zip(valid, emits, strict=True):
             header_len += v * htype.size_bytes
-        length = np.where(alive, ctx.length + header_len - ctx.cursor, 0)
+        length = np.where(alive, self.payload_ends(ctx) + header_len - ctx.cursor, 0)
         width = max(int(length.max()) if n else 0, 1)
         if not alive.any():
             return np.zeros((n, width), dtype=np.uint8), length

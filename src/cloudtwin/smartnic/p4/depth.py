@@ -4,9 +4,9 @@ A parser whose states form no loop visits each state at most once, so it reads a
 the bytes its extracts and lookaheads take along the longest path of states. `nic run`
 then holds only that head of each packet in its batches and copies the rest untouched
 from the capture to the output. Anything that the count cannot bound from the program's
-text (a loop between states, `advance`, an extract of a variable size, a sub-parser, a
-lookahead of anything but `bit<N>`, a packet recirculated or copied) gives None: the
-whole packet is batched.
+text (a loop between states, `advance`, an extract of a variable size or a varbit header,
+a sub-parser, a lookahead of anything but `bit<N>`, a packet recirculated or copied)
+gives None: the whole packet is batched.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cloudtwin.smartnic.p4.program import ParserBlock, Program
 
 __all__ = ["parse_depth"]
 
-_COPIES = re.compile(r"\b(recirc\w*|mirror\w*|clone\w*|resubmit\w*)\s*\(")
+_COPIES = re.compile(r"(recirc|mirror|clone|resubmit)\w*")
 """A call that sends a packet through the pipeline again or copies it: the packet that
 comes back is the deparsed one, whole, so such a program is batched whole."""
 
@@ -32,7 +32,8 @@ def parse_depth(program: Program) -> int | None:
     18
     """
     parsers = [b for b in program.blocks.values() if isinstance(b, ParserBlock)]
-    if len(parsers) > 1 or program.architecture != "pna" or _COPIES.search(program.text):
+    varbit = any(getattr(h, "varbit", None) is not None for h in program.headers.values())
+    if len(parsers) > 1 or program.architecture != "pna" or varbit or _copies(program):
         return None
     parser = program.parser
     cost: dict[str, int] = {}
@@ -44,6 +45,25 @@ def parse_depth(program: Program) -> int | None:
             return None
         cost[name], targets[name] = taken, following
     return _longest(cost, targets)
+
+
+def _copies(program: Program) -> bool:
+    """Whether any block, action or function of the program calls an extern that sends a
+    packet round again or copies it (declarations, as pna.p4's, do not count)."""
+    trees: list[Tree] = [*(f.body for f in program.functions.values())]
+    trees += [a.body for a in program.global_actions.values()]
+    for block in program.blocks.values():
+        if isinstance(block, ParserBlock):
+            trees += list(block.states.values())
+        else:
+            trees += [a.body for a in block.actions.values()] + ([block.apply] if block.apply else [])
+    for tree in trees:
+        for node in tree.iter_subtrees():
+            if node.data == "call" and isinstance(node.children[0], Tree):
+                names = [str(t) for t in node.children[0].children if isinstance(t, Token)]
+                if names and _COPIES.fullmatch(names[-1]):
+                    return True
+    return False
 
 
 def _longest(cost: dict[str, int], targets: dict[str, list[str]]) -> int | None:
