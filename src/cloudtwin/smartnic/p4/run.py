@@ -202,12 +202,13 @@ class _Run:
             self.errors += int(result.parser_error.sum())
             kept = ~result.dropped
             _count_ports(result.out_port[kept], self.ports)
+            block = None
             if emit is not None:
                 cut = self.head is not None and bool((head < length).any())
                 rest = (records.buffer, offset + head, length - head) if cut else None
                 block = spliced_block(result.data, result.length, stamps, kept, rest)
             made = time.process_time()
-            if emit is not None:
+            if emit is not None and block is not None:
                 emit(block)
             phases["batch"] += built - began
             phases["process"] += processed - built
