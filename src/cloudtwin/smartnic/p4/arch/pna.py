@@ -54,6 +54,7 @@ from cloudtwin.smartnic.p4.datapath import (
     _Ctx,
     _Expr,
     _fit,
+    _Meter,
     _TableState,
     _words,
 )
@@ -72,6 +73,9 @@ NET_PORT = 0
 
 RECIRCULATE = -2
 """The output port a packet heading for recirculation holds."""
+
+DEFAULT_ENTRY = (1 << 31) - 1
+"""The cell a DirectMeter uses for its table's default entry (a miss)."""
 
 NEVER = np.iinfo(np.int64).max
 """The expiry time of an entry that does not expire."""
@@ -177,6 +181,7 @@ class PnaRuntime:
         self.aom: dict[str, _AddOnMiss] = {}
         self.direct: dict[str, str] = {}  # DirectCounter / DirectMeter -> its table
         self.direct_counts: dict[str, dict[int, list[int]]] = {}
+        self.direct_meters: dict[str, _Meter] = {}  # a DirectMeter's cell per entry (default: DEFAULT_ENTRY)
         self.mirror_copies: dict[int, int] = {}
         self.recirculations = 0
         self.recirculate_site = ""
@@ -227,6 +232,8 @@ class PnaRuntime:
                 self.direct[extern] = name
                 if kind == "DirectCounter":
                     self.direct_counts[extern] = {}
+                else:
+                    self.direct_meters[extern] = _Meter(DEFAULT_ENTRY + 1, found.unit)
         for name, state in self.dp.tables.items():
             if name in self.aom or name in self.direct.values():
                 state.hook = self.hook(name)
@@ -318,8 +325,7 @@ class PnaRuntime:
         if extern is not None and extern.kind == "Hash" and method == "get_hash":
             return self.hash_value(compiler, extern, args, node)
         if extern is not None and extern.kind == "DirectMeter" and method == "execute":
-            green = program.constants.get("PNA_MeterColor_t.GREEN", 0)
-            return _const(green, 32)
+            return self.direct_execute(compiler, name, args, node)
         kind = control.instances.get(name) if control is not None else None
         if kind == "InternetChecksum" and method in ("get", "get_state") and not args:
             key = self.checksum_key(compiler, name)
@@ -424,6 +430,25 @@ class PnaRuntime:
                 call, f"{what}: action_params must have one field per parameter of {action_name} ({names})"
             )
         return [(fields[p], w) for p, w in wanted]
+
+    def direct_execute(self, compiler: Any, name: str, args: list[Tree], node: Tree) -> _Expr:
+        """`m.execute()` of a DirectMeter: the meter cell of the entry the packet hit (the
+        default entry's on a miss), colour-blind (RFC 2698), in pna.p4's colour codes."""
+        if args:
+            raise compiler.fail(node, f"{name}.execute(color): a colour-aware meter is outside the subset")
+        table = self.direct.get(name)
+        if table is None:
+            raise compiler.fail(node, f"DirectMeter {name} belongs to no table (pna_direct_meter)")
+        meter = self.direct_meters[name]
+        names = ("GREEN", "YELLOW", "RED")
+        codes = np.array([self.dp.program.constants[f"PNA_MeterColor_t.{c}"] for c in names], dtype=np.uint64)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> Any:
+            hit = ctx.get(f"$hit.{table}").astype(np.int64) - 1
+            cells = np.where(hit >= 0, hit, DEFAULT_ENTRY).astype(np.uint64)
+            return codes[meter.execute(ctx, mask, cells, 64)]
+
+        return _Expr(run, 32)
 
     def register_read(self, compiler: Any, name: str, args: list[Tree], node: Tree) -> _Expr:
         cells, width = self.dp.registers[name]
@@ -662,7 +687,7 @@ class PnaRuntime:
         return run
 
     # control plane -----------------------------------------------------------------
-    def settings(self, raw: Any) -> tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]:
+    def settings(self, raw: Any) -> Any:
         """The `pna:` section of an entries document, checked (NicError naming the key):
         `expire_time_profiles: {profile: duration}` and `default_actions: {table: {action,
         params}}` (a table whose default action is not `const`)."""
@@ -671,9 +696,15 @@ class PnaRuntime:
         from cloudtwin.smartnic.p4.entries import parse_value
 
         if raw is None:
-            return {}, {}
-        if not isinstance(raw, dict) or set(raw) - {"expire_time_profiles", "default_actions"}:
-            raise NicError("pna: a mapping with `expire_time_profiles` and/or `default_actions`")
+            return {}, {}, []
+        if not isinstance(raw, dict) or set(raw) - {
+            "expire_time_profiles",
+            "default_actions",
+            "direct_meters",
+        }:
+            raise NicError(
+                "pna: a mapping with `expire_time_profiles`, `default_actions` and/or `direct_meters`"
+            )
         profiles: dict[int, int] = {}
         for key, value in (raw.get("expire_time_profiles") or {}).items():
             where = f"pna.expire_time_profiles.{key}"
@@ -706,12 +737,58 @@ class PnaRuntime:
                 raise NicError(f"{where}.params: give exactly the parameters of {action} ({names})")
             values = tuple(parse_value(params[p], w, f"{where}.params.{p}") for p, w in declared)
             defaults[str(table)] = (action, values)
-        return profiles, defaults
+        return profiles, defaults, self.meter_settings(raw.get("direct_meters") or {})
 
-    def apply(self, settings: tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]) -> None:
-        """Install checked `settings`: expire-time profiles and default actions."""
-        profiles, defaults = settings
+    def meter_settings(self, raw: Any) -> list[tuple[str, int, tuple[float, float, float, float]]]:
+        """`direct_meters: {m: [{entry, cir, cburst, pir, pburst}, ...]}`: the rates of the
+        cell of entry `entry` (its position in the table's entries; `default` for a miss)."""
+        from cloudtwin.errors import NicError, ScenarioError
+        from cloudtwin.scenario.units import parse_rate, parse_size
+
+        out = []
+        if not isinstance(raw, dict):
+            raise NicError("pna.direct_meters: a mapping of DirectMeter name to a list of settings")
+        for name, rows in raw.items():
+            meter = self.direct_meters.get(str(name))
+            if meter is None or not isinstance(rows, list):
+                raise NicError(
+                    f"pna.direct_meters.{name}: a list of settings of one of the program's DirectMeters"
+                )
+            for i, row in enumerate(rows):
+                where = f"pna.direct_meters.{name}.{i}"
+                if not isinstance(row, dict) or set(row) != {"entry", "cir", "cburst", "pir", "pburst"}:
+                    raise NicError(f"{where}: give entry, cir, cburst, pir and pburst")
+                entry = row["entry"]
+                if entry == "default":
+                    entry = DEFAULT_ENTRY
+                elif not isinstance(entry, int) or isinstance(entry, bool) or not 0 <= entry < DEFAULT_ENTRY:
+                    raise NicError(f"{where}.entry: an entry's position (from 0) or `default`")
+                try:
+                    if meter.unit == "packets":
+                        rates = (
+                            float(row["cir"]),
+                            float(row["cburst"]),
+                            float(row["pir"]),
+                            float(row["pburst"]),
+                        )
+                    else:
+                        rates = (
+                            parse_rate(row["cir"]) / 8, float(parse_size(row["cburst"])),
+                            parse_rate(row["pir"]) / 8, float(parse_size(row["pburst"])),
+                        )  # fmt: skip
+                except (ValueError, TypeError, ScenarioError) as err:
+                    raise NicError(f"{where}: {err}") from err
+                if not all(0 <= r < float("inf") for r in rates) or rates[2] < rates[0]:
+                    raise NicError(f"{where}: finite rates, the peak rate at least the committed rate")
+                out.append((str(name), int(entry), rates))
+        return out
+
+    def apply(self, settings: Any) -> None:
+        """Install checked `settings`: expire-time profiles, default actions, direct meters."""
+        profiles, defaults, meters = settings
         self.profiles_ns.update(profiles)
+        for name, entry, (cir, cburst, pir, pburst) in meters:
+            self.direct_meters[name].configure(entry, cir, cburst, pir, pburst)
         for table, default in defaults.items():
             self.dp.tables[table].default = default
 
@@ -964,7 +1041,7 @@ class PnaRuntime:
                 {n: s.hits for n, s in dp.tables.items()},
                 dp.action_runs,
                 dp.state_visits,
-                {n: m.tokens for n, m in dp.meters.items()},
+                {n: m.tokens for n, m in (*dp.meters.items(), *self.direct_meters.items())},
                 self.direct_counts,
                 self.mirror_copies,
                 len(self.emitted),
@@ -986,7 +1063,7 @@ class PnaRuntime:
         for live, old in ((self.dp.action_runs, runs), (self.dp.state_visits, visits)):
             live.clear()
             live.update(old)
-        for name, meter in self.dp.meters.items():
+        for name, meter in (*self.dp.meters.items(), *self.direct_meters.items()):
             meter.tokens.clear()
             meter.tokens.update(tokens[name])
         for name, cells in self.direct_counts.items():
