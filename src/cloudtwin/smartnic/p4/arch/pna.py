@@ -34,7 +34,6 @@ declares:
 from __future__ import annotations
 
 import copy
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,12 +48,14 @@ from cloudtwin.smartnic.p4.datapath import (
     SparseCells,
     TableEntry,
     _as_bool,
+    _bits,
     _column,
     _const,
     _Ctx,
     _Expr,
     _fit,
     _Meter,
+    _put_bits,
     _TableState,
     _words,
 )
@@ -161,14 +162,36 @@ def _ones_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (total & np.uint64(0xFFFF)) + (total >> np.uint64(16))
 
 
-def _crc16(data: bytes) -> int:
-    """CRC-16/ARC (polynomial 0x8005 reflected, initial 0), bmv2's crc16."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
+def _crc_table(polynomial: int) -> np.ndarray:
+    """The byte-at-a-time table of a reflected CRC."""
+    table = np.zeros(256, dtype=np.uint64)
+    for byte in range(256):
+        crc = byte
         for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
+            crc = (crc >> 1) ^ polynomial if crc & 1 else crc >> 1
+        table[byte] = crc
+    return table
+
+
+_CRC16 = _crc_table(0xA001)  # CRC-16/ARC (0x8005 reflected, initial 0): bmv2's crc16
+_CRC32 = _crc_table(0xEDB88320)  # CRC-32 (zlib's: initial and final XOR 0xffffffff)
+
+
+def _digests(raw: np.ndarray, algorithm: str, width: int) -> np.ndarray:
+    """Each row's hash of its bytes `raw` (rows, bytes), a column at a time over the rows."""
+    if algorithm in ("CRC16", "CRC32"):
+        table = _CRC16 if algorithm == "CRC16" else _CRC32
+        crc = np.full(raw.shape[0], 0 if algorithm == "CRC16" else 0xFFFFFFFF, dtype=np.uint64)
+        for j in range(raw.shape[1]):
+            crc = (crc >> np.uint64(8)) ^ table[(crc ^ raw[:, j]) & np.uint64(0xFF)]
+        return crc if algorithm == "CRC16" else crc ^ np.uint64(0xFFFFFFFF)
+    if algorithm == "IDENTITY":  # the data's last `width` bits
+        return _bits(raw, 8 * raw.shape[1] - width, width)
+    words = (raw[:, 0::2].astype(np.uint64) << np.uint64(8)) | raw[:, 1::2]
+    total = words.sum(axis=1, dtype=np.uint64)
+    for _ in range(4):  # fold the carries (a sum of 2^16 words needs three folds at most)
+        total = (total & np.uint64(0xFFFF)) + (total >> np.uint64(16))
+    return ~total & np.uint64(0xFFFF)
 
 
 class PnaRuntime:
@@ -482,35 +505,24 @@ class PnaRuntime:
         limit = compiler.expr(args[2]) if len(args) == 3 else None
         where, algorithm, out_width = _where(compiler, node), extern.unit, extern.width
 
-        def digest(value: int) -> int:
-            data = value.to_bytes(total // 8, "big")
-            if algorithm == "CRC16":
-                return _crc16(data)
-            if algorithm == "CRC32":
-                return zlib.crc32(data)
-            if algorithm == "IDENTITY":
-                return value
-            words = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-            while words >> 16:
-                words = (words & 0xFFFF) + (words >> 16)
-            return ~words & 0xFFFF
-
         def run(ctx: _Ctx, mask: np.ndarray) -> Any:
-            columns = [_column(f.fn(ctx, mask), ctx.n, f.width).tolist() for f in fields]
-            bases = _column(base.fn(ctx, mask), ctx.n, base.width).tolist() if base is not None else None
-            limits = _column(limit.fn(ctx, mask), ctx.n, limit.width).tolist() if limit is not None else None
-            out = np.zeros(ctx.n, dtype=object)
-            for row in np.flatnonzero(mask).tolist():
-                value = 0
-                for column, width in zip(columns, widths, strict=True):
-                    value = (value << width) | int(column[row])
-                hashed = digest(value)
-                if limits is not None and bases is not None:
-                    if not limits[row]:
-                        raise P4Error(f"{where}: get_hash with max 0 at run time")
-                    hashed = int(bases[row]) + hashed % int(limits[row])
-                out[row] = hashed & ((1 << out_width) - 1)
-            return _column(out, ctx.n, out_width)
+            raw = np.zeros((ctx.n, total // 8), dtype=np.uint8)  # the fields' bytes, row by row
+            offset = 0
+            for f, width in zip(fields, widths, strict=True):
+                _put_bits(raw, _column(f.fn(ctx, mask), ctx.n, f.width), offset, width)
+                offset += width
+            hashed = _digests(raw, algorithm, min(total, out_width))
+            if limit is not None and base is not None:
+                limits = _column(limit.fn(ctx, mask), ctx.n, limit.width)
+                if (mask & (limits == 0)).any():
+                    raise P4Error(f"{where}: get_hash with max 0 at run time")
+                bases = _column(base.fn(ctx, mask), ctx.n, base.width)
+                safe = np.where(limits == 0, 1, limits)
+                if hashed.dtype == object or limits.dtype == object or bases.dtype == object:
+                    hashed = bases.astype(object) + hashed.astype(object) % safe.astype(object)
+                else:
+                    hashed = bases + hashed % safe
+            return _column(_fit(hashed, out_width), ctx.n, out_width)
 
         return _Expr(run, out_width)
 
