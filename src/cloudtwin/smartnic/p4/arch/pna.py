@@ -823,6 +823,9 @@ class PnaRuntime:
         """Every packet of `batch` through the pipeline, recirculated ones again after each
         pass; P4Error naming the call when one recirculates more than MAX_RECIRCULATIONS times."""
         n = len(batch)
+        if n and batch.data.shape[1] < int(batch.length.max()):
+            # recirculation and mirroring need whole packets (nic run batches PNA programs whole)
+            raise P4Error(f"{self.dp.program.source}: a PNA program needs whole packets, not their heads")
         origin = np.arange(n)
         outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]] = []
         current = batch
