@@ -163,6 +163,10 @@ def cases(tmp: Path) -> list[tuple[str, list[str], bytes | None]]:
         ),
         ("default of no table", "pna:\n  default_actions: {nope: {action: drop}}\n"),
         ("unknown pna key", "pna:\n  everything: true\n"),
+        (
+            "direct meter of no program",
+            "pna:\n  direct_meters: {nope: [{entry: 0, cir: 1, cburst: 1, pir: 2, pburst: 2}]}\n",
+        ),
     ):
         bad = folder / f"{label.replace(' ', '_')}.yaml"
         bad.write_text(text)

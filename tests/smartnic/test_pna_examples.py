@@ -67,9 +67,14 @@ def tcp_frame(src: str, dst: str, sport: int, dport: int, flags: int, seq: int =
 
 
 def test_every_example_is_accepted() -> None:
+    """All eight are read; `pytest -s` prints what each holds (the tests below run them)."""
     assert len(PROGRAMS) == 8
+    print(f"\n{'PNA example':58} tables  add-on-miss  externs")
     for name in PROGRAMS:
-        load(name)
+        dp = load(name)
+        externs = sorted({e.kind for c in dp.owners.values() for e in c.externs.values()})
+        externs += sorted(str(n.children[0]) for n in dp.program.arch_instances.values())
+        print(f"{name:58} {len(dp.tables):6}  {len(dp.pna.aom):11}  {', '.join(externs) or '-'}")
 
 
 def test_l2_one_table_forwards_by_destination_mac() -> None:
@@ -223,6 +228,10 @@ def test_expire_time_profiles_from_the_entries_document() -> None:
         ),
         ({"default_actions": {"ct_tcp_table": {"action": "drop"}}}, "default action is const"),
         ({"frobnicate": 1}, "pna: a mapping with"),
+        (
+            {"direct_meters": {"nope": []}},
+            "pna.direct_meters.nope: a list of settings of one of the program's",
+        ),
     ],
 )
 def test_bad_pna_settings_name_their_key(pna: dict[str, object], message: str) -> None:
@@ -578,3 +587,52 @@ def test_hash_checksum_and_register_externs() -> None:
     # 10 + 0xbb3d % 100 = 10 + 47933 % 100 = 43; the register counts the packets: 1, 2, 3
     tail = struct.pack("!HIHHH", 0xBB3D, 0xCBF43926, 0xB861, 0xB861, 43)
     assert out == [(1, b"123456789" + header + tail + bytes([n])) for n in (1, 2, 3)]
+
+
+DIRECT_METER = """
+#include <core.p4>
+#include "../pna.p4"
+header h_t { bit<8> a; bit<8> colour; }
+struct hs_t { h_t h; }
+struct m_t { }
+parser P(packet_in pkt, out hs_t hdr, inout m_t m, in pna_main_parser_input_metadata_t istd) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control C(inout hs_t hdr, inout m_t m, in pna_main_input_metadata_t istd,
+          inout pna_main_output_metadata_t ostd) {
+    DirectMeter(PNA_MeterType_t.PACKETS) per_flow;
+    action mark() {
+        PNA_MeterColor_t colour = per_flow.execute();
+        if (colour == PNA_MeterColor_t.RED) { hdr.h.colour = 1; }
+        else if (colour == PNA_MeterColor_t.YELLOW) { hdr.h.colour = 2; }
+        else { hdr.h.colour = 3; }
+        send_to_port((PortId_t) 1);
+    }
+    table t {
+        key = { hdr.h.a : exact; }
+        actions = { mark; }
+        default_action = mark;
+        pna_direct_meter = per_flow;
+    }
+    apply { t.apply(); }
+}
+control D(packet_out pkt, inout hs_t hdr, in m_t m, in pna_main_output_metadata_t ostd) {
+    apply { pkt.emit(hdr.h); }
+}
+PNA_NIC(P(), C(), D()) main;
+"""
+
+
+def test_direct_meter_colours_each_entry_apart() -> None:
+    dp = Datapath(parse_program(DIRECT_METER, str(EXAMPLES / "meter.p4"), here=EXAMPLES))
+    rates = {"cir": 1, "cburst": 1, "pir": 2, "pburst": 2}  # packets per second, packets
+    document = {
+        "tables": {"t": [{"match": {"hdr.h.a": 7}, "action": "mark"}]},
+        "pna": {"direct_meters": {"per_flow": [{"entry": 0, **rates}]}},
+    }
+    packets = [(0, bytes([7, 0]), 0)] * 3 + [(0, bytes([9, 0]), 0)] * 3
+    # entry 0 (a = 7), at one instant: the first packet takes a committed and a peak token
+    # (GREEN, 3), the second the last peak token (YELLOW, 2), the third finds none (RED, 1).
+    # The default entry (a = 9) has no rates configured: GREEN every time
+    expected = [bytes([7, c]) for c in (3, 2, 1)] + [bytes([9, 3])] * 3
+    assert run_entries(dp, document, packets) == [(1, b) for b in expected]

@@ -34,7 +34,6 @@ declares:
 from __future__ import annotations
 
 import copy
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -49,11 +48,14 @@ from cloudtwin.smartnic.p4.datapath import (
     SparseCells,
     TableEntry,
     _as_bool,
+    _bits,
     _column,
     _const,
     _Ctx,
     _Expr,
     _fit,
+    _Meter,
+    _put_bits,
     _TableState,
     _words,
 )
@@ -72,6 +74,9 @@ NET_PORT = 0
 
 RECIRCULATE = -2
 """The output port a packet heading for recirculation holds."""
+
+DEFAULT_ENTRY = (1 << 31) - 1
+"""The cell a DirectMeter uses for its table's default entry (a miss)."""
 
 NEVER = np.iinfo(np.int64).max
 """The expiry time of an entry that does not expire."""
@@ -157,14 +162,36 @@ def _ones_add(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (total & np.uint64(0xFFFF)) + (total >> np.uint64(16))
 
 
-def _crc16(data: bytes) -> int:
-    """CRC-16/ARC (polynomial 0x8005 reflected, initial 0), bmv2's crc16."""
-    crc = 0
-    for byte in data:
-        crc ^= byte
+def _crc_table(polynomial: int) -> np.ndarray:
+    """The byte-at-a-time table of a reflected CRC."""
+    table = np.zeros(256, dtype=np.uint64)
+    for byte in range(256):
+        crc = byte
         for _ in range(8):
-            crc = (crc >> 1) ^ 0xA001 if crc & 1 else crc >> 1
-    return crc
+            crc = (crc >> 1) ^ polynomial if crc & 1 else crc >> 1
+        table[byte] = crc
+    return table
+
+
+_CRC16 = _crc_table(0xA001)  # CRC-16/ARC (0x8005 reflected, initial 0): bmv2's crc16
+_CRC32 = _crc_table(0xEDB88320)  # CRC-32 (zlib's: initial and final XOR 0xffffffff)
+
+
+def _digests(raw: np.ndarray, algorithm: str, width: int) -> np.ndarray:
+    """Each row's hash of its bytes `raw` (rows, bytes), a column at a time over the rows."""
+    if algorithm in ("CRC16", "CRC32"):
+        table = _CRC16 if algorithm == "CRC16" else _CRC32
+        crc = np.full(raw.shape[0], 0 if algorithm == "CRC16" else 0xFFFFFFFF, dtype=np.uint64)
+        for j in range(raw.shape[1]):
+            crc = (crc >> np.uint64(8)) ^ table[(crc ^ raw[:, j]) & np.uint64(0xFF)]
+        return crc if algorithm == "CRC16" else crc ^ np.uint64(0xFFFFFFFF)
+    if algorithm == "IDENTITY":  # the data's last `width` bits
+        return _bits(raw, 8 * raw.shape[1] - width, width)
+    words = (raw[:, 0::2].astype(np.uint64) << np.uint64(8)) | raw[:, 1::2]
+    total = words.sum(axis=1, dtype=np.uint64)
+    for _ in range(4):  # fold the carries (a sum of 2^16 words needs three folds at most)
+        total = (total & np.uint64(0xFFFF)) + (total >> np.uint64(16))
+    return ~total & np.uint64(0xFFFF)
 
 
 class PnaRuntime:
@@ -177,6 +204,7 @@ class PnaRuntime:
         self.aom: dict[str, _AddOnMiss] = {}
         self.direct: dict[str, str] = {}  # DirectCounter / DirectMeter -> its table
         self.direct_counts: dict[str, dict[int, list[int]]] = {}
+        self.direct_meters: dict[str, _Meter] = {}  # a DirectMeter's cell per entry (default: DEFAULT_ENTRY)
         self.mirror_copies: dict[int, int] = {}
         self.recirculations = 0
         self.recirculate_site = ""
@@ -227,6 +255,8 @@ class PnaRuntime:
                 self.direct[extern] = name
                 if kind == "DirectCounter":
                     self.direct_counts[extern] = {}
+                else:
+                    self.direct_meters[extern] = _Meter(DEFAULT_ENTRY + 1, found.unit)
         for name, state in self.dp.tables.items():
             if name in self.aom or name in self.direct.values():
                 state.hook = self.hook(name)
@@ -318,8 +348,7 @@ class PnaRuntime:
         if extern is not None and extern.kind == "Hash" and method == "get_hash":
             return self.hash_value(compiler, extern, args, node)
         if extern is not None and extern.kind == "DirectMeter" and method == "execute":
-            green = program.constants.get("PNA_MeterColor_t.GREEN", 0)
-            return _const(green, 32)
+            return self.direct_execute(compiler, name, args, node)
         kind = control.instances.get(name) if control is not None else None
         if kind == "InternetChecksum" and method in ("get", "get_state") and not args:
             key = self.checksum_key(compiler, name)
@@ -425,6 +454,25 @@ class PnaRuntime:
             )
         return [(fields[p], w) for p, w in wanted]
 
+    def direct_execute(self, compiler: Any, name: str, args: list[Tree], node: Tree) -> _Expr:
+        """`m.execute()` of a DirectMeter: the meter cell of the entry the packet hit (the
+        default entry's on a miss), colour-blind (RFC 2698), in pna.p4's colour codes."""
+        if args:
+            raise compiler.fail(node, f"{name}.execute(color): a colour-aware meter is outside the subset")
+        table = self.direct.get(name)
+        if table is None:
+            raise compiler.fail(node, f"DirectMeter {name} belongs to no table (pna_direct_meter)")
+        meter = self.direct_meters[name]
+        names = ("GREEN", "YELLOW", "RED")
+        codes = np.array([self.dp.program.constants[f"PNA_MeterColor_t.{c}"] for c in names], dtype=np.uint64)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> Any:
+            hit = ctx.get(f"$hit.{table}").astype(np.int64) - 1
+            cells = np.where(hit >= 0, hit, DEFAULT_ENTRY).astype(np.uint64)
+            return codes[meter.execute(ctx, mask, cells, 64)]
+
+        return _Expr(run, 32)
+
     def register_read(self, compiler: Any, name: str, args: list[Tree], node: Tree) -> _Expr:
         cells, width = self.dp.registers[name]
         (index,) = (compiler.expr(a) for a in _plain(compiler, args, 1, node, f"{name}.read"))
@@ -457,35 +505,24 @@ class PnaRuntime:
         limit = compiler.expr(args[2]) if len(args) == 3 else None
         where, algorithm, out_width = _where(compiler, node), extern.unit, extern.width
 
-        def digest(value: int) -> int:
-            data = value.to_bytes(total // 8, "big")
-            if algorithm == "CRC16":
-                return _crc16(data)
-            if algorithm == "CRC32":
-                return zlib.crc32(data)
-            if algorithm == "IDENTITY":
-                return value
-            words = sum(int.from_bytes(data[i : i + 2], "big") for i in range(0, len(data), 2))
-            while words >> 16:
-                words = (words & 0xFFFF) + (words >> 16)
-            return ~words & 0xFFFF
-
         def run(ctx: _Ctx, mask: np.ndarray) -> Any:
-            columns = [_column(f.fn(ctx, mask), ctx.n, f.width).tolist() for f in fields]
-            bases = _column(base.fn(ctx, mask), ctx.n, base.width).tolist() if base is not None else None
-            limits = _column(limit.fn(ctx, mask), ctx.n, limit.width).tolist() if limit is not None else None
-            out = np.zeros(ctx.n, dtype=object)
-            for row in np.flatnonzero(mask).tolist():
-                value = 0
-                for column, width in zip(columns, widths, strict=True):
-                    value = (value << width) | int(column[row])
-                hashed = digest(value)
-                if limits is not None and bases is not None:
-                    if not limits[row]:
-                        raise P4Error(f"{where}: get_hash with max 0 at run time")
-                    hashed = int(bases[row]) + hashed % int(limits[row])
-                out[row] = hashed & ((1 << out_width) - 1)
-            return _column(out, ctx.n, out_width)
+            raw = np.zeros((ctx.n, total // 8), dtype=np.uint8)  # the fields' bytes, row by row
+            offset = 0
+            for f, width in zip(fields, widths, strict=True):
+                _put_bits(raw, _column(f.fn(ctx, mask), ctx.n, f.width), offset, width)
+                offset += width
+            hashed = _digests(raw, algorithm, min(total, out_width))
+            if limit is not None and base is not None:
+                limits = _column(limit.fn(ctx, mask), ctx.n, limit.width)
+                if (mask & (limits == 0)).any():
+                    raise P4Error(f"{where}: get_hash with max 0 at run time")
+                bases = _column(base.fn(ctx, mask), ctx.n, base.width)
+                safe = np.where(limits == 0, 1, limits)
+                if hashed.dtype == object or limits.dtype == object or bases.dtype == object:
+                    hashed = bases.astype(object) + hashed.astype(object) % safe.astype(object)
+                else:
+                    hashed = bases + hashed % safe
+            return _column(_fit(hashed, out_width), ctx.n, out_width)
 
         return _Expr(run, out_width)
 
@@ -662,7 +699,7 @@ class PnaRuntime:
         return run
 
     # control plane -----------------------------------------------------------------
-    def settings(self, raw: Any) -> tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]:
+    def settings(self, raw: Any) -> Any:
         """The `pna:` section of an entries document, checked (NicError naming the key):
         `expire_time_profiles: {profile: duration}` and `default_actions: {table: {action,
         params}}` (a table whose default action is not `const`)."""
@@ -671,9 +708,15 @@ class PnaRuntime:
         from cloudtwin.smartnic.p4.entries import parse_value
 
         if raw is None:
-            return {}, {}
-        if not isinstance(raw, dict) or set(raw) - {"expire_time_profiles", "default_actions"}:
-            raise NicError("pna: a mapping with `expire_time_profiles` and/or `default_actions`")
+            return {}, {}, []
+        if not isinstance(raw, dict) or set(raw) - {
+            "expire_time_profiles",
+            "default_actions",
+            "direct_meters",
+        }:
+            raise NicError(
+                "pna: a mapping with `expire_time_profiles`, `default_actions` and/or `direct_meters`"
+            )
         profiles: dict[int, int] = {}
         for key, value in (raw.get("expire_time_profiles") or {}).items():
             where = f"pna.expire_time_profiles.{key}"
@@ -706,12 +749,58 @@ class PnaRuntime:
                 raise NicError(f"{where}.params: give exactly the parameters of {action} ({names})")
             values = tuple(parse_value(params[p], w, f"{where}.params.{p}") for p, w in declared)
             defaults[str(table)] = (action, values)
-        return profiles, defaults
+        return profiles, defaults, self.meter_settings(raw.get("direct_meters") or {})
 
-    def apply(self, settings: tuple[dict[int, int], dict[str, tuple[str, tuple[int, ...]]]]) -> None:
-        """Install checked `settings`: expire-time profiles and default actions."""
-        profiles, defaults = settings
+    def meter_settings(self, raw: Any) -> list[tuple[str, int, tuple[float, float, float, float]]]:
+        """`direct_meters: {m: [{entry, cir, cburst, pir, pburst}, ...]}`: the rates of the
+        cell of entry `entry` (its position in the table's entries; `default` for a miss)."""
+        from cloudtwin.errors import NicError, ScenarioError
+        from cloudtwin.scenario.units import parse_rate, parse_size
+
+        out = []
+        if not isinstance(raw, dict):
+            raise NicError("pna.direct_meters: a mapping of DirectMeter name to a list of settings")
+        for name, rows in raw.items():
+            meter = self.direct_meters.get(str(name))
+            if meter is None or not isinstance(rows, list):
+                raise NicError(
+                    f"pna.direct_meters.{name}: a list of settings of one of the program's DirectMeters"
+                )
+            for i, row in enumerate(rows):
+                where = f"pna.direct_meters.{name}.{i}"
+                if not isinstance(row, dict) or set(row) != {"entry", "cir", "cburst", "pir", "pburst"}:
+                    raise NicError(f"{where}: give entry, cir, cburst, pir and pburst")
+                entry = row["entry"]
+                if entry == "default":
+                    entry = DEFAULT_ENTRY
+                elif not isinstance(entry, int) or isinstance(entry, bool) or not 0 <= entry < DEFAULT_ENTRY:
+                    raise NicError(f"{where}.entry: an entry's position (from 0) or `default`")
+                try:
+                    if meter.unit == "packets":
+                        rates = (
+                            float(row["cir"]),
+                            float(row["cburst"]),
+                            float(row["pir"]),
+                            float(row["pburst"]),
+                        )
+                    else:
+                        rates = (
+                            parse_rate(row["cir"]) / 8, float(parse_size(row["cburst"])),
+                            parse_rate(row["pir"]) / 8, float(parse_size(row["pburst"])),
+                        )  # fmt: skip
+                except (ValueError, TypeError, ScenarioError) as err:
+                    raise NicError(f"{where}: {err}") from err
+                if not all(0 <= r < float("inf") for r in rates) or rates[2] < rates[0]:
+                    raise NicError(f"{where}: finite rates, the peak rate at least the committed rate")
+                out.append((str(name), int(entry), rates))
+        return out
+
+    def apply(self, settings: Any) -> None:
+        """Install checked `settings`: expire-time profiles, default actions, direct meters."""
+        profiles, defaults, meters = settings
         self.profiles_ns.update(profiles)
+        for name, entry, (cir, cburst, pir, pburst) in meters:
+            self.direct_meters[name].configure(entry, cir, cburst, pir, pburst)
         for table, default in defaults.items():
             self.dp.tables[table].default = default
 
@@ -734,6 +823,9 @@ class PnaRuntime:
         """Every packet of `batch` through the pipeline, recirculated ones again after each
         pass; P4Error naming the call when one recirculates more than MAX_RECIRCULATIONS times."""
         n = len(batch)
+        if n and batch.data.shape[1] < int(batch.length.max()):
+            # recirculation and mirroring need whole packets (nic run batches PNA programs whole)
+            raise P4Error(f"{self.dp.program.source}: a PNA program needs whole packets, not their heads")
         origin = np.arange(n)
         outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]] = []
         current = batch
@@ -964,7 +1056,7 @@ class PnaRuntime:
                 {n: s.hits for n, s in dp.tables.items()},
                 dp.action_runs,
                 dp.state_visits,
-                {n: m.tokens for n, m in dp.meters.items()},
+                {n: m.tokens for n, m in (*dp.meters.items(), *self.direct_meters.items())},
                 self.direct_counts,
                 self.mirror_copies,
                 len(self.emitted),
@@ -986,7 +1078,7 @@ class PnaRuntime:
         for live, old in ((self.dp.action_runs, runs), (self.dp.state_visits, visits)):
             live.clear()
             live.update(old)
-        for name, meter in self.dp.meters.items():
+        for name, meter in (*self.dp.meters.items(), *self.direct_meters.items()):
             meter.tokens.clear()
             meter.tokens.update(tokens[name])
         for name, cells in self.direct_counts.items():
