@@ -932,6 +932,14 @@ class _Compiler:
             return self.checksum(args, call)
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
+        owner = self.control or self.program.parser
+        if len(names) == 2 and owner.instances.get(names[0]) == "InternetChecksum" and not args:
+            state = f"csum.{owner.name}.{names[0]}"
+            self.widths.setdefault(state, 16)
+            if names[1] == "get":  # the checksum: the sum's ones' complement
+                return _Expr(lambda ctx, mask: ~ctx.get(state) & np.uint64(0xFFFF), 16)
+            if names[1] == "get_state":
+                return _Expr(lambda ctx, mask: ctx.get(state), 16)
         if len(names) == 2 and names[1] == "read" and names[0] in self.dp.registers and len(args) == 1:
             return self.register_read(names[0], args[0], call)  # PSA's `r.read(index)`
         raise self.fail(call, f"call {'.'.join(names)}(...) is not an expression in the supported subset")
@@ -1192,6 +1200,29 @@ class _Compiler:
         if kind == "const_decl":
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
+
+    def internet_checksum(self, state: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
+        """PSA's InternetChecksum: a running ones' complement sum of 16-bit words (RFC 1624):
+        clear, add({fields}), subtract({fields}), set_state(v); `get()` is its complement."""
+        self.widths.setdefault(state, 16)
+        if method == "clear" and not args:
+            return lambda ctx, mask: ctx.put(state, 0, mask)
+        if method == "set_state" and len(args) == 1:
+            value = self.expr(args[0])
+            return lambda ctx, mask: ctx.put(state, value.fn(ctx, mask), mask)
+        if method not in ("add", "subtract") or len(args) != 1 or args[0].data != "list_expr":
+            raise self.fail(node, f"InternetChecksum.{method}(...) is outside the supported subset")
+        words = self.checksum([a for a in args[0].children if a is not None], node)  # ~sum
+        add = method == "add"
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            total = _column(words.fn(ctx, mask), ctx.n, 16)
+            part = (~total & np.uint64(0xFFFF)) if add else total  # the words' sum, or its complement
+            value = ctx.get(state) + part
+            value = (value & np.uint64(0xFFFF)) + (value >> np.uint64(16))
+            ctx.put(state, (value & np.uint64(0xFFFF)) + (value >> np.uint64(16)), mask)
+
+        return run
 
     def register_read(self, name: str, index_node: Tree, node: Tree) -> _Expr:
         """PSA's `r.read(index)`: the cell's value (an index past the register reads as 0,
@@ -1476,6 +1507,11 @@ class _Compiler:
             return apply_table
         if method == "extract" and target == ["pkt"]:
             return self.extract(args, call)
+        if method == "emit" and target == ["pkt"] and self.program.architecture != "pna":
+            return lambda ctx, mask: None  # a deparser's emits: written after it ran, in order
+        checksum = owner.instances.get(target[0]) if len(target) == 1 else None
+        if checksum == "InternetChecksum":
+            return self.internet_checksum(f"csum.{owner.name}.{target[0]}", method, args, call)
         if method == "advance" and target == ["pkt"] and len(args) == 1:
             return self.advance(args[0], call)
         if names in (["log_msg"], ["digest"]) and self.program.architecture == "v1model":
@@ -2556,7 +2592,13 @@ class Datapath:
             self.egress_parser = _compile_parser(_Compiler(self), program.egress_parser)
         self.blocks: dict[str, StmtFn] = {}
         self.block_inits: dict[str, list[tuple[str, _Expr]]] = {}
-        for control in _blocks(program):
+        for control in program.deparsers():
+            if control.tables or control.externs:
+                assert control.apply is not None
+                what = f"deparser {control.name} with tables or externs"
+                line, column = control.apply.meta.line, control.apply.meta.column  # (relocated later)
+                raise P4Error(f"{program.source}:{line}:{column}: a {what} is outside the subset")
+        for control in (*_blocks(program), *program.deparsers()):  # (a deparser's emits: no-ops)
             compiler = _Compiler(self)
             compiler.roles = control.roles
             compiler.control = control
@@ -2912,7 +2954,7 @@ def _storage_widths(program: Program) -> dict[str, int]:
     for parser in (program.parser, program.egress_parser):
         for name, (width, _) in parser.variables.items() if parser is not None else ():
             widths[f"var.{parser.name}.{name}"] = width  # type: ignore[union-attr]
-    for control in (*_blocks(program), *_applied(program)):
+    for control in (*_blocks(program), *_applied(program), *program.deparsers()):
         for name, (width, _) in control.variables.items():
             widths[f"var.{control.name}.{name}"] = width
         for action in control.actions.values():

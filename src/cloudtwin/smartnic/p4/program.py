@@ -198,6 +198,13 @@ class Program:
     origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)
     egress_parser: ParserBlock | None = None  # PSA: the egress parser (`parser` is ingress's)
     egress_emit_order: tuple[str, ...] = ()  # PSA: what the egress deparser emits
+    egress_deparser: Control | None = None  # PSA's
+
+    def deparsers(self) -> tuple[Control, ...]:
+        """The deparser controls (v1model, PSA: their statements besides the emits run)."""
+        if self.architecture == "pna":
+            return ()
+        return (self.deparser,) + ((self.egress_deparser,) if self.egress_deparser is not None else ())
 
     def where(self, node: Tree) -> str:
         """`file:line:column` of `node` in the file it came from (through includes)."""

@@ -80,6 +80,7 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     drop = _get(ctx, f"{_IN_OUTPUT}.drop") != 0
     _refuse(dp, 0, _get(ctx, f"{_IN_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
     _refuse(dp, 0, ~drop & (_get(ctx, f"{_IN_OUTPUT}.resubmit") != 0), "a resubmit (ostd.resubmit)")
+    dp.run_block(dp.program.deparser.name, ctx, ~drop)  # its statements besides the emits
     data, length = dp.deparse(ctx, ~drop)
     rows, out_ports, instances, paths = _replicate(ctx, ~drop, engine)
     out: list[list[tuple[int, bytes]]] = [[] for _ in range(ctx.n)]
@@ -106,6 +107,8 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     _refuse(dp, 1, _get(copies, f"{_EG_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
     alive = _get(copies, f"{_EG_OUTPUT}.drop") == 0
     _refuse(dp, 1, alive & (egress_port == PORT_RECIRCULATE), "a recirculation (PSA_PORT_RECIRCULATE)")
+    assert dp.program.egress_deparser is not None
+    dp.run_block(dp.program.egress_deparser.name, copies, alive)
     sent, sent_length = dp.deparse(copies, alive, dp.program.egress_emit_order)
     for i in np.flatnonzero(alive).tolist():
         out[rows[i]].append((out_ports[i], sent[i, : sent_length[i]].tobytes()))
