@@ -57,7 +57,7 @@ def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
     """An entries error (`tables.t.3.match: ...`) with the file and line it names in front."""
     from cloudtwin.scenario.loader import line_of  # with the scenario models: only on an error
     parts = (err.field or "").split(".")
-    if node is None or parts[0] not in ("tables", "meters"):
+    if node is None or parts[0] not in ("tables", "meters", "pna"):
         return err
     line = line_of(node, [int(p) if p.isdigit() else p for p in parts])
     return NicError(f"{path}:{line}: {err}" if line else f"{path}: {err}", field=err.field)

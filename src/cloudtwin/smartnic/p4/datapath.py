@@ -39,6 +39,7 @@ MAX_PARSER_STEPS = 64
 """A packet still in the parser after this many state visits is rejected (loops)."""
 
 GREEN, YELLOW, RED = 0, 1, 2
+_COLOURS = ("GREEN", "YELLOW", "RED")
 
 Value = np.ndarray | int
 ExprFn = Callable[["_Ctx", np.ndarray], Value]
@@ -148,6 +149,7 @@ class _TableState:
     entries: list[TableEntry] = field(default_factory=list)
     default: tuple[str, tuple[int, ...]] = ("NoAction", ())
     hits: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    hook: Callable[[_Ctx, np.ndarray, list[np.ndarray], np.ndarray], np.ndarray] | None = None
     _lookup: Callable[[list[np.ndarray]], np.ndarray] | None = None
     _cache: dict[object, np.ndarray] = field(default_factory=dict)
 
@@ -930,6 +932,10 @@ class _Compiler:
             return _Expr(lambda ctx, mask: ctx.header_valid(header).copy(), 1, True)
         if names == ["checksum16"]:
             return self.checksum(args, call)
+        if self.dp.pna is not None:
+            value = self.dp.pna.value(self, names, args, call)
+            if value is not None:
+                return value
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
         owner = self.control or self.program.parser
@@ -1047,9 +1053,10 @@ class _Compiler:
 
         def apply(ctx: _Ctx, mask: np.ndarray) -> tuple[np.ndarray, dict[str, np.ndarray]]:
             values = [k.fn(ctx, mask) for k in keys]
-            index = self.dp.lookup(
-                state, [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)], ctx.n
-            )
+            columns = [_column(v, ctx.n, w) for v, w in zip(values, state.widths, strict=True)]
+            index = self.dp.lookup(state, columns, ctx.n)
+            if state.hook is not None:  # PNA: entries that expired, keys for add_entry
+                index = state.hook(ctx, mask, columns, index)
             hit = (index >= 0) & mask
             if hit.any():
                 _add_at(state.hits, index[hit], 1)
@@ -1145,6 +1152,14 @@ class _Compiler:
             raise self.fail(node, f"{name}.execute(index): {name!r} is not a Meter")
         index = self.expr(args[0])
         meter = self.dp.meters[name]
+        if self.program.pna_file:  # pna.p4's own PNA_MeterColor_t { RED, GREEN, YELLOW }
+            named = [self.program.constants[f"PNA_MeterColor_t.{c}"] for c in _COLOURS]
+            codes = np.array(named, dtype=np.uint64)
+
+            def pna_colour(ctx: _Ctx, mask: np.ndarray) -> Value:
+                return codes[meter.execute(ctx, mask, index.fn(ctx, mask), index.width)]
+
+            return _Expr(pna_colour, 32)
         if self.program.architecture == "psa":  # PSA_MeterColor_t { RED, GREEN, YELLOW }
             names = (f"PSA_MeterColor_t.{c}" for c in ("GREEN", "YELLOW", "RED"))
             colour = np.array([self.program.constants[n] for n in names], dtype=np.uint64)
@@ -1514,6 +1529,10 @@ class _Compiler:
             return self.internet_checksum(f"csum.{owner.name}.{target[0]}", method, args, call)
         if method == "advance" and target == ["pkt"] and len(args) == 1:
             return self.advance(args[0], call)
+        if self.dp.pna is not None:
+            stmt = self.dp.pna.statement(self, names, args, call)
+            if stmt is not None:
+                return stmt
         if names in (["log_msg"], ["digest"]) and self.program.architecture == "v1model":
             return lambda ctx, mask: None  # nothing a packet shows
         if method in ("read", "write") and len(target) == 1 and target[0] in self.dp.registers:
@@ -1631,6 +1650,9 @@ class _Compiler:
             type_name = str(type_.children[0]) if type_.data == "named_type" else ""
             if type_name in ("packet_in", "packet_out"):
                 roles[name] = "pkt"
+                continue
+            if type_name.startswith("pna_main_") and type_name.endswith("_metadata_t"):  # the architecture's
+                roles[name] = "ostd" if "output" in type_name else "istd"
                 continue
             composite = type_name in self.program.headers or type_name in self.program.structs
             if composite and direction == "inout" and arg.data == "ref":
@@ -2557,6 +2579,11 @@ class Datapath:
             f"{name}.{f}" for name, htype in self.headers.items() for f in htype.signed
         }
         self.action_runs: dict[str, int] = {}
+        self.pna: Any = None  # a program that read pna.p4: its run-time state (arch/pna.py)
+        if program.pna_file:
+            from cloudtwin.smartnic.p4.arch.pna import PnaRuntime
+
+            self.pna = PnaRuntime(self)
         declared = {name: i for i, name in enumerate(program.errors)}
         self.error_codes = {name: declared.get(name, i) for i, name in enumerate(CORE_ERRORS)}
         self.tables: dict[str, _TableState] = {}
@@ -2585,6 +2612,8 @@ class Datapath:
         for state in self.tables.values():
             if len(state.widths) == len(state.table.keys):
                 self.initialise(state)
+        if self.pna is not None:
+            self.pna.attach_tables()
         compiler = _Compiler(self)
         self.parser = _compile_parser(compiler)
         self.egress_parser: Callable[[_Ctx], None] | None = None  # PSA's
@@ -2652,6 +2681,8 @@ class Datapath:
             else:
                 p, b = np.asarray(packets), np.asarray(octets)
                 out[name] = {int(i): (int(p[i]), int(b[i])) for i in np.flatnonzero(p)}
+        if self.pna is not None:
+            out.update(self.pna.counter_totals())
         return out
 
     def key_width(self, table: Table, expr: Tree, control: Control) -> int:
@@ -2760,11 +2791,18 @@ class Datapath:
 
     # running -------------------------------------------------------------------------
     def process(self, batch: PacketBatch) -> BatchResult:
-        """Run every packet of `batch` through parser, control and deparser.
+        """Run every packet of `batch` through parser, control and deparser (a program that
+        read pna.p4: through arch/pna.py, with recirculation and data-plane table state).
 
         A batch narrower than its longest packet holds only each packet's head (at least
         the bytes the parser reads, `depth.parse_depth`): the result's rows are then the
         packets' new heads, which the bytes past each old head follow unchanged."""
+        if self.pna is not None:
+            return self.pna.process(batch)
+        return self.single_pass(batch)
+
+    def single_pass(self, batch: PacketBatch) -> BatchResult:
+        """One pass of every packet of `batch` through parser, control and deparser."""
         ctx = self.context(batch)
         self.parser(ctx)
         alive = ~ctx.parser_error

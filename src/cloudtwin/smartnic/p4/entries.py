@@ -120,6 +120,8 @@ def _entry(datapath: Datapath, table_name: str, i: int, raw: object) -> TableEnt
     if not isinstance(match, dict):
         raise NicError(f"{where}.match: a mapping of key name to value")
     names = [k.name for k in table.keys]
+    aliases = {k.control_name: k.name for k in table.keys if k.control_name}  # a key's @name
+    match = {aliases.get(str(name), name): value for name, value in match.items()}
     for name in match:
         if name not in names:
             raise NicError(f"{where}.match: {table_name} has no key {name!r} (keys: {', '.join(names)})")
@@ -136,7 +138,8 @@ def _entry(datapath: Datapath, table_name: str, i: int, raw: object) -> TableEnt
         raise NicError(
             f"{where}.action: {action!r} is not an action of {table_name} ({', '.join(table.actions)})"
         )
-    params = _params(datapath, str(action), raw.get("params") or {}, f"{where}.params")
+    owner = datapath.owners.get(table_name)
+    params = _params(datapath, str(action), raw.get("params") or {}, f"{where}.params", owner)
     priority = raw.get("priority", 0)
     if not isinstance(priority, int) or isinstance(priority, bool) or priority < 0:
         raise NicError(f"{where}.priority: a non-negative integer")
@@ -159,8 +162,8 @@ def _check_distinct(datapath: Datapath, table: str, name: str, entries: list[Tab
             )
 
 
-def _params(datapath: Datapath, action: str, raw: object, where: str) -> tuple[int, ...]:
-    declared = datapath.action_params(action)
+def _params(datapath: Datapath, action: str, raw: object, where: str, owner: Any = None) -> tuple[int, ...]:
+    declared = datapath.action_params(action, owner)
     if not isinstance(raw, dict):
         raise NicError(f"{where}: a mapping of parameter name to value")
     names = [name for name, _ in declared]
@@ -205,8 +208,8 @@ def parse_entries(
     """Entries per table and meter settings from a loaded entries document, all checked."""
     if document is None:
         document = {}
-    if not isinstance(document, dict) or set(document) - {"tables", "meters"}:
-        raise NicError("entries: a mapping with `tables` and/or `meters`")
+    if not isinstance(document, dict) or set(document) - {"tables", "meters", "pna"}:
+        raise NicError("entries: a mapping with `tables`, `meters` and/or `pna`")
     for section in ("tables", "meters"):
         if not isinstance(document.get(section) or {}, dict):
             raise NicError(f"{section}: a mapping of {section[:-1]} name to a list of entries")

@@ -20,6 +20,7 @@ import lark
 from lark import Lark, Token, Tree
 
 from cloudtwin.errors import P4Error
+from cloudtwin.smartnic.p4.arch.pna_decl import PNA_EXTERNS, PNA_TABLE_PROPERTIES, pna_extern
 from cloudtwin.smartnic.p4.grammar import GRAMMAR
 from cloudtwin.smartnic.p4.normalise import IGNORED_ANNOTATIONS, normalise, strip_annotations
 from cloudtwin.smartnic.p4.preprocess import Source, preprocess
@@ -46,7 +47,14 @@ __all__ = [
     "parse_number",
 ]
 
-ISTD_FIELDS = {"direction": 8, "input_port": 32, "packet_length": 16, "timestamp_ns": 64}
+ISTD_FIELDS = {
+    "direction": 8,
+    "input_port": 32,
+    "packet_length": 16,
+    "timestamp_ns": 64,
+    "recirculated": 1,  # pna.p4's own fields (istd.timestamp is timestamp_ns)
+    "timestamp": 64,
+}
 """What the PNA-like architecture tells the program about each packet (`istd.<field>`)."""
 
 ARCHITECTURE_CONSTANTS = {
@@ -174,6 +182,11 @@ class _Checker:
         self.union_groups: dict[str, list[str]] = {}  # union instance -> its member instances
         self.union_stacks: dict[str, int] = {}  # a stack of unions -> its size
 
+    @property
+    def pna_file(self) -> bool:
+        """Whether the program has read pna.p4 itself (not the built-in PNA-like declarations)."""
+        return "pna_main_input_metadata_t" in self.structs
+
     def declare(self, names: dict[str, Tree], kind: str, name: str, node: Tree) -> None:
         """Record `name`; P4Error at `node` when it is declared already (the first wins
         nowhere: a second declaration would silently replace the first)."""
@@ -297,6 +310,8 @@ class _Checker:
             name = f"error.{node.children[0]}"
             if name in self.constants:
                 return self.constants[name]
+        if node.data in ("cast", "name_cast"):
+            return self.cast_constant(node)
         fold = _FOLD.get(node.data)
         if fold is not None:
             left, right = (self.constant(c) for c in node.children)
@@ -306,6 +321,20 @@ class _Checker:
                 raise self.fail(node, f"a shift by {right} is outside 0..4096")
             return fold(left, right)
         raise self.fail(node, "a compile-time constant is needed here")
+
+    def cast_constant(self, node: Tree) -> int:
+        """`(bit<N>) c` or `(T) c` of a constant: its value cut to the type's width."""
+        target, operand = node.children
+        value = self.constant(operand)
+        if isinstance(target, Token):
+            width = self.typedefs.get(str(target), self.enums.get(str(target)))
+            if width is None:
+                raise self.fail(node, f"a cast to {target} is outside the supported subset")
+        elif target.data == "bits":
+            width = parse_number(str(target.children[0]))[0]
+        else:
+            return value if target.data != "bool_type" else int(bool(value))
+        return value & ((1 << width) - 1)
 
     def _error_decl(self, node: Tree) -> None:
         for name in node.children:
@@ -447,6 +476,10 @@ class _Checker:
             self.declare(self.names, "package instance", str(node.children[-1]), node)
             self.packages[str(node.children[-1])] = node  # PSA's IngressPipeline(...) ip;
             return
+        if str(node.children[0]) in self.extern_types and str(node.children[0]) not in ARCHITECTURES:
+            self.declare(self.names, "extern instance", str(node.children[-1]), node)
+            self.instances.append(node)  # a top-level extern instance (PNA: arch/pna.py)
+            return
         if str(node.children[0]) not in ARCHITECTURES:
             raise self.fail(
                 node, f"package {node.children[0]}: only {' or '.join(ARCHITECTURES)} in this subset"
@@ -500,6 +533,13 @@ class _Checker:
         for child in node.children[2:-1]:
             self.control_local(control, child)
         control.apply = node.children[-1]
+        for call in control.apply.find_data("call"):  # `C.apply(...)` of a control type itself
+            path = [str(t) for t in call.children[0].children]
+            declared = self.names.get(path[0])
+            is_control = declared is not None and declared.data == "control_decl"
+            local = path[0] in self.locals[control.name]
+            if len(path) == 2 and path[1] == "apply" and is_control and not local:
+                control.instances.setdefault(path[0], path[0])
         control.params = _params(node.children[1])
         self.control_nodes[control.name] = node
         self.controls.append((control, node.children[1]))
@@ -532,6 +572,8 @@ class _Checker:
             self._const_decl(node)
         elif node.data == "instance_decl" and not [a for a in node.children[1:-1] if a is not None]:
             control.instances[str(node.children[-1])] = str(node.children[0])
+        elif node.data == "instance_decl" and str(node.children[0]) in PNA_EXTERNS and self.pna_file:
+            control.externs[str(node.children[-1])] = pna_extern(self, node)
         elif node.data == "instance_decl" and str(node.children[0]) == "counter":
             control.externs[str(node.children[-1])] = self.v1model_counter(node)
         else:
@@ -556,7 +598,10 @@ class _Checker:
         return Action(str(name), tuple(bound), body, tuple(directions), tuple(types))
 
     def _function_decl(self, node: Tree) -> None:
-        type_, name, params, body = node.children
+        type_, name, generic, params, body = node.children
+        if generic is not None:  # a generic function: only the architecture's own are called
+            self.extern_types.add(str(name))
+            return
         self.declare(self.names, "function", str(name), node)
         gives = type_.data != "void_type" and self.is_composite(type_)  # a header or struct
         returns = None if type_.data == "void_type" or gives else self.width(type_, f"function {name} return")
@@ -577,6 +622,8 @@ class _Checker:
         kind = str(node.children[0])
         if kind == "register" or (kind == "Register" and self.architecture() == "PSA_Switch"):
             return self.register(node)
+        if kind in PNA_EXTERNS and self.pna_file:
+            return pna_extern(self, node)
         if kind not in ("Counter", "Meter"):
             raise self.fail(node, f"extern {kind}: only Counter and Meter are supported")
         args = [c for c in node.children[1:-1] if isinstance(c, Tree) and c.data not in _TYPE_RULES]
@@ -634,9 +681,10 @@ class _Checker:
         priorities: tuple[int, ...] = ()
         const_default = False
         size = 1024
-        self.distinct(
-            node, f"table {name}: property", [p.data.removeprefix("table_") for p in node.children[1:]]
-        )
+        properties: dict[str, Tree] = {}
+        props = node.children[1:]
+        named = [str(p.children[0]) if p.data == "table_other" else p.data[6:] for p in props]
+        self.distinct(node, f"table {name}: property", named)
         for prop in node.children[1:]:
             if prop.data == "table_key":
                 for elem in prop.children:
@@ -659,6 +707,8 @@ class _Checker:
             elif prop.data == "table_entries":
                 entries = tuple(e for e in prop.children[1:] if e is not None)
                 priorities = self.entry_priorities(entries)
+            elif prop.data == "table_other" and str(prop.children[0]) in PNA_TABLE_PROPERTIES:
+                properties[str(prop.children[0])] = prop.children[1]
             elif prop.data == "table_other":
                 what = f"property {prop.children[0]} is outside the supported subset"
                 raise self.fail(prop, f"table {name}: {what}")
@@ -680,7 +730,7 @@ class _Checker:
                 )
         return Table(
             name, tuple(keys), tuple(actions), default_name, default_args, const_default, size, entries,
-            bound, priorities,
+            bound, priorities, properties,
         )
 
     def entry_priorities(self, entries: tuple[Tree, ...]) -> tuple[int, ...]:
@@ -957,6 +1007,8 @@ class _Checker:
         program.union_stacks = self.union_stacks
         program.signed = self.signed
         program.signed_types = self.signed_types
+        program.arch_instances = {str(n.children[-1]): n for n in self.instances}
+        program.pna_file = self.pna_file
 
     def parser_types(self, parser: ParserBlock) -> tuple[str, str | None]:
         node = next(n for n in self._parser_nodes if str(n.children[0]) == parser.name)

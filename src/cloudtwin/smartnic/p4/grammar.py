@@ -59,6 +59,8 @@ DIRECTION.2: "inout" | "in" | "out"
 main_decl: NAME ["<" type ("," type)* ">"] "(" [instance ("," instance)*] ")" NAME ";"
 instance: NAME "(" [instance ("," instance)*] ")"
         | NAME -> instance_name
+        | NAME "." NAME ("." NAME)* -> instance_path
+        | NUMBER -> instance_number
 
 parser_decl: "parser" NAME "(" params ")" "{" parser_local* parser_state+ "}"
 ?parser_local: var_decl | const_decl | instance_decl | value_set_decl
@@ -79,7 +81,7 @@ control_decl: "control" NAME "(" params ")" "{" control_local* "apply" block "}"
 action_decl: "action" NAME "(" params ")" block
 extern_decl: NAME "<" type ("," type)* ">" "(" [expr ("," expr)*] ")" NAME ";"
 instance_decl: NAME "(" [expr ("," expr)*] ")" NAME ";"
-function_decl: ret_type NAME "(" params ")" block
+function_decl: ret_type NAME [type_params] "(" params ")" block
 table_decl: "table" NAME "{" table_prop* "}"
 ?table_prop: "key" "=" "{" key_elem* "}"                       -> table_key
            | "actions" "=" "{" (action_ref ";")* "}"           -> table_actions
@@ -113,6 +115,7 @@ switch_label: "default" -> sw_default
 path: NAME ("." NAME)*
 
 expr_list: expr ("," expr)*
+?argument: expr | NAME "=" expr -> named_arg
 
 ?expr: cond_expr
 ?cond_expr: or_expr | or_expr "?" expr ":" cond_expr -> mux
@@ -141,6 +144,7 @@ expr_list: expr ("," expr)*
       | "+" unary
       | "(" cast_type ")" unary -> cast
       | name_cast
+      | "(" NAME ")" "{" [expr ("," expr)*] "}" -> struct_cast
       | "{" [expr ("," expr)*] "}" -> list_expr
 name_cast: "(" NAME ")" postfix
          | "(" NAME ")" name_cast
@@ -152,7 +156,7 @@ name_cast: "(" NAME ")" postfix
         | postfix "." NAME                     -> member
         | postfix "[" expr "]"                 -> index
         | postfix "[" expr ":" expr "]"        -> slice_expr
-        | postfix "(" [expr ("," expr)*] ")"   -> call_raw
+        | postfix "(" [argument ("," argument)*] ")"   -> call_raw
         | postfix "." LOOKAHEAD "<" type ">" "(" ")" -> lookahead
 ?atom: NUMBER -> number
      | "true" -> true

@@ -123,6 +123,7 @@ class Table:
     entries: tuple[Tree, ...] = ()  # `entries = { ... }`: installed when the datapath is made
     bound: dict[str, tuple[Tree, ...]] = field(default_factory=dict)  # action -> its directional args
     priorities: tuple[int, ...] = ()  # per const entry: its priority number (the smallest wins)
+    properties: dict[str, Tree] = field(default_factory=dict)  # PNA's (add_on_miss, pna_direct_counter...)
 
 
 @dataclass(frozen=True)
@@ -193,6 +194,8 @@ class Program:
     unions: dict[str, list[str]] = field(default_factory=dict)  # `hdr.u` -> its member instances
     union_stacks: dict[str, int] = field(default_factory=dict)  # a stack of unions -> its size
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
+    arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
+    pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
     signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
     signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
     origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)

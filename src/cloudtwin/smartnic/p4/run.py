@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudtwin.errors import P4Error
+from cloudtwin.errors import NicError, P4Error
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.depth import parse_depth
 from cloudtwin.smartnic.p4.entries import parse_entries
@@ -94,6 +94,10 @@ class RunReport:
 def install(datapath: Datapath, document: Any) -> None:
     """Check an entries document against the program and install it (all or nothing)."""
     tables, meters = parse_entries(datapath, document)
+    pna = document.get("pna") if isinstance(document, dict) else None
+    settings = datapath.pna.settings(pna) if datapath.pna is not None else None
+    if pna is not None and datapath.pna is None:
+        raise NicError("pna: only a program that reads pna.p4 takes PNA settings")
     for name, entries in tables.items():
         state = datapath.tables[name]
         state.entries = entries
@@ -102,6 +106,8 @@ def install(datapath: Datapath, document: Any) -> None:
         datapath.meters[setting.meter].configure(
             setting.index, setting.cir, setting.cburst, setting.pir, setting.pburst
         )
+    if settings is not None:
+        datapath.pna.apply(settings)
 
 
 def load_datapath(text: str, source: str, entries: Any) -> Datapath:
