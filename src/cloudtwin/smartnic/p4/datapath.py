@@ -939,7 +939,8 @@ class _Compiler:
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
         owner = self.control or self.program.parser
-        if len(names) == 2 and owner.instances.get(names[0]) == "InternetChecksum" and not args:
+        psa_checksum = self.program.architecture == "psa" and len(names) == 2
+        if psa_checksum and owner.instances.get(names[0]) == "InternetChecksum" and not args:
             state = f"csum.{owner.name}.{names[0]}"
             self.widths.setdefault(state, 16)
             if names[1] == "get":  # the checksum: the sum's ones' complement
@@ -1525,7 +1526,7 @@ class _Compiler:
         if method == "emit" and target == ["pkt"] and self.program.architecture != "pna":
             return lambda ctx, mask: None  # a deparser's emits: written after it ran, in order
         checksum = owner.instances.get(target[0]) if len(target) == 1 else None
-        if checksum == "InternetChecksum":
+        if checksum == "InternetChecksum" and self.program.architecture == "psa":
             return self.internet_checksum(f"csum.{owner.name}.{target[0]}", method, args, call)
         if method == "advance" and target == ["pkt"] and len(args) == 1:
             return self.advance(args[0], call)
