@@ -46,6 +46,9 @@ ExprFn = Callable[["_Ctx", np.ndarray], Value]
 StmtFn = Callable[["_Ctx", np.ndarray], None]
 ActionFn = Callable[["_Ctx", np.ndarray, list[np.ndarray]], None]
 
+MAX_LOOP_ITERATIONS = 4096
+"""The most rounds a `for` loop may run for a packet (more is refused, naming the loop)."""
+
 MAX_ACTION_CALLS = 10_000
 """The most action runs one action may make through the actions it calls (and they call)."""
 
@@ -215,6 +218,8 @@ class _Ctx:
     any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
     error: np.ndarray | None = None  # each row's parser error code (0: none), once one is set
     returned: np.ndarray | None = None  # rows that ran `return` in the running action/function
+    loop_stop: np.ndarray | None = None  # rows that ran `break` or `continue` in this iteration
+    broken: np.ndarray | None = None  # rows that ran `break` in the running loop
 
     def stopped(self, mask: np.ndarray) -> np.ndarray:
         """`mask` without the rows that ran `exit`, or `return` in what is running."""
@@ -222,6 +227,8 @@ class _Ctx:
             mask = mask & ~self.exited
         if self.returned is not None:
             mask = mask & ~self.returned
+        if self.loop_stop is not None:
+            mask = mask & ~self.loop_stop
         return mask
 
     def take(self, rows: np.ndarray) -> _Ctx:
@@ -414,6 +421,7 @@ class _Compiler:
         self.writable: set[str] = set()  # the running action's directional parameters
         self.returns: list[str | None] = []  # where `return` puts its value (None: no value)
         self.inlined: list[Control] = []  # the controls with tables applied so far
+        self.loops = 0  # for loops being compiled around the statement at hand
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -1211,6 +1219,20 @@ class _Compiler:
             return self.return_stmt(node)
         if kind == "switch_stmt":
             return self.switch_stmt(node)
+        if kind == "for_stmt":
+            return self.for_stmt(node)
+        if kind in ("break_stmt", "continue_stmt"):
+            if not self.loops:
+                raise self.fail(node, f"{kind.removesuffix('_stmt')} outside a for loop")
+            stop = kind == "break_stmt"
+
+            def leave(ctx: _Ctx, mask: np.ndarray) -> None:
+                assert ctx.loop_stop is not None and ctx.broken is not None
+                ctx.loop_stop = ctx.loop_stop | mask
+                if stop:
+                    ctx.broken = ctx.broken | mask
+
+            return leave
         if kind == "var_decl":
             return self.declare_local(node)
         if kind == "const_decl":
@@ -1261,6 +1283,50 @@ class _Compiler:
             return column
 
         return _Expr(read, width)
+
+    def for_stmt(self, node: Tree) -> StmtFn:
+        """`for (init; condition; update) body`, each row looping on its own: rows whose
+        condition fails or that `break` leave, `continue` skips to the update. A loop still
+        running after MAX_LOOP_ITERATIONS rounds is refused, naming its line."""
+        init, cond, update, body = node.children
+        if self.control is None:
+            raise self.fail(node, "a for loop in a parser is outside P4 (a parser loops through its states)")
+        self.scopes.append({})  # the loop variable lives in the loop
+        self.loops += 1
+        try:
+            first = self.statement(init) if init is not None else None
+            test = self.expr(cond) if cond is not None else None
+            inner = self.statement(body)
+            step = self.statement(update) if update is not None else None
+        finally:
+            self.loops -= 1
+            self.scopes.pop()
+        where = self.program.where(node)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            if first is not None:
+                first(ctx, mask)
+            saved = ctx.loop_stop, ctx.broken
+            ctx.broken = np.zeros(ctx.n, dtype=bool)
+            active = mask
+            for _ in range(MAX_LOOP_ITERATIONS):
+                ctx.loop_stop = None
+                active = ctx.stopped(active)
+                if test is not None and active.any():
+                    active = active & _as_bool(test.fn(ctx, active), ctx)
+                if not active.any():
+                    break
+                ctx.loop_stop = np.zeros(ctx.n, dtype=bool)
+                inner(ctx, active)
+                active = active & ~ctx.broken
+                ctx.loop_stop = None
+                if step is not None and active.any():
+                    step(ctx, ctx.stopped(active))
+            else:
+                raise P4Error(f"{where}: a for loop ran more than {MAX_LOOP_ITERATIONS:,} rounds")
+            ctx.loop_stop, ctx.broken = saved
+
+        return run
 
     def register_access(self, name: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
         """v1model `r.read(out value, index)` and `r.write(index, value)`; an index past the
