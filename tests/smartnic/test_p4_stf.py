@@ -21,7 +21,7 @@ from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 153
+PASS_FLOOR = 154
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -336,7 +336,23 @@ def test_psa_unicast_multicast_drop_and_the_default_drop() -> None:
     assert wrong.status == "fail" and wrong.reason == difference
 
 
-def test_psa_resubmit_is_refused_when_a_packet_asks_for_it() -> None:
+def test_psa_resubmit_runs_ingress_again_and_a_loop_is_refused() -> None:
+    """A miss resubmits the packet once (packet_path RESUBMIT = 5 the second time, when it
+    is sent to port 7 with its original bytes); resubmitting every time is refused."""
+    once = (
+        "action mark() { if (istd.packet_path != PSA_PacketPath_t.RESUBMIT) { ostd.resubmit = true;\n"
+        "    ostd.drop = false; h.h.a = 0x77; } else { send_to_port(ostd, 7); h.h.instance = 5; } }"
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    again = run_stf(
+        PSA_PROGRAM.replace("action mark() { m.seen = 1; }", once),
+        str(SUITE / "tests" / "psa.p4"),
+        "packet 2 05 00 0000 00000000\nexpect 7 05 01 0000 00000002 $\n",  # egress sets instance 0
+        "psa.stf",
+        (SUITE / "include",),
+    )
+    assert again.status == "pass", again.reason
     resubmit = "action mark() { ostd.resubmit = true; ostd.drop = false; }"
     program = PSA_PROGRAM.replace("action mark() { m.seen = 1; }", resubmit)
     if not SUITE.is_dir():
