@@ -2666,7 +2666,7 @@ class Datapath:
                 self.tables[name] = _TableState(table, widths)
             for name in control.externs:
                 self.own(name, control)
-        externs = {n: e for c in _blocks(program) for n, e in c.externs.items()}
+        externs = {n: e for c in _blocks(program) for n, e in c.externs.items()} | program.global_externs
         self.counters = {
             name: (_cells(e.size), _cells(e.size)) for name, e in externs.items() if e.kind == "Counter"
         }

@@ -833,6 +833,7 @@ class _Checker:
         if self.registers and package != "V1Switch":
             kind = str(self.registers[0].children[0])
             raise self.fail(self.registers[0], f"extern {kind}: only Counter and Meter are supported")
+        global_externs = self.global_registers() if package == "V1Switch" else {}
         blocks = [
             str(inst.children[0])
             for inst in self.main.children[1:-1]
@@ -880,6 +881,7 @@ class _Checker:
         program.architecture = "v1model" if package == "V1Switch" else "pna"
         program.controls = tuple(pipeline)
         self.finish(program)
+        program.global_externs = global_externs
         program.emit_order = self.emits(deparser, instances, statements=package == "V1Switch")
         program.parser = parser
         return program
@@ -891,6 +893,18 @@ class _Checker:
             if sub.data == "call" and str(sub.children[0].children[-1]) in ("emit", "apply"):
                 what = "an emit (or apply) inside a deparser's if or block"
                 raise self.fail(sub, f"{what} is outside the subset")
+
+    def global_registers(self) -> dict[str, Extern]:
+        """v1model's top-level `register<T>(size) r;`: one register every control reaches."""
+        out = {}
+        for node in self.instances:
+            args = [c for c in node.children[1:-1] if isinstance(c, Tree)]
+            if str(node.children[0]) != "register" or any(a.data == "instance" for a in args):
+                continue
+            numbers = [Tree("number", a.children, a.meta) if a.data == "instance_number" else a for a in args]
+            decl = Tree("extern_decl", [node.children[0], *numbers, node.children[-1]], node.meta)
+            out[str(node.children[-1])] = self.register(decl)
+        return out
 
     def psa_blocks(self) -> list[str]:
         """`PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;`:

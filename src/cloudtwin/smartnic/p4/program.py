@@ -195,6 +195,7 @@ class Program:
     union_stacks: dict[str, int] = field(default_factory=dict)  # a stack of unions -> its size
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
     arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
+    global_externs: dict[str, Extern] = field(default_factory=dict)  # v1model: top-level registers
     pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
     signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
     signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
