@@ -1780,6 +1780,12 @@ class _Compiler:
                 enter.append(_copy_in(key, self.expr(arg) if direction != "out" else _const(0)))
             if direction not in ("out", "inout"):
                 continue
+            dynamic = arg.data == "member" and arg.children[0].data == "index"
+            if dynamic and not type_name:  # s[e].f: copied back to the element e named on entry
+                enter_at, back = self.element_out(arg, key)
+                enter.append(enter_at)
+                leave.append(back)
+                continue
             if arg.data == "slice_expr" and arg.children[0].data == "ref" and not type_name:
                 lvalue = Tree("lvalue", [arg.children[0].children[0], Tree("slice", arg.children[1:])])
                 leave.append(self.assign(Tree("assign", [lvalue, _ref(key, arg)], arg.meta)))  # f[hi:lo]
@@ -1791,6 +1797,30 @@ class _Compiler:
             else:
                 leave.append(_copy_out(key, self.lvalue_of(arg)[0]))
         return scope, enter, leave
+
+    def element_out(self, target: Tree, key: str) -> tuple[StmtFn, StmtFn]:
+        """For `s[e].f` passed as an out or inout argument held at `key`: the step that
+        notes which element `e` names when the call starts, and the copy back into it."""
+        stack, index, field_name, _ = self.dynamic_element(target)
+        size = self.program.stacks[stack][1]
+        at_key = f"{key}$at"
+        self.widths[at_key] = 32
+        where = self.program.where(target)
+
+        def note(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            if (mask & (at >= np.uint64(size))).any():
+                raise P4Error(f"{where}: header stack index past {stack}'s {size} elements at run time")
+            ctx.put(at_key, at, mask)
+
+        def back(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = ctx.get(at_key)
+            for i in range(size):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    ctx.put(f"{stack}[{i}].{field_name}", ctx.get(key), rows)
+
+        return note, back
 
     def clear_composite(self, key: str) -> StmtFn:
         """A header or struct made fresh: fields 0, headers invalid."""
