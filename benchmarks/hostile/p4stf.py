@@ -114,6 +114,9 @@ PROGRAMS = {
         "apply { t.apply(); }", "apply { t.apply(); h.h.b = (bit<8>) ((int<8>) h.h.a >> h.h.a); }"
     ),
     "PSA recirculation": PSA_RECIRCULATE,
+    "endless for loop": PROGRAM.replace(
+        "apply { t.apply(); }", "apply { for (bit<32> i = 0; i < 0xffffffff; i = i + 0) { h.h.b = 1; } }"
+    ),
     "PSA unknown pipeline": PSA_RECIRCULATE.replace("PSA_Switch(ip,", "PSA_Switch(nope,"),
 }
 

@@ -46,7 +46,7 @@ def _error(text: str) -> str:
         ),
         (("typedef bit<48> mac_t;", "typedef bit<0> mac_t;"), None, "bit<0>"),
         (("hdr.vxlan.setValid();", "hdr.vxlan.frobnicate();"), None, "outside the supported subset"),
-        (("    state parse_vlan {", "    state parse_vlan { for (;;) { }"), None, "unexpected"),
+        (("    state parse_vlan {", "    state parse_vlan { for (;;) { }"), None, "a for loop in a parser"),
     ],
 )
 def test_outside_the_subset_names_file_line_column(

@@ -21,7 +21,7 @@ from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
 
 SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
 
-PASS_FLOOR = 151
+PASS_FLOOR = 156
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
 
 
@@ -336,7 +336,23 @@ def test_psa_unicast_multicast_drop_and_the_default_drop() -> None:
     assert wrong.status == "fail" and wrong.reason == difference
 
 
-def test_psa_resubmit_is_refused_when_a_packet_asks_for_it() -> None:
+def test_psa_resubmit_runs_ingress_again_and_a_loop_is_refused() -> None:
+    """A miss resubmits the packet once (packet_path RESUBMIT = 5 the second time, when it
+    is sent to port 7 with its original bytes); resubmitting every time is refused."""
+    once = (
+        "action mark() { if (istd.packet_path != PSA_PacketPath_t.RESUBMIT) { ostd.resubmit = true;\n"
+        "    ostd.drop = false; h.h.a = 0x77; } else { send_to_port(ostd, 7); h.h.instance = 5; } }"
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    again = run_stf(
+        PSA_PROGRAM.replace("action mark() { m.seen = 1; }", once),
+        str(SUITE / "tests" / "psa.p4"),
+        "packet 2 05 00 0000 00000000\nexpect 7 05 01 0000 00000002 $\n",  # egress sets instance 0
+        "psa.stf",
+        (SUITE / "include",),
+    )
+    assert again.status == "pass", again.reason
     resubmit = "action mark() { ostd.resubmit = true; ostd.drop = false; }"
     program = PSA_PROGRAM.replace("action mark() { m.seen = 1; }", resubmit)
     if not SUITE.is_dir():
@@ -726,4 +742,129 @@ def test_extract_into_nothing_skips_a_header() -> None:
         pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
     script = "add t h.a:1 set(v:9, port:2)\npacket 0 aa bb 01 02 03\nexpect 2 01 09 03 $\n"
     result = run_stf(program, str(SUITE / "tests" / "x.p4"), script, "x.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def test_psa_internet_checksum_in_a_deparser() -> None:
+    """A deparser's statements run before its emits: add({a, path}) is the word 0x0101,
+    subtract({0, 1}) adds ~0x0001 = 0xfffe: 0x100ff folds to 0x0100, get() = ~0x0100 =
+    0xfeff. An emit inside an `if` of a deparser is refused."""
+    program = PSA_PROGRAM.replace(
+        "    Common() c2;\n    apply { c2.apply(p, h); }",
+        "    Common() c2;\n    InternetChecksum() ck;\n"
+        "    apply { ck.clear(); ck.add({h.h.a, h.h.path}); ck.subtract({8w0, 8w1});\n"
+        "            h.h.instance = ck.get(); c2.apply(p, h); }",
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    where = (str(SUITE / "tests" / "psa.p4"), "psa.stf", (SUITE / "include",))
+    script = "add t h.a:1 fwd(port:5)\npacket 2 01 00 0000 00000000\nexpect 5 01 01 feff 00000002 $\n"
+    result = run_stf(program, where[0], script, *where[1:])
+    assert result.status == "pass", result.reason
+    nested = program.replace("c2.apply(p, h); }", "if (h.h.a == 1) { p.emit(h.h); } }")
+    refused = run_stf(nested, where[0], script, *where[1:])
+    assert refused.status == "unsupported"
+    assert "an emit (or apply) inside a deparser's if" in (refused.reason or "")
+
+
+def test_for_loops_with_break_and_continue_per_packet() -> None:
+    """Sum the odd i in 1..a, leaving at i == 6: a = 3 gives 1 + 3 = 4; a = 10 gives
+    1 + 3 + 5 = 9; a = 0 runs no round. A loop past 4,096 rounds is refused by line."""
+    loop = (
+        "apply { bit<8> s = 0;\n"
+        "        for (bit<8> i = 1; i <= h.h.a; i = i + 1) {\n"
+        "            if (i == 6) { break; }\n"
+        "            if ((i & 1) == 0) { continue; }\n"
+        "            s = s + i;\n"
+        "        }\n"
+        "        h.h.b = s; sm.egress_spec = 1; }"
+    )
+    program = PROGRAM.replace("apply { t.apply(); }", loop)
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    where = (str(SUITE / "tests" / "l.p4"), "l.stf", (SUITE / "include",))
+    cases = (("03", "04"), ("0a", "09"), ("00", "00"))
+    script = "".join(f"packet 0 {a} 00\nexpect 1 {a} {s} $\n" for a, s in cases)
+    result = run_stf(program, where[0], script, *where[1:])
+    assert result.status == "pass", result.reason
+    endless = PROGRAM.replace(
+        "apply { t.apply(); }", "apply { for (bit<16> i = 0; i < 0xffff; i = i + 1) { h.h.b = 1; } }"
+    )
+    refused = run_stf(endless, where[0], "packet 0 01 00\n", *where[1:])
+    assert refused.status == "unsupported"
+    assert refused.reason == f"{where[0]}:14:13: a for loop ran more than 4,096 rounds"
+    stray = PROGRAM.replace("apply { t.apply(); }", "apply { break; }")
+    assert "break outside a for loop" in (run_stf(stray, where[0], "", *where[1:]).reason or "")
+
+
+def test_v1model_top_level_register_is_shared_by_the_controls() -> None:
+    """`register<bit<8>>(4) seen;` outside any control: ingress counts into cell 0, egress
+    reads the count it left (packet 1: b = 0, a = 1; packet 2: b = 1, a = 2)."""
+    program = (
+        PROGRAM.replace("control V(", "register<bit<8>>(4) seen;\ncontrol V(")
+        .replace(
+            "apply { t.apply(); }",
+            "apply { bit<8> x; seen.read(x, 0); seen.write(0, x + 1); h.h.b = x; sm.egress_spec = 1; }",
+        )
+        .replace(
+            "control E(inout H h, inout M m, inout standard_metadata_t sm) { apply { } }",
+            "control E(inout H h, inout M m, inout standard_metadata_t sm) {\n"
+            "    apply { bit<8> y; seen.read(y, 0); h.h.a = y; }\n}",
+        )
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    script = "packet 0 07 07\nexpect 1 01 00 $\npacket 0 07 07\nexpect 1 02 01 $\n"
+    result = run_stf(program, str(SUITE / "tests" / "g.p4"), script, "g.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def test_stack_element_with_a_run_time_index_as_an_inout_argument() -> None:
+    """bump(h.a, s[h.a].b): the element is the one h.a named when the call began (s[0]),
+    though bump sets h.a to 1 and h.a is copied back first."""
+    program = (
+        PROGRAM.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] s; }")
+        .replace("p.extract(h.h); transition", "p.extract(h.h); p.extract(h.s.next);\n"
+                 " p.extract(h.s.next); transition")
+        .replace(
+            "control V(",
+            "bit<8> bump(inout bit<8> i, inout bit<8> v) { v = v + 1; i = 1; return 0; }\ncontrol V(",
+        )
+        .replace("apply { t.apply(); }", "apply { bit<8> r = bump(h.h.a, h.s[h.h.a].b);\n"
+                 " sm.egress_spec = 1; }")
+        .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
+    )
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    script = "packet 0 00 00 10 20 30 40\nexpect 1 01 00 10 21 30 40 $\n"
+    result = run_stf(program, str(SUITE / "tests" / "b.p4"), script, "b.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def _signed8(value: int) -> int:
+    return value - 256 if value >= 128 else value
+
+
+@settings(max_examples=15, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 255), st.integers(0, 255), st.integers(0, 9)), max_size=9))
+def test_signed_int_matches_twos_complement_reference(rows: list[tuple[int, int, int]]) -> None:
+    """int<8> a + b, a |-| b, a >> k and a < b against Python's integers, packet by packet."""
+    program = PROGRAM.replace(
+        "header h_t { bit<8> a; bit<8> b; }",
+        "header h_t { int<8> a; int<8> b; bit<8> k; int<8> sum; int<8> sat; int<8> shr; bit<8> lt; }",
+    ).replace(
+        "apply { t.apply(); }",
+        "apply { h.h.sum = h.h.a + h.h.b; h.h.sat = h.h.a |-| h.h.b; h.h.shr = h.h.a >> h.h.k;\n"
+        "        h.h.lt = (bit<8>)(bit<1>)(h.h.a < h.h.b); sm.egress_spec = 1; }",
+    ).replace("table t { key = { h.h.a : ternary; } actions = { set; drop; } default_action = drop; }", "")
+    program = program.replace("action set(bit<8> v, bit<9> port) { h.h.b = v; sm.egress_spec = port; }", "")
+    lines = []  # (a, b, k) packets and what the reference computes
+    for a, b, k in rows:
+        sa, sb = _signed8(a), _signed8(b)
+        out = (sa + sb) & 0xFF, max(-128, min(127, sa - sb)) & 0xFF, (sa >> k) & 0xFF, int(sa < sb)
+        lines.append(f"packet 0 {a:02x} {b:02x} {k:02x} 00 00 00 00\n")
+        lines.append(f"expect 1 {a:02x} {b:02x} {k:02x} " + " ".join(f"{v:02x}" for v in out) + " $\n")
+    if not SUITE.is_dir():
+        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+    result = run_stf(program, str(SUITE / "tests" / "p.p4"), "".join(lines), "p.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason

@@ -47,6 +47,9 @@ ExprFn = Callable[["_Ctx", np.ndarray], Value]
 StmtFn = Callable[["_Ctx", np.ndarray], None]
 ActionFn = Callable[["_Ctx", np.ndarray, list[np.ndarray]], None]
 
+MAX_LOOP_ITERATIONS = 4096
+"""The most rounds a `for` loop may run for a packet (more is refused, naming the loop)."""
+
 MAX_ACTION_CALLS = 10_000
 """The most action runs one action may make through the actions it calls (and they call)."""
 
@@ -216,6 +219,8 @@ class _Ctx:
     any_exit: bool = False  # has any row run `exit` (until then no mask needs narrowing)
     error: np.ndarray | None = None  # each row's parser error code (0: none), once one is set
     returned: np.ndarray | None = None  # rows that ran `return` in the running action/function
+    loop_stop: np.ndarray | None = None  # rows that ran `break` or `continue` in this iteration
+    broken: np.ndarray | None = None  # rows that ran `break` in the running loop
 
     def stopped(self, mask: np.ndarray) -> np.ndarray:
         """`mask` without the rows that ran `exit`, or `return` in what is running."""
@@ -223,6 +228,8 @@ class _Ctx:
             mask = mask & ~self.exited
         if self.returned is not None:
             mask = mask & ~self.returned
+        if self.loop_stop is not None:
+            mask = mask & ~self.loop_stop
         return mask
 
     def take(self, rows: np.ndarray) -> _Ctx:
@@ -415,6 +422,7 @@ class _Compiler:
         self.writable: set[str] = set()  # the running action's directional parameters
         self.returns: list[str | None] = []  # where `return` puts its value (None: no value)
         self.inlined: list[Control] = []  # the controls with tables applied so far
+        self.loops = 0  # for loops being compiled around the statement at hand
 
     def fail(self, node: Tree | Token, what: str) -> P4Error:
         if isinstance(node, Token):
@@ -939,6 +947,15 @@ class _Compiler:
                 return value
         if len(names) == 2 and names[1] == "execute":
             return self.meter_execute(names[0], args, call)
+        owner = self.control or self.program.parser
+        psa_checksum = self.program.architecture == "psa" and len(names) == 2
+        if psa_checksum and owner.instances.get(names[0]) == "InternetChecksum" and not args:
+            state = f"csum.{owner.name}.{names[0]}"
+            self.widths.setdefault(state, 16)
+            if names[1] == "get":  # the checksum: the sum's ones' complement
+                return _Expr(lambda ctx, mask: ~ctx.get(state) & np.uint64(0xFFFF), 16)
+            if names[1] == "get_state":
+                return _Expr(lambda ctx, mask: ctx.get(state), 16)
         if len(names) == 2 and names[1] == "read" and names[0] in self.dp.registers and len(args) == 1:
             return self.register_read(names[0], args[0], call)  # PSA's `r.read(index)`
         raise self.fail(call, f"call {'.'.join(names)}(...) is not an expression in the supported subset")
@@ -1203,11 +1220,48 @@ class _Compiler:
             return self.return_stmt(node)
         if kind == "switch_stmt":
             return self.switch_stmt(node)
+        if kind == "for_stmt":
+            return self.for_stmt(node)
+        if kind in ("break_stmt", "continue_stmt"):
+            if not self.loops:
+                raise self.fail(node, f"{kind.removesuffix('_stmt')} outside a for loop")
+            stop = kind == "break_stmt"
+
+            def leave(ctx: _Ctx, mask: np.ndarray) -> None:
+                assert ctx.loop_stop is not None and ctx.broken is not None
+                ctx.loop_stop = ctx.loop_stop | mask
+                if stop:
+                    ctx.broken = ctx.broken | mask
+
+            return leave
         if kind == "var_decl":
             return self.declare_local(node)
         if kind == "const_decl":
             return self.declare_constant(node)
         raise self.fail(node, f"statement {kind} is outside the supported subset")
+
+    def internet_checksum(self, state: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
+        """PSA's InternetChecksum: a running ones' complement sum of 16-bit words (RFC 1624):
+        clear, add({fields}), subtract({fields}), set_state(v); `get()` is its complement."""
+        self.widths.setdefault(state, 16)
+        if method == "clear" and not args:
+            return lambda ctx, mask: ctx.put(state, 0, mask)
+        if method == "set_state" and len(args) == 1:
+            value = self.expr(args[0])
+            return lambda ctx, mask: ctx.put(state, value.fn(ctx, mask), mask)
+        if method not in ("add", "subtract") or len(args) != 1 or args[0].data != "list_expr":
+            raise self.fail(node, f"InternetChecksum.{method}(...) is outside the supported subset")
+        words = self.checksum([a for a in args[0].children if a is not None], node)  # ~sum
+        add = method == "add"
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            total = _column(words.fn(ctx, mask), ctx.n, 16)
+            part = (~total & np.uint64(0xFFFF)) if add else total  # the words' sum, or its complement
+            value = ctx.get(state) + part
+            value = (value & np.uint64(0xFFFF)) + (value >> np.uint64(16))
+            ctx.put(state, (value & np.uint64(0xFFFF)) + (value >> np.uint64(16)), mask)
+
+        return run
 
     def register_read(self, name: str, index_node: Tree, node: Tree) -> _Expr:
         """PSA's `r.read(index)`: the cell's value (an index past the register reads as 0,
@@ -1230,6 +1284,50 @@ class _Compiler:
             return column
 
         return _Expr(read, width)
+
+    def for_stmt(self, node: Tree) -> StmtFn:
+        """`for (init; condition; update) body`, each row looping on its own: rows whose
+        condition fails or that `break` leave, `continue` skips to the update. A loop still
+        running after MAX_LOOP_ITERATIONS rounds is refused, naming its line."""
+        init, cond, update, body = node.children
+        if self.control is None:
+            raise self.fail(node, "a for loop in a parser is outside P4 (a parser loops through its states)")
+        self.scopes.append({})  # the loop variable lives in the loop
+        self.loops += 1
+        try:
+            first = self.statement(init) if init is not None else None
+            test = self.expr(cond) if cond is not None else None
+            inner = self.statement(body)
+            step = self.statement(update) if update is not None else None
+        finally:
+            self.loops -= 1
+            self.scopes.pop()
+        where = self.program.where(node)
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            if first is not None:
+                first(ctx, mask)
+            saved = ctx.loop_stop, ctx.broken
+            ctx.broken = np.zeros(ctx.n, dtype=bool)
+            active = mask
+            for _ in range(MAX_LOOP_ITERATIONS):
+                ctx.loop_stop = None
+                active = ctx.stopped(active)
+                if test is not None and active.any():
+                    active = active & _as_bool(test.fn(ctx, active), ctx)
+                if not active.any():
+                    break
+                ctx.loop_stop = np.zeros(ctx.n, dtype=bool)
+                inner(ctx, active)
+                active = active & ~ctx.broken
+                ctx.loop_stop = None
+                if step is not None and active.any():
+                    step(ctx, ctx.stopped(active))
+            else:
+                raise P4Error(f"{where}: a for loop ran more than {MAX_LOOP_ITERATIONS:,} rounds")
+            ctx.loop_stop, ctx.broken = saved
+
+        return run
 
     def register_access(self, name: str, method: str, args: list[Tree], node: Tree) -> StmtFn:
         """v1model `r.read(out value, index)` and `r.write(index, value)`; an index past the
@@ -1492,6 +1590,11 @@ class _Compiler:
             return apply_table
         if method == "extract" and target == ["pkt"]:
             return self.extract(args, call)
+        if method == "emit" and target == ["pkt"] and self.program.architecture != "pna":
+            return lambda ctx, mask: None  # a deparser's emits: written after it ran, in order
+        checksum = owner.instances.get(target[0]) if len(target) == 1 else None
+        if checksum == "InternetChecksum" and self.program.architecture == "psa":
+            return self.internet_checksum(f"csum.{owner.name}.{target[0]}", method, args, call)
         if method == "advance" and target == ["pkt"] and len(args) == 1:
             return self.advance(args[0], call)
         if self.dp.pna is not None:
@@ -1678,6 +1781,12 @@ class _Compiler:
                 enter.append(_copy_in(key, self.expr(arg) if direction != "out" else _const(0)))
             if direction not in ("out", "inout"):
                 continue
+            dynamic = arg.data == "member" and arg.children[0].data == "index"
+            if dynamic and not type_name:  # s[e].f: copied back to the element e named on entry
+                enter_at, back = self.element_out(arg, key)
+                enter.append(enter_at)
+                leave.append(back)
+                continue
             if arg.data == "slice_expr" and arg.children[0].data == "ref" and not type_name:
                 lvalue = Tree("lvalue", [arg.children[0].children[0], Tree("slice", arg.children[1:])])
                 leave.append(self.assign(Tree("assign", [lvalue, _ref(key, arg)], arg.meta)))  # f[hi:lo]
@@ -1689,6 +1798,30 @@ class _Compiler:
             else:
                 leave.append(_copy_out(key, self.lvalue_of(arg)[0]))
         return scope, enter, leave
+
+    def element_out(self, target: Tree, key: str) -> tuple[StmtFn, StmtFn]:
+        """For `s[e].f` passed as an out or inout argument held at `key`: the step that
+        notes which element `e` names when the call starts, and the copy back into it."""
+        stack, index, field_name, _ = self.dynamic_element(target)
+        size = self.program.stacks[stack][1]
+        at_key = f"{key}$at"
+        self.widths[at_key] = 32
+        where = self.program.where(target)
+
+        def note(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = _column(index.fn(ctx, mask), ctx.n, index.width)
+            if (mask & (at >= np.uint64(size))).any():
+                raise P4Error(f"{where}: header stack index past {stack}'s {size} elements at run time")
+            ctx.put(at_key, at, mask)
+
+        def back(ctx: _Ctx, mask: np.ndarray) -> None:
+            at = ctx.get(at_key)
+            for i in range(size):
+                rows = mask & (at == np.uint64(i))
+                if rows.any():
+                    ctx.put(f"{stack}[{i}].{field_name}", ctx.get(key), rows)
+
+        return note, back
 
     def clear_composite(self, key: str) -> StmtFn:
         """A header or struct made fresh: fields 0, headers invalid."""
@@ -2558,7 +2691,7 @@ class Datapath:
                 self.tables[name] = _TableState(table, widths)
             for name in control.externs:
                 self.own(name, control)
-        externs = {n: e for c in _blocks(program) for n, e in c.externs.items()}
+        externs = {n: e for c in _blocks(program) for n, e in c.externs.items()} | program.global_externs
         self.counters = {
             name: (_cells(e.size), _cells(e.size)) for name, e in externs.items() if e.kind == "Counter"
         }
@@ -2580,7 +2713,13 @@ class Datapath:
             self.egress_parser = _compile_parser(_Compiler(self), program.egress_parser)
         self.blocks: dict[str, StmtFn] = {}
         self.block_inits: dict[str, list[tuple[str, _Expr]]] = {}
-        for control in _blocks(program):
+        for control in program.deparsers():
+            if control.tables or control.externs:
+                assert control.apply is not None
+                what = f"deparser {control.name} with tables or externs"
+                line, column = control.apply.meta.line, control.apply.meta.column  # (relocated later)
+                raise P4Error(f"{program.source}:{line}:{column}: a {what} is outside the subset")
+        for control in (*_blocks(program), *program.deparsers()):  # (a deparser's emits: no-ops)
             compiler = _Compiler(self)
             compiler.roles = control.roles
             compiler.control = control
@@ -2951,7 +3090,7 @@ def _storage_widths(program: Program) -> dict[str, int]:
     for parser in (program.parser, program.egress_parser):
         for name, (width, _) in parser.variables.items() if parser is not None else ():
             widths[f"var.{parser.name}.{name}"] = width  # type: ignore[union-attr]
-    for control in (*_blocks(program), *_applied(program)):
+    for control in (*_blocks(program), *_applied(program), *program.deparsers()):
         for name, (width, _) in control.variables.items():
             widths[f"var.{control.name}.{name}"] = width
         for action in control.actions.values():

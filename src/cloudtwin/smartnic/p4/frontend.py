@@ -833,6 +833,7 @@ class _Checker:
         if self.registers and package != "V1Switch":
             kind = str(self.registers[0].children[0])
             raise self.fail(self.registers[0], f"extern {kind}: only Counter and Meter are supported")
+        global_externs = self.global_registers() if package == "V1Switch" else {}
         blocks = [
             str(inst.children[0])
             for inst in self.main.children[1:-1]
@@ -880,9 +881,30 @@ class _Checker:
         program.architecture = "v1model" if package == "V1Switch" else "pna"
         program.controls = tuple(pipeline)
         self.finish(program)
-        program.emit_order = self.emits(deparser, instances)
+        program.global_externs = global_externs
+        program.emit_order = self.emits(deparser, instances, statements=package == "V1Switch")
         program.parser = parser
         return program
+
+    def no_emit_inside(self, node: Tree) -> None:
+        """P4Error at an `emit` nested in a deparser statement (headers are written after
+        the deparser's other statements ran, in the order of its top-level emits)."""
+        for sub in node.iter_subtrees():
+            if sub.data == "call" and str(sub.children[0].children[-1]) in ("emit", "apply"):
+                what = "an emit (or apply) inside a deparser's if or block"
+                raise self.fail(sub, f"{what} is outside the subset")
+
+    def global_registers(self) -> dict[str, Extern]:
+        """v1model's top-level `register<T>(size) r;`: one register every control reaches."""
+        out = {}
+        for node in self.instances:
+            args = [c for c in node.children[1:-1] if isinstance(c, Tree)]
+            if str(node.children[0]) != "register" or any(a.data == "instance" for a in args):
+                continue
+            numbers = [Tree("number", a.children, a.meta) if a.data == "instance_number" else a for a in args]
+            decl = Tree("extern_decl", [node.children[0], *numbers, node.children[-1]], node.meta)
+            out[str(node.children[-1])] = self.register(decl)
+        return out
 
     def psa_blocks(self) -> list[str]:
         """`PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;`:
@@ -911,10 +933,12 @@ class _Checker:
         architecture's structs (held under their type's name) and the metadata a packet
         brings in (none is bridged or resubmitted here: all zero, under the block's name)."""
         roles: dict[str, str] = {}
-        for position, (pname, _, type_) in enumerate(_params(node.children[1])):
+        for position, (pname, direction, type_) in enumerate(_params(node.children[1])):
             tname = str(type_.children[0]) if type_.data == "named_type" else ""
-            if kind == "deparser":  # (only its emits are read)
+            if kind == "deparser":
                 role = {"packet_out": "pkt", hdr: "hdr", meta or "": "meta"}.get(tname, tname)
+                if direction == "out" and role not in ("pkt", "hdr"):  # clone/resubmit/bridged
+                    role = f"out.{node.children[0]}.{pname}"  # metadata: nothing holds them here
             else:
                 table = PSA_ROLES[kind]
                 role = table[position] if position < len(table) else "?"
@@ -966,7 +990,8 @@ class _Checker:
             for pname, role in block.roles.items():
                 ptype = types_of[pname]
                 tname = str(ptype.children[0]) if ptype.data == "named_type" else ""
-                if role not in ("pkt", "hdr", "meta") and tname in self.structs:
+                held = role not in ("pkt", "hdr", "meta") and not role.startswith("out.")
+                if held and tname in self.structs:
                     metadata.update(self.struct_fields(tname, role, self.main))
         ingress, egress = controls[names[1]][0], controls[names[4]][0]
         program = Program(
@@ -977,8 +1002,9 @@ class _Checker:
         program.controls = (ingress, egress)
         program.egress_parser = egress_parser
         self.finish(program)
-        program.emit_order = self.emits(controls[names[2]][0], instances)
-        program.egress_emit_order = self.emits(controls[names[5]][0], instances)
+        program.emit_order = self.emits(controls[names[2]][0], instances, statements=True)
+        program.egress_emit_order = self.emits(controls[names[5]][0], instances, statements=True)
+        program.egress_deparser = controls[names[5]][0]
         return program
 
     def finish(self, program: Program) -> None:
@@ -1035,15 +1061,22 @@ class _Checker:
 
     def emits(
         self, deparser: Control, instances: dict[str, HeaderType], roles: dict[str, str] | None = None,
-        depth: int = 0,
+        depth: int = 0, statements: bool = False,
     ) -> tuple[str, ...]:
         """The headers the deparser emits, in order (a sub-control it applies, `c.apply(pkt,
-        hdr)`, emits its own in its place)."""
+        hdr)`, emits its own in its place). With `statements` (v1model, PSA) other
+        statements may come between the emits (they run before the headers are written, so
+        an emit inside an `if` or a block is refused)."""
         order: list[str] = []
         roles = deparser.roles if roles is None else roles
         assert deparser.apply is not None
         for stmt in deparser.apply.children:
             call = stmt.children[0] if stmt.data == "call_stmt" else None
+            method = str(call.children[0].children[-1]) if call is not None and call.data == "call" else ""
+            is_emit, is_apply = method == "emit", method == "apply"
+            if statements and not is_emit and not is_apply:
+                self.no_emit_inside(stmt)
+                continue
             if call is None or call.data != "call":
                 raise self.fail(stmt, "the deparser may only emit headers")
             path = [str(t) for t in call.children[0].children]
@@ -1058,7 +1091,7 @@ class _Checker:
                     outer = [str(t) for t in arg.children[0].children]
                     passed[pname] = ".".join([roles.get(outer[0], outer[0]), *outer[1:]])
                 sub = next(c for c, _ in self.controls if c.name == str(inner.children[0]))
-                order.extend(self.emits(sub, instances, passed, depth + 1))
+                order.extend(self.emits(sub, instances, passed, depth + 1, statements))
                 continue
             if path[-1] != "emit" or len(args) != 1 or args[0].data != "ref":
                 raise self.fail(stmt, "the deparser may only call emit(hdr.<header>)")
@@ -1072,6 +1105,7 @@ class _Checker:
 
 
 _TYPE_RULES = {"bit_type", "bool_type", "named_type"}
+
 
 _FOLD: dict[str, Callable[[int, int], int]] = {
     "add": lambda a, b: a + b,

@@ -107,7 +107,14 @@ block: "{" statement* "}"
           | "exit" ";"                              -> exit_stmt
           | "return" [expr] ";"                     -> return_stmt
           | "switch" "(" expr ")" "{" switch_case* "}" -> switch_stmt
+          | "for" "(" [for_init] ";" [expr] ";" [for_update] ")" statement -> for_stmt
+          | "break" ";"                             -> break_stmt
+          | "continue" ";"                          -> continue_stmt
           | ";"                                     -> empty_stmt
+for_init: type NAME "=" expr                 -> var_decl
+        | postfix "=" expr                       -> assign
+for_update: postfix "=" expr                     -> assign
+          | postfix OPASSIGN expr                -> opassign
 switch_case: switch_label ":" [block]
 switch_label: "default" -> sw_default
             | expr      -> sw_value

@@ -195,12 +195,20 @@ class Program:
     union_stacks: dict[str, int] = field(default_factory=dict)  # a stack of unions -> its size
     blocks: dict[str, Control | ParserBlock] = field(default_factory=dict)  # every parser and control
     arch_instances: dict[str, Tree] = field(default_factory=dict)  # top-level extern instances
+    global_externs: dict[str, Extern] = field(default_factory=dict)  # v1model: top-level registers
     pna_file: bool = False  # declarations read from pna.p4 itself (arch/pna.py runs it)
     signed: set[str] = field(default_factory=set)  # storage keys of int<N> metadata and variables
     signed_types: set[str] = field(default_factory=set)  # typedefs of int<N>
     origins: list[tuple[str, int]] = field(default_factory=list)  # preprocessed line -> (file, line)
     egress_parser: ParserBlock | None = None  # PSA: the egress parser (`parser` is ingress's)
     egress_emit_order: tuple[str, ...] = ()  # PSA: what the egress deparser emits
+    egress_deparser: Control | None = None  # PSA's
+
+    def deparsers(self) -> tuple[Control, ...]:
+        """The deparser controls (v1model, PSA: their statements besides the emits run)."""
+        if self.architecture == "pna":
+            return ()
+        return (self.deparser,) + ((self.egress_deparser,) if self.egress_deparser is not None else ())
 
     def where(self, node: Tree) -> str:
         """`file:line:column` of `node` in the file it came from (through includes)."""

@@ -7,8 +7,10 @@ says (`drop` true, `multicast_group` 0, ...), and the ingress deparser. Then, un
 its replication id, `packet_path` NORMAL_MULTICAST), else one copy goes to `egress_port`
 (NORMAL_UNICAST). Each copy is parsed again by the egress parser (headers and user
 metadata start afresh: nothing is bridged), runs the egress control (`drop` false) and
-the egress deparser, and leaves by its `egress_port` unless dropped. Clones, resubmits
-and recirculations are refused when a packet asks for one.
+the egress deparser, and leaves by its `egress_port` unless dropped. A resubmit (unless
+`drop`) sends the packet as it came in through ingress again with `packet_path` RESUBMIT
+(at most MAX_RESUBMITS times). Clones and recirculations are refused when a packet asks
+for one.
 """
 
 from __future__ import annotations
@@ -21,10 +23,21 @@ from cloudtwin.errors import P4Error
 from cloudtwin.smartnic.p4.arch.v1model import Replication
 from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch, _Ctx
 
-__all__ = ["PATH_NORMAL", "PATH_NORMAL_MULTICAST", "PATH_NORMAL_UNICAST", "PORT_RECIRCULATE", "process"]
+__all__ = [
+    "MAX_RESUBMITS",
+    "PATH_NORMAL",
+    "PATH_NORMAL_MULTICAST",
+    "PATH_NORMAL_UNICAST",
+    "PATH_RESUBMIT",
+    "PORT_RECIRCULATE",
+    "process",
+]
 
-PATH_NORMAL, PATH_NORMAL_UNICAST, PATH_NORMAL_MULTICAST = 0, 1, 2
+PATH_NORMAL, PATH_NORMAL_UNICAST, PATH_NORMAL_MULTICAST, PATH_RESUBMIT = 0, 1, 2, 5
 """`PSA_PacketPath_t` codes (its members' positions in psa.p4)."""
+
+MAX_RESUBMITS = 8
+"""The most times one packet may be resubmitted (a program resubmitting forever is refused)."""
 
 PORT_RECIRCULATE = 0xFFFFFFFA
 """bmv2 psa.p4's PSA_PORT_RECIRCULATE."""
@@ -62,13 +75,30 @@ def _refuse(dp: Datapath, block: int, rows: np.ndarray, what: str) -> None:
 def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[tuple[int, bytes]]]:
     """Each packet of `batch` through ingress, replication and egress: the (port, bytes)
     it sends out, in order."""
+    out: list[list[tuple[int, bytes]]] = [[] for _ in range(len(batch))]
+    _run(dp, batch, engine, out, np.arange(len(batch)), PATH_NORMAL, 0)
+    return out
+
+
+def _run(
+    dp: Datapath,
+    batch: PacketBatch,
+    engine: Replication,
+    out: list[list[tuple[int, bytes]]],
+    origin: np.ndarray,
+    packet_path: int,
+    resubmits: int,
+) -> None:
+    """`batch` through ingress (`packet_path` NORMAL, or RESUBMIT for the original bytes
+    of packets resubmitted, at most MAX_RESUBMITS times), replication and egress; what
+    row i sends joins `out[origin[i]]`."""
     ctx = dp.context(batch)
     ports = batch.input_port.astype(np.uint64)
     _put(ctx, f"{_IN_PARSER}.ingress_port", ports)
-    _put(ctx, f"{_IN_PARSER}.packet_path", PATH_NORMAL)
+    _put(ctx, f"{_IN_PARSER}.packet_path", packet_path)
     dp.parser(ctx)
     _put(ctx, f"{_IN_INPUT}.ingress_port", ports)
-    _put(ctx, f"{_IN_INPUT}.packet_path", PATH_NORMAL)
+    _put(ctx, f"{_IN_INPUT}.packet_path", packet_path)
     _put(ctx, f"{_IN_INPUT}.ingress_timestamp", batch.timestamp_ns)
     _put(ctx, f"{_IN_INPUT}.parser_error", 0 if ctx.error is None else ctx.error)
     for name in ("class_of_service", "clone", "clone_session_id", "resubmit", "multicast_group"):
@@ -79,12 +109,20 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     dp.run_block(ingress, ctx, everyone)
     drop = _get(ctx, f"{_IN_OUTPUT}.drop") != 0
     _refuse(dp, 0, _get(ctx, f"{_IN_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
-    _refuse(dp, 0, ~drop & (_get(ctx, f"{_IN_OUTPUT}.resubmit") != 0), "a resubmit (ostd.resubmit)")
-    data, length = dp.deparse(ctx, ~drop)
-    rows, out_ports, instances, paths = _replicate(ctx, ~drop, engine)
-    out: list[list[tuple[int, bytes]]] = [[] for _ in range(ctx.n)]
+    resubmit = ~drop & (_get(ctx, f"{_IN_OUTPUT}.resubmit") != 0)
+    if resubmits >= MAX_RESUBMITS:
+        _refuse(dp, 0, resubmit, f"a resubmit after {MAX_RESUBMITS} (a loop)")
+    dp.run_block(dp.program.deparser.name, ctx, ~drop)  # its statements besides the emits
+    if resubmit.any():  # the packet as it came in, through ingress again
+        again = np.flatnonzero(resubmit)
+        fields = (batch.data, batch.length, batch.direction, batch.input_port, batch.timestamp_ns)
+        resubmitted = PacketBatch(*(f[again] for f in fields))
+        _run(dp, resubmitted, engine, out, origin[again], PATH_RESUBMIT, resubmits + 1)
+    forward = ~drop & ~resubmit
+    data, length = dp.deparse(ctx, forward)
+    rows, out_ports, instances, paths = _replicate(ctx, forward, engine)
     if not rows:
-        return out
+        return
     at = np.array(rows, dtype=np.int64)
     egress_port = np.array(out_ports, dtype=np.uint64)
     copies = dp.context(PacketBatch.of_rows(data[at], length[at], 0, egress_port, batch.timestamp_ns[at]))
@@ -106,10 +144,11 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     _refuse(dp, 1, _get(copies, f"{_EG_OUTPUT}.clone") != 0, "a clone (ostd.clone)")
     alive = _get(copies, f"{_EG_OUTPUT}.drop") == 0
     _refuse(dp, 1, alive & (egress_port == PORT_RECIRCULATE), "a recirculation (PSA_PORT_RECIRCULATE)")
+    assert dp.program.egress_deparser is not None
+    dp.run_block(dp.program.egress_deparser.name, copies, alive)
     sent, sent_length = dp.deparse(copies, alive, dp.program.egress_emit_order)
     for i in np.flatnonzero(alive).tolist():
-        out[rows[i]].append((out_ports[i], sent[i, : sent_length[i]].tobytes()))
-    return out
+        out[int(origin[rows[i]])].append((out_ports[i], sent[i, : sent_length[i]].tobytes()))
 
 
 def _replicate(

@@ -70,6 +70,7 @@ def process(dp: Datapath, batch: PacketBatch, engine: Replication) -> list[list[
     dp.run_block(egress, copies, alive)
     alive &= copies.get(f"{_STD}.egress_spec") != DROP_PORT
     dp.run_block(compute, copies, alive)
+    dp.run_block(dp.program.deparser.name, copies, alive)  # its statements besides the emits
     data, length = dp.deparse(copies, alive)
     for i in np.flatnonzero(alive).tolist():
         out[rows[i]].append((ports[i], data[i, : length[i]].tobytes()))
