@@ -636,3 +636,14 @@ def test_direct_meter_colours_each_entry_apart() -> None:
     # The default entry (a = 9) has no rates configured: GREEN every time
     expected = [bytes([7, c]) for c in (3, 2, 1)] + [bytes([9, 3])] * 3
     assert run_entries(dp, document, packets) == [(1, b) for b in expected]
+
+
+def test_a_recirculating_program_refuses_packet_heads_and_nic_run_gives_it_whole_packets() -> None:
+    from cloudtwin.smartnic.p4.depth import copies_packets, parse_depth
+
+    dp = load("ipsec-acc.p4")
+    assert copies_packets(dp.program) and parse_depth(dp.program) is None  # nic run batches it whole
+    frame = eth(MAC_S, MAC_D, 0x0800) + ipv4(OTHER_IP, HOST_IP, 6, 40) + tcp(80, 1000, 0x10)
+    heads = np.frombuffer(frame[:20], np.uint8).reshape(1, 20).copy()
+    with pytest.raises(P4Error, match="recirculates or mirrors needs whole packets"):
+        dp.process(PacketBatch.of_rows(heads, np.array([len(frame)], np.uint32)))

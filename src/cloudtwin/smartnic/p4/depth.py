@@ -33,7 +33,7 @@ def parse_depth(program: Program) -> int | None:
     """
     parsers = [b for b in program.blocks.values() if isinstance(b, ParserBlock)]
     varbit = any(getattr(h, "varbit", None) is not None for h in program.headers.values())
-    if len(parsers) > 1 or program.architecture != "pna" or varbit or _copies(program):
+    if len(parsers) > 1 or program.architecture != "pna" or varbit or copies_packets(program):
         return None
     parser = program.parser
     cost: dict[str, int] = {}
@@ -47,7 +47,7 @@ def parse_depth(program: Program) -> int | None:
     return _longest(cost, targets)
 
 
-def _copies(program: Program) -> bool:
+def copies_packets(program: Program) -> bool:
     """Whether any block, action or function of the program calls an extern that sends a
     packet round again or copies it (declarations, as pna.p4's, do not count)."""
     trees: list[Tree] = [*(f.body for f in program.functions.values())]

@@ -59,6 +59,7 @@ from cloudtwin.smartnic.p4.datapath import (
     _TableState,
     _words,
 )
+from cloudtwin.smartnic.p4.depth import copies_packets
 from cloudtwin.smartnic.p4.program import MatchKind
 
 __all__ = ["MAX_RECIRCULATIONS", "MIRROR_SLOTS", "NET_PORT", "PnaRuntime", "run_entries"]
@@ -823,9 +824,13 @@ class PnaRuntime:
         """Every packet of `batch` through the pipeline, recirculated ones again after each
         pass; P4Error naming the call when one recirculates more than MAX_RECIRCULATIONS times."""
         n = len(batch)
-        if n and batch.data.shape[1] < int(batch.length.max()):
-            # recirculation and mirroring need whole packets (nic run batches PNA programs whole)
-            raise P4Error(f"{self.dp.program.source}: a PNA program needs whole packets, not their heads")
+        if n and batch.data.shape[1] < int(batch.length.max()) and copies_packets(self.dp.program):
+            # recirculation and mirroring need whole packets (nic run batches such programs
+            # whole: depth.parse_depth bounds no program that calls them)
+            raise P4Error(
+                f"{self.dp.program.source}: a PNA program that recirculates or mirrors "
+                "needs whole packets, not their heads"
+            )
         origin = np.arange(n)
         outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]] = []
         current = batch
