@@ -647,3 +647,39 @@ def test_a_recirculating_program_refuses_packet_heads_and_nic_run_gives_it_whole
     heads = np.frombuffer(frame[:20], np.uint8).reshape(1, 20).copy()
     with pytest.raises(P4Error, match="recirculates or mirrors needs whole packets"):
         dp.process(PacketBatch.of_rows(heads, np.array([len(frame)], np.uint32)))
+
+
+def test_nic_run_streams_a_stateless_pna_program_from_packet_heads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The L2 example reads 14 bytes of each packet: nic run batches heads, and long packets
+    must leave whole and unchanged (the payload after the head follows it)."""
+    from cloudtwin.cli.app import main
+    from cloudtwin.smartnic.p4.depth import parse_depth
+    from cloudtwin.smartnic.p4.pcap import index_pcap
+
+    assert parse_depth(_program("pna-demo-L2-one-table.p4")) == 14
+    entries = tmp_path / "entries.yaml"
+    entry = {"match": {"hdr.eth.dstAddr": MAC_D}, "action": "L2_send_to_port", "params": {"port_id": 3}}
+    entries.write_text(json.dumps({"tables": {"L2_fwd": [entry]}}))
+    frames = [eth(MAC_D, MAC_S, 0x0800) + bytes(range(256)) * 5, eth(MAC_D2, MAC_S, 0x0800) + bytes(1000)]
+    frames += [eth(MAC_D, MAC_S, 0x86DD) + b"short"]
+    capture, out = tmp_path / "in.pcap", tmp_path / "out.pcap"
+    capture.write_bytes(_pcap(frames))
+    program = str(EXAMPLES / "pna-demo-L2-one-table.p4")
+    argv = [
+        "nic",
+        "run",
+        program,
+        "--entries",
+        str(entries),
+        "--pcap",
+        str(capture),
+        "--out",
+        str(out),
+        "--json",
+    ]
+    assert main(argv) in (0, None)
+    report = json.loads(capsys.readouterr().out)
+    assert report["out_ports"] == {"3": 2}
+    assert index_pcap(out.read_bytes()).packets() == [frames[0], frames[2]]
