@@ -53,11 +53,7 @@ def read_bounded(
     hangs the reader.
     """
     name = os.fspath(path)
-    try:
-        _check_kind(os.stat(name).st_mode, name, what, error)
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as err:
-        raise error(_os_reason(err, name, what)) from None
+    fd = _open_regular(name, what, error)
     try:
         return _read_fd(fd, name, limit, what, error, hint)
     except OSError as err:
@@ -100,6 +96,16 @@ class BoundedReader:
         return chunk
 
 
+def _open_regular(name: str, what: str, error: Callable[[str], CloudtwinError]) -> int:
+    """A descriptor of the regular file `name`, opened without blocking (the kind is checked
+    before the open, so a FIFO never hangs it); else `error` with one line."""
+    try:
+        _check_kind(os.stat(name).st_mode, name, what, error)
+        return os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    except OSError as err:
+        raise error(_os_reason(err, name, what)) from None
+
+
 @contextmanager
 def open_bounded(
     path: str | os.PathLike[str],
@@ -111,11 +117,7 @@ def open_bounded(
     too large to hold (a capture), read a block at a time. Refused as `read_bounded`
     refuses (missing, a symlink loop, a FIFO, a device, a directory, larger than `limit`)."""
     name = os.fspath(path)
-    try:
-        _check_kind(os.stat(name).st_mode, name, what, error)
-        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
-    except OSError as err:
-        raise error(_os_reason(err, name, what)) from None
+    fd = _open_regular(name, what, error)
     try:
         try:
             info = os.fstat(fd)

@@ -2124,25 +2124,7 @@ class _Compiler:
             raise self.fail(node, f"{stack}: its unions have no member {member}")
         runs = [self.extract_into(f"{e}.{member}") for e in elements]
         others = [[m for m in self.program.unions[e] if m != f"{e}.{member}"] for e in elements]
-        following = f"{stack}.$next"
-        out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
-
-        def run(ctx: _Ctx, mask: np.ndarray) -> None:
-            at = ctx.get(following)
-            beyond = mask & (at >= np.uint64(size))
-            if beyond.any():
-                ctx.fail_rows(beyond, out_of_bounds)
-            for i, extract in enumerate(runs):
-                rows = mask & (at == np.uint64(i))
-                if rows.any():
-                    extract(ctx, rows)
-                    done = rows & ~ctx.parser_error
-                    for other in others[i]:
-                        ctx.valid[other] = ctx.header_valid(other) & ~done
-            done = mask & ~ctx.parser_error
-            ctx.put(following, at + np.uint64(1), done)
-
-        return run
+        return self._extract_at_next(stack, runs, others)
 
     def extract_varbit(self, header: str, bits: _Expr) -> StmtFn:
         """extract(h, bits): h's fixed fields, then `bits` more into its varbit field. Not
@@ -2189,6 +2171,13 @@ class _Compiler:
         if htype.varbit is not None:
             raise self.fail(node, f"{stack}: a stack of headers with a varbit field is outside the subset")
         runs = [self.extract_into(f"{stack}[{i}]") for i in range(size)]
+        return self._extract_at_next(stack, runs, [[] for _ in runs])
+
+    def _extract_at_next(self, stack: str, runs: list[StmtFn], others: list[list[str]]) -> StmtFn:
+        """Row by row, `runs[i]` where the stack's nextIndex is i (then the headers
+        `others[i]` made invalid: a union's other members), then nextIndex + 1; past the
+        last element the packet leaves the parser with error.StackOutOfBounds."""
+        size = len(runs)
         following = f"{stack}.$next"
         out_of_bounds = self.dp.error_codes["StackOutOfBounds"]
 
@@ -2201,6 +2190,10 @@ class _Compiler:
                 rows = mask & (at == np.uint64(i))
                 if rows.any():
                     extract(ctx, rows)
+                    if others[i]:
+                        done = rows & ~ctx.parser_error
+                        for other in others[i]:
+                            ctx.valid[other] = ctx.header_valid(other) & ~done
             done = mask & ~ctx.parser_error
             ctx.put(following, at + np.uint64(1), done)
 
