@@ -27,6 +27,23 @@ def test_run_encapsulates_a_capture(tmp_path: Path) -> None:
     assert len(frames) == 6 and all(Ether(bytes(f))[VXLAN].vni == 1001 for f in frames)
 
 
+def test_run_output_has_a_new_files_usual_mode_and_keeps_an_existing_ones(tmp_path: Path) -> None:
+    """The output is written aside and renamed: it still gets 0666 less the umask when new
+    (not the 0600 of a temporary file) and the mode of the file it replaces."""
+    fresh, kept = tmp_path / "fresh.pcap", tmp_path / "kept.pcap"
+    kept.write_bytes(b"")
+    kept.chmod(0o640)
+    for out in (fresh, kept):
+        capture = str(P4 / "host-frames.pcap")
+        done = cloudtwin(*GATEWAY, "--pcap", capture, "--from", "host", "--out", str(out))
+        assert done.returncode == 0, done.stderr
+    umask = os.umask(0)
+    os.umask(umask)
+    assert fresh.stat().st_mode & 0o777 == 0o666 & ~umask
+    assert kept.stat().st_mode & 0o777 == 0o640
+    assert len(rdpcap(str(kept))) == 6
+
+
 def test_run_prints_a_table() -> None:
     done = cloudtwin(*GATEWAY, "--pcap", str(P4 / "network-frames.pcap"))
     assert done.returncode == 0 and "packets out" in done.stdout and "to port 1" in done.stdout

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any
 
 import typer
 import yaml
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file
-from cloudtwin.cli.output import emit_json, read_scenario, stdout
+from cloudtwin.cli.output import atomic_file, emit_json, read_scenario, stdout
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
 from cloudtwin.files import open_bounded, read_text_bounded
 from cloudtwin.scenario.safe_yaml import load_yaml
@@ -72,37 +68,8 @@ def run_file(datapath: Any, pcap: Path, out: Path | None, direction: int, input_
     with open_bounded(pcap, PCAP_BYTES, "pcap", NicError) as source:
         if out is None:
             return run_pcap(datapath, source.readinto, None, direction, input_port, str(pcap))
-        with _atomic(out) as sink:
+        with atomic_file(out) as sink:
             return run_pcap(datapath, source.readinto, sink.write, direction, input_port, str(pcap))
-
-
-@contextmanager
-def _atomic(path: Path) -> Iterator[BinaryIO]:
-    """A file to write that replaces `path` when the block ends without an error, and
-    leaves no trace when it fails: never a half-written `path`."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            yield handle
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _write_atomic(path: Path, parts: list[memoryview]) -> None:
-    """Write `parts`, one after the other, to `path` so that a failure never leaves a
-    half-written file."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.writelines(parts)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 _PROGRAM = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False)

@@ -10,7 +10,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from rich.console import Console
 from rich.progress import (
@@ -104,13 +104,21 @@ def write_json(path: Path, document: object, mode: int | None = None) -> None:
     The file gets `mode`, else the mode of the file it replaces, or the usual mode of a
     new file (0666 less the umask); it has that mode before it appears under its name.
     """
+    with atomic_file(path, mode) as handle:
+        handle.write(json.dumps(finite_json(document), indent=2).encode("utf-8") + b"\n")
+
+
+@contextmanager
+def atomic_file(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A binary file to write that replaces `path` when the block ends without an error
+    and leaves no trace when it fails: never a half-written `path`. Its mode is as
+    `write_json` gives it."""
     path.parent.mkdir(parents=True, exist_ok=True)
     mode = _file_mode(path) if mode is None else mode
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            json.dump(finite_json(document), handle, indent=2)
-            handle.write("\n")
+        with os.fdopen(fd, "wb") as handle:
+            yield handle
         os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
