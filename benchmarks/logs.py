@@ -205,7 +205,7 @@ def _executor(kind: str, workers: int) -> Any:
     if kind == "process":
         from cloudtwin.sweep import PoolExecutor
 
-        return PoolExecutor(workers, ("cloudtwin.ops.columnar",))
+        return PoolExecutor(workers, ("cloudtwin.ops.columnar", "cloudtwin.store.ops_segments"))
     from cloudtwin.sweep.ray_executor import RayExecutor
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -240,6 +240,15 @@ def scale_worker(tool: str, kind: str, workers: int, lines: int, db: str | None)
             )
             done = summary.lines + summary.unparsed
             roles = {"mine": meter.mine_s, "driver": meter.driver_s, "writer": meter.writer_s}
+    elif tool == "compact":  # fold the segments of the pool of two's store into its table
+        from cloudtwin.store import Store
+        from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
+        from cloudtwin.store.ops_segments import compact
+
+        with Store(db or ":memory:", memory_limit=INGEST_MEMORY_LIMIT) as store:
+            store.connection.execute("SET threads = 1")
+            done = compact(store).lines
+        roles["writer"] = time.process_time() - process0
     elif tool == "mine":
         from cloudtwin.ops.chunks import read_chunks
         from cloudtwin.ops.columnar import ChunkMiner, merge_chunk
@@ -297,7 +306,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.worker:
         kind, *rest = args.worker
-        if kind == "accuracy" or rest[1:2] == ["serial"] and rest[0] != "ingest":
+        if kind == "accuracy" or rest[1:2] == ["serial"] and rest[0] not in ("ingest", "compact"):
             _one_core()  # single-threaded work on one CPU; ingest stores from a second thread
         if kind == "accuracy":
             result = accuracy_worker(rest[0], rest[1], int(rest[2]))
@@ -345,6 +354,7 @@ _SCALE_RUNS = [
     ("process x2, mine", "mine", "process", 2, 1),
     ("process x1, ingest", "ingest", "process", 1, 1),
     ("process x2, ingest", "ingest", "process", 2, 1),
+    ("process x2, compact", "compact", "serial", 1, 1),
     ("ray x2, mine", "mine", "ray", 2, 1),
     ("ray x2, ingest", "ingest", "ray", 2, 1),
 ]
@@ -375,7 +385,8 @@ def _scale_table(ten_million: bool, skip_ray: bool, drain3_ten_million: bool = F
                 if tool == "drain3" and millions > 1 and not drain3_ten_million:
                     print(f"{label:<22} {'(10M: about 10 min; --drain3-ten-million runs it)':>40}")
                     continue
-                db = [str(Path(tmp) / f"{label}-{millions}.duckdb".replace(" ", ""))]
+                stored = "process x2, ingest" if tool == "compact" else label
+                db = [str(Path(tmp) / f"{stored}-{millions}.duckdb".replace(" ", ""))]
                 r = _child("scale", tool, kind, str(workers), str(millions * 1_000_000), *db)
                 results[(label, millions)] = r
                 print(f"{label:<22} {r['lines']:>11,} {r['seconds']:>8.1f} {r['lines_per_s']:>9,.0f} "

@@ -213,22 +213,32 @@ def test_window_lengths_down_to_milliseconds() -> None:
 def test_ingest_on_a_process_pool_stores_what_a_serial_ingest_stores(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], loghub: Path
 ) -> None:
-    import duckdb
+    # the pool's workers store their lines as segments (by default), read as one table;
+    # `logs compact` folds them into the table, which then holds the serial store's rows
+    from cloudtwin.store import Store
 
     log = loghub / "Hadoop" / "Hadoop_2k.log"
     tables = {}
-    for executor in ("serial", "process"):
-        db = str(tmp_path / f"{executor}.duckdb")
-        code, out, err = run(capsys, "logs", "ingest", str(log), "--format", "hadoop", "--db", db,
-                             "--executor", executor, "--workers", "2", "--json")
-        assert (code, err) == (0, "")
-        assert json.loads(out)[0]["lines"] == 2000
-        with duckdb.connect(db, read_only=True) as con:
+    for executor in ("serial", "process", "compacted"):
+        db = str(tmp_path / f"{'process' if executor == 'compacted' else executor}.duckdb")
+        if executor == "compacted":
+            code, out, err = run(capsys, "logs", "compact", "--db", db, "--json")
+            assert (code, err) == (0, "")
+            assert json.loads(out) == {"segments": 1, "lines": 2000, "removed_orphans": 0}
+        else:
+            code, out, err = run(capsys, "logs", "ingest", str(log), "--format", "hadoop", "--db",
+                                 db, "--executor", executor, "--workers", "2", "--json")
+            assert (code, err) == (0, "")
+            assert json.loads(out)[0]["lines"] == 2000
+        segments = Path(db + ".segments")
+        assert len(list(segments.glob("*.parquet")) if segments.exists() else []) == (
+            executor == "process")
+        with Store(db, read_only=True) as store:
             tables[executor] = [
-                con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
+                store.connection.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall()
                 for t in ("ops_lines", "ops_templates", "ops_unparsed", "ops_params")
             ]
-    assert tables["serial"] == tables["process"]
+    assert tables["serial"] == tables["process"] == tables["compacted"]
 
 
 @pytest.mark.parametrize(

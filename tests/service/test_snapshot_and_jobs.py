@@ -145,3 +145,34 @@ def test_a_job_past_its_deadline_fails_at_its_next_report() -> None:
     assert job.state == JobState.FAILED and job.error is not None
     assert job.error.startswith("deadline: the job ran longer than its 0 s")
     queue.close()
+
+
+def test_a_copy_reads_the_segments_of_its_moment_after_the_store_compacts(tmp_path: Path) -> None:
+    # a pool's lines are segments beside the store: the copy gets links to them, so a
+    # request keeps reading them after `logs compact` deleted the store's, and a
+    # released copy leaves no folder behind
+    from tests.store.test_ops_ingest import _generated_log
+
+    from cloudtwin.ops import PRESETS, log_stream
+    from cloudtwin.store import Store, ingest_stream
+    from cloudtwin.store.ops_segments import compact
+
+    log, db = tmp_path / "x.log", tmp_path / "store" / "s.duckdb"
+    db.parent.mkdir()
+    _generated_log(log, 3000)
+    with Store(db) as store, log_stream(log.open("rb"), "x") as stream:
+        lines = ingest_stream(store, stream, PRESETS["hdfs"], chunk_bytes=40_000, segments=True).lines
+    snaps = tmp_path / "snaps"
+    snaps.mkdir()
+    snapshots = Snapshots(db, snaps, interval_s=0.0)
+    assert snapshots.refresh()
+    with snapshots.store() as store:
+        with Store(db) as writer:
+            assert compact(writer).segments > 2
+        assert not list(Path(str(db) + ".segments").glob("*.parquet"))
+        assert store.query("SELECT count(*) FROM ops_lines")[1] == [(lines,)]
+        snapshots.refresh()
+    with snapshots.store() as store:  # the new copy: the lines are in the table now
+        assert store.query("SELECT count(*) FROM ops_lines")[1] == [(lines,)]
+    snapshots.close()
+    assert not list(snaps.iterdir())

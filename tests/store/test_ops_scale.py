@@ -29,7 +29,9 @@ PRELOAD = ("cloudtwin.ops.columnar",)
 
 
 def _tables(path: Path) -> dict[str, list[Any]]:
-    with duckdb.connect(str(path), read_only=True) as con:
+    """Every table as a reader sees it (a pool's lines are segments, read as ops_lines)."""
+    with Store(path, read_only=True) as store:
+        con = store.connection
         return {t: con.execute(f"SELECT * FROM {t} ORDER BY ALL").fetchall() for t in TABLES}
 
 

@@ -1,4 +1,4 @@
-"""The `cloudtwin logs` commands: ingest, parse, templates, search, sql, counts, anomalies.
+"""The `cloudtwin logs` commands: ingest, compact, parse, templates, search, sql, counts, anomalies.
 
 A thin layer: it opens the files (or stdin), calls the use cases of
 :mod:`cloudtwin.store.ops_usecases` and prints their typed results as tables or JSON.
@@ -25,7 +25,7 @@ from rich.table import Table
 from rich.text import Text
 
 from cloudtwin.cli.executors import build_executor
-from cloudtwin.errors import LimitError, LogFormatError
+from cloudtwin.errors import LimitError, LogFormatError, StoreError
 from cloudtwin.ops.anomaly import DetectorConfig
 from cloudtwin.ops.pca import PcaConfig
 from cloudtwin.ops.reader import LogStream, log_stream
@@ -44,6 +44,7 @@ from cloudtwin.store.ops_usecases import (
     LineResult,
     LogInput,
     QueryLimits,
+    compact_logs,
     count_logs,
     detect_log_anomalies,
     ingest_logs,
@@ -214,6 +215,12 @@ def ingest(
     executor: IngestExecutor = _EXECUTOR,
     workers: int | None = _WORKERS,
     address: str | None = _ADDRESS,
+    segments: bool | None = typer.Option(
+        None, "--segments/--no-segments",
+        help="With process or ray: workers store their lines as Parquet files beside the "
+             "store (STORE.segments/), read as part of ops_lines, instead of through the one "
+             "writer (default: on with process or ray; `logs compact` folds them in).",
+    ),
     as_json: bool = _JSON,
 ) -> None:
     """Ingest log files into the store, mining templates; re-running adds nothing new.
@@ -230,7 +237,8 @@ def ingest(
     if executor is not IngestExecutor.serial or address is not None:
         pool = build_executor(
             executor.value, address, workers, error=LogFormatError,
-            ray_default_address=None, preload=("cloudtwin.ops.columnar",),
+            ray_default_address=None,
+            preload=("cloudtwin.ops.columnar", "cloudtwin.store.ops_segments"),
         )
     summaries = []
     try:
@@ -241,7 +249,8 @@ def ingest(
                             else LogInput(log, str(Path(path).resolve())))
                     with _progress(Path(path).name, _file_size(path)) as hook:
                         summaries += ingest_logs(store, [item], preset, year=year,
-                                                 progress=lambda _name: hook, executor=pool)
+                                                 progress=lambda _name: hook, executor=pool,
+                                                 segments=segments)
     finally:
         if pool is not None:
             from cloudtwin.sweep.executors import stop_pool_servers
@@ -335,6 +344,29 @@ def search(
         _print_rows(_table(found, columns), as_json)
     else:
         _print_lines(found)
+
+
+@app.command()
+def compact(db: Path = _DB, as_json: bool = _JSON) -> None:
+    """Fold the Parquet segments of pool ingests into the store's table and delete them.
+
+    Queries read segments and table alike; compacting makes the store one file again
+    (to copy or back it up) and speeds up queries over many segments. One transaction:
+    killed midway, the store stays as it was.
+
+    Example:  cloudtwin logs compact --db ops.duckdb
+    """
+    if not db.is_file():
+        raise StoreError(f"db: {db}: no store there (ingest something first)")
+    with Store(db, memory_limit=INGEST_MEMORY_LIMIT) as store:
+        done = compact_logs(store)
+    if as_json:
+        _print_json(asdict(done))
+        return
+    _stdout().print(
+        f"{db}: {done.segments} segments ({done.lines} lines) folded into ops_lines"
+        + (f"; {done.removed_orphans} unregistered files removed" if done.removed_orphans else "")
+    )
 
 
 @app.command()

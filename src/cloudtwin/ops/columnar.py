@@ -64,6 +64,10 @@ class MinedChunk:
     next_line: int = 1
     known: int = 0
     cpu_s: float = 0.0
+    #: The lines as a Parquet segment, when the worker stored them so (``lines`` is then
+    #: empty), and how many lines it holds.
+    segment: bytes = b""
+    segment_lines: int = 0
 
 
 class ChunkMiner:

@@ -12,6 +12,7 @@ pages show the last copy (`Snapshot.taken` says from when).
 from __future__ import annotations
 
 import itertools
+import os
 import shutil
 import threading
 import time
@@ -24,6 +25,7 @@ from pathlib import Path
 import duckdb
 
 from cloudtwin.store.database import Store, is_lock_conflict
+from cloudtwin.store.ops_segments import segment_dir
 
 __all__ = ["Snapshot", "Snapshots"]
 
@@ -47,6 +49,9 @@ class Snapshot:
         if self.path is not None:
             self.path.unlink(missing_ok=True)
             Path(str(self.path) + ".wal").unlink(missing_ok=True)
+            folder = segment_dir(self.path)
+            if folder is not None:
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 def _signature(db: Path) -> Signature:
@@ -59,6 +64,20 @@ def _signature(db: Path) -> Signature:
             continue
         parts.append((st.st_mtime_ns, st.st_size))
     return tuple(parts)
+
+
+def _link_segments(db: Path, target: Path) -> None:
+    """Give the copy the store's segments: hard links (a segment never changes; a
+    compaction that deletes the store's leaves the copy's), or copies across devices."""
+    source, copy = segment_dir(db), segment_dir(target)
+    if source is None or copy is None or not source.is_dir():
+        return
+    copy.mkdir(exist_ok=True)
+    for path in source.glob("seg-*.parquet"):
+        try:
+            os.link(path, copy / path.name)
+        except OSError:
+            shutil.copyfile(path, copy / path.name)
 
 
 class Snapshots:
@@ -86,7 +105,8 @@ class Snapshots:
             snapshot.users += 1
             cursor = snapshot.connection.cursor()
         try:
-            yield Store.attach(cursor, self.db)
+            folder = None if snapshot.path is None else segment_dir(snapshot.path)
+            yield Store.attach(cursor, self.db, folder)
         finally:
             cursor.close()
             with self._lock:
@@ -144,6 +164,7 @@ class Snapshots:
             wal = Path(str(self.db) + ".wal")
             if wal.exists():
                 shutil.copyfile(wal, Path(str(target) + ".wal"))
+            _link_segments(self.db, target)
         finally:
             source.close()
         return target

@@ -64,22 +64,41 @@ class Store:
         self.read_only = read_only
         if read_only and self.path != ":memory:" and not Path(self.path).exists():
             raise StoreError(f"store {self.path}: no store there yet (ingest something first)")
-        config: dict[str, str | bool | int | float | list[str]] = (
-            {"enable_external_access": False} if read_only else {}
-        )
+        config: dict[str, str | bool | int | float | list[str]] = {}
         if memory_limit is None and read_only:
             memory_limit = READ_MEMORY_LIMIT
         if memory_limit is not None:  # DuckDB's buffer pool may otherwise grow to 80% of RAM
             config["memory_limit"] = memory_limit
         self.connection = _connect(self.path, read_only, config, lock_wait_s)
-        if not read_only:
+        if read_only:  # no file but the store's own segments may be read
+            self._lock_down()
+        else:
             self.connection.execute(_VERSION_DDL)
+        self._attach_segments()
+
+    def _lock_down(self) -> None:
+        from cloudtwin.store.ops_segments import segment_dir
+
+        folder = segment_dir(self.path)
+        if folder is not None and folder.is_dir():
+            allowed = str(folder.resolve()).replace("'", "''") + "/"
+            self.connection.execute(f"SET allowed_directories = ['{allowed}']")
+        self.connection.execute("SET enable_external_access = false")
+
+    def _attach_segments(self, folder: Path | None = None) -> None:
+        from cloudtwin.store.ops_segments import attach_segments
+
+        attach_segments(self, folder)
 
     @classmethod
-    def attach(cls, connection: duckdb.DuckDBPyConnection, path: str | Path) -> Store:
-        """A read-only Store over an already open connection (e.g. a server's snapshot)."""
+    def attach(
+        cls, connection: duckdb.DuckDBPyConnection, path: str | Path, segments: Path | None = None
+    ) -> Store:
+        """A read-only Store over an already open connection (e.g. a server's snapshot);
+        ``segments`` is the folder of the copy's segments (the store's own by default)."""
         store = cls.__new__(cls)
         store.path, store.read_only, store.connection = str(path), True, connection
+        store._attach_segments(segments)
         return store
 
     def __enter__(self) -> Store:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import islice
+from pathlib import Path
 from typing import Literal
 
 from cloudtwin.errors import StoreError
@@ -22,6 +23,13 @@ from cloudtwin.ops.presets import Preset
 from cloudtwin.ops.reader import DEFAULT_BATCH_LINES, LogStream
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.store.database import Store
+from cloudtwin.store.ops_segments import (
+    SegmentMiner,
+    attach_segments,
+    first_segment_id,
+    remove_orphans,
+    segment_dir,
+)
 from cloudtwin.store.ops_tables import (
     COMMIT_LINES,
     ChunkWrite,
@@ -98,6 +106,7 @@ def ingest_stream(
     executor: ChunkExecutor | None = None,
     commit_lines: int = COMMIT_LINES,
     cpu: IngestCpu | None = None,
+    segments: bool | None = None,
 ) -> IngestSummary:
     """Ingest a log stream under a source name (``log.name`` unless given).
 
@@ -113,6 +122,11 @@ def ingest_stream(
     that starts differently is refused (``new_stream="refuse"``, for files: their
     content changed) or stored after everything the source already holds
     (``new_stream="append"``, for stdin: another stream under the same name).
+
+    With ``segments`` (the default when an executor mines into a store file), each
+    worker also encodes its chunk's lines as a Parquet segment that is written beside
+    the store and registered, instead of being appended by the one writer
+    (:mod:`cloudtwin.store.ops_segments`); readers see the same ``ops_lines``.
     """
     source = log.name if source is None else source
     ensure_ops_schema(store)
@@ -132,22 +146,34 @@ def ingest_stream(
         state = set_fingerprint(store, state, log.fingerprint, state.stream_base)
     skipped = state.next_offset - state.stream_base
     known = len(miner.clusters)
-    work = ChunkMiner(preset.format, miner.snapshot())
+    folder = _segment_folder(store, executor, segments)
+    chunk_miner = ChunkMiner(preset.format, miner.snapshot())
+    work: ChunkMiner | SegmentMiner = chunk_miner
+    first_segment = 0
+    if folder is not None:
+        remove_orphans(store)
+        first_segment = first_segment_id(store.connection)
+        work = SegmentMiner(chunk_miner, state.source_id, first_segment, year)
     chunks = read_chunks(
         log.stream, source, state.next_offset - state.stream_base, state.next_line,
         chunk_bytes, base_offset=state.stream_base,
     )
-    writer = _Writer(store, year, progress, commit_lines)
+    writer = _Writer(store, year, progress, commit_lines, folder)
     process_s = time.process_time()
     mine_s = 0.0
     try:
         for mined in mine_in_order(work, chunks, executor):
             mine_s += mined.cpu_s
-            write = prepare_chunk(state, miner, mined, merge_chunk(miner, mined, known))
+            mapping = merge_chunk(miner, mined, known)
+            write = prepare_chunk(state, miner, mined, mapping, first_segment + mined.index)
             writer.put(write)
             state = write.state
     finally:
-        writer.close()
+        try:
+            writer.close()
+        finally:
+            if folder is not None:
+                attach_segments(store)
         if cpu is not None:
             _account(cpu, time.process_time() - process_s, mine_s, writer.cpu_s, executor)
             cpu.lines += state.lines + state.unparsed - start.lines - start.unparsed
@@ -176,9 +202,11 @@ class _Writer:
     """
 
     def __init__(
-        self, store: Store, year: int | None, progress: ProgressHook | None, commit_lines: int
+        self, store: Store, year: int | None, progress: ProgressHook | None, commit_lines: int,
+        segments: Path | None = None,
     ) -> None:
         self._store = store
+        self._segments = segments
         self._year = year
         self._progress = progress
         self._commit_lines = commit_lines
@@ -228,7 +256,7 @@ class _Writer:
         write = self._take()
         if write is None:
             return False
-        group = CommitGroup(self._year)
+        group = CommitGroup(self._year, self._segments)
         with self._store.transaction() as con:
             while write is not None:
                 group.add(con, write)
@@ -239,6 +267,18 @@ class _Writer:
         if self._progress is not None:
             self._progress(group.covered)
         return write is not None
+
+
+def _segment_folder(
+    store: Store, executor: ChunkExecutor | None, segments: bool | None
+) -> Path | None:
+    """The segment folder when this ingest stores lines as segments, else None."""
+    folder = segment_dir(store.path)
+    if segments is None:
+        segments = executor is not None and folder is not None
+    if segments and folder is None:
+        raise StoreError("segments: an in-memory store has no folder for segments")
+    return folder if segments else None
 
 
 def _same_stream(state: SourceState, log: LogStream) -> bool:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from pathlib import Path
 
 import duckdb
 import numpy as np
@@ -15,6 +16,7 @@ from cloudtwin.ops.columnar import MinedChunk, line_parameters
 from cloudtwin.ops.miner import MinerConfig, Similarity, TemplateMiner
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.store.database import Store
+from cloudtwin.store.ops_segments import SEGMENT_DDL, SegmentWrite, segment_write, store_segment
 
 __all__ = [
     "OPS_SCHEMA_VERSION",
@@ -28,6 +30,8 @@ __all__ = [
     "ChunkWrite",
     "CommitGroup",
     "prepare_chunk",
+    "lines_select",
+    "stored_lines",
     "write_batch",
 ]
 
@@ -66,10 +70,11 @@ _DDL = [
 ]
 #: Added to version-1 stores in place (new tables and columns only).
 _ADDITIONS = [
+    *SEGMENT_DDL,
     "CREATE TABLE IF NOT EXISTS ops_miner_cache "
     "(masked VARCHAR PRIMARY KEY, template_id INTEGER NOT NULL)",
     "ALTER TABLE ops_sources ADD COLUMN IF NOT EXISTS stream_base BIGINT DEFAULT 0",
-    "ALTER TABLE ops_lines ADD COLUMN IF NOT EXISTS params VARCHAR[]",
+    "ALTER TABLE {lines} ADD COLUMN IF NOT EXISTS params VARCHAR[]",
 ]
 #: A line's parameters live with the line (a list, appended in the same columnar batch);
 #: this view gives them one row each, as stores before it kept them.
@@ -80,10 +85,10 @@ _PARAMS_VIEW = """CREATE VIEW ops_params AS
           FROM ops_lines WHERE len(params) > 0)"""
 #: Stores that kept parameters as rows of their own get them moved into the lines.
 _PARAMS_INTO_LINES = [
-    """UPDATE ops_lines SET params = p.params FROM (
+    """UPDATE {lines} AS l SET params = p.params FROM (
         SELECT source_id, byte_offset, list(value ORDER BY position) AS params
         FROM ops_params GROUP BY source_id, byte_offset) p
-       WHERE ops_lines.source_id = p.source_id AND ops_lines.byte_offset = p.byte_offset""",
+       WHERE l.source_id = p.source_id AND l.byte_offset = p.byte_offset""",
     "DROP TABLE ops_params",
 ]
 
@@ -113,14 +118,15 @@ def ensure_ops_schema(store: Store) -> None:
     if store.read_only:
         return
     with store.transaction() as con:
+        lines = stored_lines(con)
         for statement in _ADDITIONS:
-            con.execute(statement)
+            con.execute(statement.replace("{lines}", lines))
         kind = con.execute(
             "SELECT table_type FROM information_schema.tables WHERE table_name = 'ops_params'"
         ).fetchone()
         if kind is not None and kind[0] == "BASE TABLE":
             for statement in _PARAMS_INTO_LINES:
-                con.execute(statement)
+                con.execute(statement.replace("{lines}", lines))
             kind = None
         if kind is None:
             con.execute(_PARAMS_VIEW)
@@ -275,6 +281,7 @@ class ChunkWrite:
     cache_cleared: bool
     cache: list[tuple[str, int]]
     covered: int
+    segment: SegmentWrite | None = None
 
 
 def prepare_chunk(
@@ -282,22 +289,34 @@ def prepare_chunk(
     miner: TemplateMiner,
     mined: MinedChunk,
     mapping: npt.NDArray[np.int32],
+    segment_id: int | None = None,
 ) -> ChunkWrite:
-    """What a mined chunk adds, its ids mapped to ``miner``'s (after :func:`merge_chunk`)."""
+    """What a mined chunk adds, its ids mapped to ``miner``'s (after :func:`merge_chunk`).
+
+    A chunk whose lines came as a segment (:class:`~cloudtwin.store.ops_segments.SegmentMiner`)
+    is stored as segment ``segment_id``, its ids mapped where the segment is read.
+    """
     lines = mined.lines
     if lines.num_rows:
         ids = mapping[lines.column("template_id").to_numpy()]
         lines = lines.set_column(
             lines.schema.get_field_index("template_id"), "template_id", pa.array(ids)
         )
+    segment = None
+    if mined.segment:
+        if segment_id is None:
+            raise StoreError(f"chunk {mined.index} came as a segment, but no segment id was given")
+        segment = segment_write(mined, state.source_id, segment_id, state.next_offset, mapping)
     cleared, fresh = miner.take_cache_changes()
     after = replace(
         state, next_offset=mined.end_offset, next_line=mined.next_line,
-        lines=state.lines + lines.num_rows, unparsed=state.unparsed + mined.unparsed.num_rows,
+        lines=state.lines + lines.num_rows + mined.segment_lines,
+        unparsed=state.unparsed + mined.unparsed.num_rows,
     )
     templates = [(c.template_id, c.template, c.size, c.route) for c in miner.take_changed()]
     return ChunkWrite(
-        after, lines, mined.unparsed, templates, cleared, fresh, mined.end_offset - state.next_offset
+        after, lines, mined.unparsed, templates, cleared, fresh,
+        mined.end_offset - state.next_offset, segment,
     )
 
 
@@ -310,8 +329,9 @@ class CommitGroup:
     resumes exactly after the last group.
     """
 
-    def __init__(self, year: int | None) -> None:
+    def __init__(self, year: int | None, segments: Path | None = None) -> None:
         self.year = year
+        self.segments = segments
         self.lines = 0
         self.covered = 0
         self.state: SourceState | None = None
@@ -326,12 +346,17 @@ class CommitGroup:
             _append_lines(con, sid, write.lines, self.year)
         if write.unparsed.num_rows:
             _append_unparsed(con, sid, write.unparsed)
+        if write.segment is not None:
+            if self.segments is None:
+                raise StoreError("a segment came to a store without a segment folder")
+            store_segment(con, self.segments, write.segment)
         self._templates.update((row[0], row) for row in write.templates)
         if write.cache_cleared:
             self._cache_cleared = True
             self._cache.clear()
         self._cache.update(write.cache)
         self.lines += write.lines.num_rows + write.unparsed.num_rows
+        self.lines += 0 if write.segment is None else write.segment.lines
         self.covered += write.covered
         self.state = write.state
 
@@ -390,20 +415,32 @@ def _upsert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_ops_rows")
 
 
+def lines_select(sid: int, year: int | None, extra: str = "") -> str:
+    """The SELECT that gives a mined chunk's lines (``_ops_chunk``) as ``ops_lines`` holds
+    them: the source's id, timestamps parsed (``year`` for those without one); ``extra``
+    adds columns after them."""
+    year_sql = "NULL" if year is None else str(int(year))
+    return f"""SELECT {int(sid)}::INTEGER AS source_id, byte_offset, line,
+               CASE WHEN year(t) = 1900 AND {year_sql}::INTEGER IS NOT NULL
+                    THEN t + to_years({year_sql}::INTEGER - 1900) ELSE t END::TIMESTAMP AS ts,
+               level, component, template_id, content, params{extra}
+        FROM (SELECT *, coalesce(try_strptime(ts_text, {_TIME_FORMATS_SQL}),
+                                 try_cast(ts_text AS TIMESTAMP)) AS t
+              FROM _ops_chunk)"""
+
+
+def stored_lines(con: duckdb.DuckDBPyConnection) -> str:
+    """The stored ``ops_lines`` table by its full name: a connection's ``ops_lines`` may be
+    the temporary view over it and the segments (:mod:`cloudtwin.store.ops_segments`)."""
+    [row] = con.execute("SELECT current_database()").fetchall()
+    catalog = str(row[0]).replace('"', '""')
+    return f'"{catalog}".main.ops_lines'
+
+
 def _append_lines(
     con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table, year: int | None
 ) -> None:
-    year_sql = "NULL" if year is None else str(int(year))
-    _insert_arrow(
-        con, table, "ops_lines",
-        f"""SELECT {int(sid)}, byte_offset, line,
-               CASE WHEN year(t) = 1900 AND {year_sql}::INTEGER IS NOT NULL
-                    THEN t + to_years({year_sql}::INTEGER - 1900) ELSE t END,
-               level, component, template_id, content, params
-        FROM (SELECT *, coalesce(try_strptime(ts_text, {_TIME_FORMATS_SQL}),
-                                 try_cast(ts_text AS TIMESTAMP)) AS t
-              FROM _ops_chunk)""",
-    )
+    _insert_arrow(con, table, stored_lines(con), lines_select(sid, year))
 
 
 def _append_unparsed(con: duckdb.DuckDBPyConnection, sid: int, table: pa.Table) -> None:

@@ -32,6 +32,8 @@ from cloudtwin.store.ops_query import (
     search_lines,
     window_counts,
 )
+from cloudtwin.store.ops_segments import CompactSummary, compact
+from cloudtwin.store.ops_tables import ensure_ops_schema
 
 __all__ = [
     "AnomalyRow",
@@ -43,6 +45,7 @@ __all__ = [
     "SqlTable",
     "TemplateRow",
     "WindowCount",
+    "compact_logs",
     "count_logs",
     "detect_log_anomalies",
     "ingest_logs",
@@ -214,20 +217,29 @@ def ingest_logs(
     year: int | None = None,
     progress: Callable[[str], Callable[[int], None] | None] | None = None,
     executor: ChunkExecutor | None = None,
+    segments: bool | None = None,
 ) -> list[IngestSummary]:
     """Ingest streams one after the other; ``progress(source)`` may give a byte hook.
 
     With an ``executor`` (a process pool or Ray, as ``cloudtwin sweep`` uses), each
-    stream's chunks are mined by its workers; the store is the same as without one.
+    stream's chunks are mined by its workers; the store reads the same as without one.
+    ``segments``: whether workers store lines as Parquet segments (by default, when an
+    executor mines into a store file).
     """
     summaries = []
     for item in inputs:
         hook = progress(item.log.name) if progress is not None else None
         summaries.append(ingest_stream(
             store, item.log, preset, source=item.source, new_stream=item.new_stream,
-            year=year, progress=hook, executor=executor,
+            year=year, progress=hook, executor=executor, segments=segments,
         ))
     return summaries
+
+
+def compact_logs(store: Store) -> CompactSummary:
+    """Move the store's log segments into its table (see :func:`ops_segments.compact`)."""
+    ensure_ops_schema(store)
+    return compact(store)
 
 
 def parse_log(
