@@ -103,7 +103,7 @@ class SegmentMiner:
                 mined.lines, self.source_id, self.first_segment + chunk.index, self.year
             )
             mined.segment_lines = mined.lines.num_rows
-            mined.lines = mined.lines.slice(0, 0)
+            mined.lines = mined.lines.schema.empty_table()  # a slice pickles its parent's buffers
         mined.cpu_s += time.thread_time() - start
         return mined
 
