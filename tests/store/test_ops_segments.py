@@ -201,3 +201,15 @@ def test_segments_and_the_table_store_every_line_alike(
             ingest_stream(store, stream, HDFS, chunk_bytes=chunk_bytes, segments=segments)
         stores.append(_tables(path))
     assert stores[0] == stores[1]
+
+
+def test_a_store_whose_segments_are_gone_or_broken_says_so(tmp_path: Path, mixed_log: Path) -> None:
+    path = tmp_path / "broken.duckdb"
+    _ingest(path, mixed_log, segments=True)
+    first, second = sorted(segment_dir(path).iterdir())[:2]  # type: ignore[union-attr]
+    first.write_bytes(b"PAR1 not a parquet file")
+    with pytest.raises(StoreError, match="segments in .* cannot be read"):
+        Store(path, read_only=True)
+    second.unlink()
+    with pytest.raises(StoreError, match=r"1 of its \d+ segments are missing .*seg-0+2"):
+        Store(path, read_only=True)

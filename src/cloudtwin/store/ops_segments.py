@@ -33,6 +33,7 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from cloudtwin.errors import StoreError
 from cloudtwin.ops.chunks import Chunk
 from cloudtwin.ops.columnar import ChunkMiner, MinedChunk
 from cloudtwin.store.database import Store
@@ -162,7 +163,12 @@ def first_segment_id(con: duckdb.DuckDBPyConnection) -> int:
 
 def store_segment(con: duckdb.DuckDBPyConnection, folder: Path, write: SegmentWrite) -> None:
     """Write a segment's file and register it (call inside the transaction that commits it)."""
-    folder.mkdir(exist_ok=True)
+    try:
+        folder.mkdir(exist_ok=True)
+    except OSError as err:
+        raise StoreError(f"segments: cannot make the folder {folder}: {err.strerror}") from err
+    if not folder.is_dir():
+        raise StoreError(f"segments: {folder} is not a folder; move it away or use --no-segments")
     name = _file_name(write.segment_id)
     temporary = folder / f".{name}.{os.getpid()}.tmp"
     with temporary.open("wb") as handle:
@@ -222,12 +228,22 @@ def attach_segments(store: Store, folder: Path | None = None) -> int:
     con.execute("DROP VIEW IF EXISTS temp.main.ops_lines")
     if not files or folder is None:
         return 0
+    missing = [name for name in files if not (folder / name).is_file()]
+    if missing:
+        raise StoreError(
+            f"store {store.path}: {len(missing)} of its {len(files)} segments are missing from "
+            f"{folder} (first: {missing[0]}); restore the folder that was ingested with it"
+        )
     catalog = _catalog(con)
     columns = ", ".join(LINE_COLUMNS)
-    con.execute(
-        f'CREATE TEMP VIEW ops_lines AS SELECT {columns} FROM "{catalog}".main.ops_lines '
-        f"UNION ALL {_segment_rows(con, folder, files)}"
-    )
+    try:
+        con.execute(
+            f'CREATE TEMP VIEW ops_lines AS SELECT {columns} FROM "{catalog}".main.ops_lines '
+            f"UNION ALL {_segment_rows(con, folder, files)}"
+        )
+    except duckdb.Error as err:
+        first = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise StoreError(f"store {store.path}: its segments in {folder} cannot be read: {first}") from err
     return len(files)
 
 
