@@ -35,6 +35,7 @@ from cloudtwin.store.database import (
     DEFAULT_TIMEOUT_S,
     QueryResult,
     Store,
+    check_store_file,
 )
 from cloudtwin.store.documents import finite_json
 from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
@@ -356,7 +357,8 @@ def compact(db: Path = _DB, as_json: bool = _JSON) -> None:
 
     Example:  cloudtwin logs compact --db ops.duckdb
     """
-    if not db.is_file():
+    check_store_file(db)
+    if not db.exists():
         raise StoreError(f"db: {db}: no store there (ingest something first)")
     with Store(db, memory_limit=INGEST_MEMORY_LIMIT) as store:
         done = compact_logs(store)
