@@ -49,6 +49,7 @@ __all__ = [
     "segment_dir",
     "segment_write",
     "store_segment",
+    "stored",
 ]
 
 #: The segment folder of store ``S`` is ``S`` followed by this.
@@ -197,21 +198,23 @@ def _registered(con: duckdb.DuckDBPyConnection) -> list[str] | None:
     return [r[0] for r in rows]
 
 
-def _catalog(con: duckdb.DuckDBPyConnection) -> str:
+def stored(con: duckdb.DuckDBPyConnection, table: str) -> str:
+    """A stored table by its full name (a connection's ``ops_lines`` may be the temporary
+    view over the table and the segments)."""
     [row] = con.execute("SELECT current_database()").fetchall()
-    return str(row[0]).replace('"', '""')
+    catalog = str(row[0]).replace('"', '""')
+    return f'"{catalog}".main.{table}'
 
 
 def _segment_rows(con: duckdb.DuckDBPyConnection, folder: Path, files: list[str]) -> str:
     """A SELECT of the segments' lines as ``ops_lines`` holds them."""
     folder = folder.resolve()  # as a read-only store's allowed directory is named
     paths = ", ".join("'" + str(folder / f).replace("'", "''") + "'" for f in files)
-    catalog = _catalog(con)
     return (
         "SELECT p.source_id, p.byte_offset, p.line, p.ts, p.level, p.component, "
         "coalesce(m.template_id, p.template_id) AS template_id, p.content, p.params "
         f"FROM read_parquet([{paths}]) p "
-        f'LEFT JOIN "{catalog}".main.ops_segment_ids m '
+        f"LEFT JOIN {stored(con, 'ops_segment_ids')} m "
         "ON m.segment_id = p.segment_id AND m.chunk_id = p.template_id"
     )
 
@@ -234,11 +237,10 @@ def attach_segments(store: Store, folder: Path | None = None) -> int:
             f"store {store.path}: {len(missing)} of its {len(files)} segments are missing from "
             f"{folder} (first: {missing[0]}); restore the folder that was ingested with it"
         )
-    catalog = _catalog(con)
     columns = ", ".join(LINE_COLUMNS)
     try:
         con.execute(
-            f'CREATE TEMP VIEW ops_lines AS SELECT {columns} FROM "{catalog}".main.ops_lines '
+            f"CREATE TEMP VIEW ops_lines AS SELECT {columns} FROM {stored(con, 'ops_lines')} "
             f"UNION ALL {_segment_rows(con, folder, files)}"
         )
     except duckdb.Error as err:
@@ -285,12 +287,11 @@ def compact(store: Store) -> CompactSummary:
     files = _registered(con) or []
     lines = 0
     if files and folder is not None:
-        catalog = _catalog(con)
         with store.transaction() as tx:
             [row] = tx.execute("SELECT coalesce(sum(lines), 0) FROM ops_segments").fetchall()
             lines = int(row[0])
             tx.execute(
-                f'INSERT INTO "{catalog}".main.ops_lines ({", ".join(LINE_COLUMNS)}) '
+                f"INSERT INTO {stored(tx, 'ops_lines')} ({', '.join(LINE_COLUMNS)}) "
                 + _segment_rows(tx, folder, files)
             )
             tx.execute("DELETE FROM ops_segment_ids")

@@ -16,7 +16,13 @@ from cloudtwin.ops.columnar import MinedChunk, line_parameters
 from cloudtwin.ops.miner import MinerConfig, Similarity, TemplateMiner
 from cloudtwin.ops.parser import LogParser, ParsedBatch
 from cloudtwin.store.database import Store
-from cloudtwin.store.ops_segments import SEGMENT_DDL, SegmentWrite, segment_write, store_segment
+from cloudtwin.store.ops_segments import (
+    SEGMENT_DDL,
+    SegmentWrite,
+    segment_write,
+    store_segment,
+    stored,
+)
 
 __all__ = [
     "OPS_SCHEMA_VERSION",
@@ -432,9 +438,7 @@ def lines_select(sid: int, year: int | None, extra: str = "") -> str:
 def stored_lines(con: duckdb.DuckDBPyConnection) -> str:
     """The stored ``ops_lines`` table by its full name: a connection's ``ops_lines`` may be
     the temporary view over it and the segments (:mod:`cloudtwin.store.ops_segments`)."""
-    [row] = con.execute("SELECT current_database()").fetchall()
-    catalog = str(row[0]).replace('"', '""')
-    return f'"{catalog}".main.ops_lines'
+    return stored(con, "ops_lines")
 
 
 def _append_lines(
