@@ -134,7 +134,10 @@ def probes(tmp: Path) -> list[Probe]:
                          str(big)])
         victim = _a_worker(proc.pid, wait_s=20)
         if victim is not None:
-            os.kill(victim, signal.SIGKILL)
+            try:
+                os.kill(victim, signal.SIGKILL)
+            except ProcessLookupError:  # it ended between being seen and the kill
+                victim = None
         _, err = proc.communicate(timeout=600)
         if proc.returncode != 0:
             return "traceback" if "Traceback" in err else f"exit {proc.returncode}", _last_line(err)
@@ -142,7 +145,48 @@ def probes(tmp: Path) -> list[Probe]:
         what = "a worker killed" if victim else "no worker seen"
         return ("ok" if n == LINES else "lost or doubled"), f"{what}; {n} of {LINES} lines stored"
 
+    def pool_killed_then_resumed() -> tuple[str, str]:
+        # the pool's segments are written before the transaction that registers them:
+        # killed in between, the next ingest deletes the unregistered ones
+        db = _fresh(tmp / "logs-pool-killed.duckdb")
+        proc = _started(["logs", "ingest", "-f", "hdfs", "--db", str(db), "-e", "process", "-w", "2",
+                         str(big)])
+        _wait_read(proc.pid, big, big.stat().st_size * 9 // 10)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        folder = Path(str(db) + ".segments")
+        written = len(list(folder.glob("seg-*.parquet"))) if folder.is_dir() else 0
+        again = _cli("logs", "ingest", "-f", "hdfs", "--db", str(db), "-e", "process", "-w", "2", str(big))
+        if again.returncode != 0:
+            return "traceback" if "Traceback" in again.stderr else "failed", _last_line(again.stderr)
+        n = _stored(db)
+        files = len(list(folder.glob("*")))
+        registered = _cli("logs", "sql", "SELECT count(*) AS n FROM ops_segments", "--db", str(db),
+                          "--json").stdout
+        same = f'"n": {files}' in registered
+        verdict = "ok" if n == LINES and same else "lost, doubled or left over"
+        return verdict, f"{written} segments when killed; {n} of {LINES} lines stored; {files} files"
+
+    def segments_damaged() -> tuple[str, str]:
+        # a registered segment deleted, then another one corrupted: one line, exit 2
+        db = _fresh(tmp / "logs-damaged.duckdb")
+        done = _cli("logs", "ingest", "-f", "hdfs", "--db", str(db), "--segments", str(big))
+        files = sorted(Path(str(db) + ".segments").glob("seg-*.parquet"))
+        if done.returncode != 0 or len(files) < 2:
+            return "failed", _last_line(done.stderr)
+        files[0].write_bytes(b"PAR1 not parquet")
+        broken = _cli("logs", "sql", "SELECT count(*) FROM ops_lines", "--db", str(db))
+        files[1].unlink()
+        missing = _cli("logs", "search", "--db", str(db))
+        for out in (broken, missing):
+            if out.returncode != 2 or "Traceback" in out.stderr or len(out.stderr.strip().splitlines()) != 1:
+                what = "traceback" if "Traceback" in out.stderr else f"exit {out.returncode}"
+                return what, _last_line(out.stderr)
+        return "clean", f"{_last_line(broken.stderr)} / {_last_line(missing.stderr)}"
+
     return [
+        ("a pool's ingest killed mid-run, then run again", pool_killed_then_resumed),
+        ("a segment corrupted, then one deleted", segments_damaged),
         ("ingest killed mid-transaction, then run again", killed_then_resumed),
         ("the file shrinks while it is read", shrunk_while_read),
         ("a pool worker killed mid-chunk", worker_killed),
