@@ -213,3 +213,21 @@ def test_a_store_whose_segments_are_gone_or_broken_says_so(tmp_path: Path, mixed
     second.unlink()
     with pytest.raises(StoreError, match=r"1 of its \d+ segments are missing .*seg-0+2"):
         Store(path, read_only=True)
+
+
+def test_segments_give_a_year_to_timestamps_without_one_as_the_table_does(
+    tmp_path: Path, loghub: Path
+) -> None:
+    # OpenSSH's syslog times have no year: --year gives them one, in both forms alike
+    log = loghub / "OpenSSH" / "OpenSSH_2k.log"
+    stores = []
+    for segments in (False, True):
+        path = tmp_path / f"{segments}.duckdb"
+        with Store(path) as store, log_stream(log.open("rb"), "ssh") as stream:
+            ingest_stream(store, stream, PRESETS["openssh"], chunk_bytes=50_000, year=2026,
+                          segments=segments)
+        stores.append(_tables(path))
+        assert _segments(path) if segments else not _segments(path)
+    table, segmented = stores
+    assert {row[3].year for row in segmented["ops_lines"]} == {2026}
+    assert table == segmented

@@ -114,17 +114,31 @@ _local = threading.local()
 
 
 def encode_segment(lines: pa.Table, source_id: int, segment_id: int, year: int | None) -> bytes:
-    """A mined chunk's lines in their stored form, as Parquet bytes (zstd)."""
+    """A mined chunk's lines in their stored form, as Parquet bytes (zstd).
+
+    Only the time texts go through DuckDB (its parsing is the store's); the other
+    columns go from the mined table to the file as they are.
+    """
     from cloudtwin.store.ops_tables import lines_select
 
     con = getattr(_local, "con", None)
     if con is None:  # one in-memory DuckDB per thread, for its timestamp parsing
         con = _local.con = duckdb.connect(":memory:", config={"threads": 1})
-    select = lines_select(source_id, year, f", {int(segment_id)}::INTEGER AS segment_id")
-    relation = con.from_arrow(lines).query("_ops_chunk", select)
+    times = pa.table({"ts_text": lines.column("ts_text")})
+    relation = con.from_arrow(times).query("_ops_chunk", lines_select(source_id, year, "ts"))
     assert relation is not None  # a SELECT always gives a relation
     to_table = getattr(relation, "to_arrow_table", None)  # DuckDB 2 renamed it
-    table = to_table() if to_table is not None else relation.fetch_arrow_table()
+    ts = (to_table() if to_table is not None else relation.fetch_arrow_table()).column(0)
+    n = lines.num_rows
+    table = pa.table({
+        "source_id": pa.array(np.full(n, source_id, np.int32)),
+        "byte_offset": lines.column("byte_offset"),
+        "line": lines.column("line"),
+        "ts": ts,
+        **{name: lines.column(name) for name in
+           ("level", "component", "template_id", "content", "params")},
+        "segment_id": pa.array(np.full(n, segment_id, np.int32)),
+    })
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink, compression="zstd", compression_level=1)
     return bytes(sink.getvalue())

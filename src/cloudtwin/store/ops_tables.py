@@ -421,18 +421,19 @@ def _upsert(con: duckdb.DuckDBPyConnection, table: str, rows: pa.Table) -> None:
         con.unregister("_ops_rows")
 
 
-def lines_select(sid: int, year: int | None, extra: str = "") -> str:
+def lines_select(sid: int, year: int | None, columns: str | None = None) -> str:
     """The SELECT that gives a mined chunk's lines (``_ops_chunk``) as ``ops_lines`` holds
-    them: the source's id, timestamps parsed (``year`` for those without one); ``extra``
-    adds columns after them."""
+    them: the source's id, timestamps parsed (``year`` for those without one). With
+    ``columns``, only those (``ts`` among them) instead of the whole row."""
     year_sql = "NULL" if year is None else str(int(year))
-    return f"""SELECT {int(sid)}::INTEGER AS source_id, byte_offset, line,
-               CASE WHEN year(t) = 1900 AND {year_sql}::INTEGER IS NOT NULL
-                    THEN t + to_years({year_sql}::INTEGER - 1900) ELSE t END::TIMESTAMP AS ts,
-               level, component, template_id, content, params{extra}
-        FROM (SELECT *, coalesce(try_strptime(ts_text, {_TIME_FORMATS_SQL}),
-                                 try_cast(ts_text AS TIMESTAMP)) AS t
-              FROM _ops_chunk)"""
+    columns = columns or (f"{int(sid)}::INTEGER AS source_id, byte_offset, line, ts, level, "
+                          "component, template_id, content, params")
+    return f"""SELECT {columns}
+        FROM (SELECT CASE WHEN year(t) = 1900 AND {year_sql}::INTEGER IS NOT NULL
+                     THEN t + to_years({year_sql}::INTEGER - 1900) ELSE t END::TIMESTAMP AS ts, *
+              FROM (SELECT *, coalesce(try_strptime(ts_text, {_TIME_FORMATS_SQL}),
+                                       try_cast(ts_text AS TIMESTAMP)) AS t
+                    FROM _ops_chunk))"""
 
 
 def stored_lines(con: duckdb.DuckDBPyConnection) -> str:
