@@ -1264,8 +1264,8 @@ class _Compiler:
         return run
 
     def register_read(self, name: str, index_node: Tree, node: Tree) -> _Expr:
-        """PSA's `r.read(index)`: the cell's value (an index past the register reads as 0,
-        a value PSA leaves unspecified)."""
+        """`r.read(index)`: the cell's value. An index past the register reads as 0 under
+        PSA (a value it leaves unspecified) and is an error at run time otherwise."""
         cells, width = self.dp.registers[name]
         psa = self.program.architecture == "psa"
         where = self.program.where(node)

@@ -475,20 +475,10 @@ class PnaRuntime:
         return _Expr(run, 32)
 
     def register_read(self, compiler: Any, name: str, args: list[Tree], node: Tree) -> _Expr:
-        cells, width = self.dp.registers[name]
-        (index,) = (compiler.expr(a) for a in _plain(compiler, args, 1, node, f"{name}.read"))
-        where = _where(compiler, node)
-
-        def read(ctx: _Ctx, mask: np.ndarray) -> Any:
-            at = _column(index.fn(ctx, mask), ctx.n, index.width)
-            if (mask & (at >= np.uint64(cells.size))).any():
-                raise P4Error(f"{where}: register {name} index past its {cells.size} cells at run time")
-            out = _column(0, ctx.n, width)
-            rows = np.flatnonzero(mask)
-            out[rows] = cells[at[rows].astype(np.int64)]
-            return out
-
-        return _Expr(read, width)
+        """`r.read(index)`: the datapath's register read (an index past the register is an
+        error at run time under PNA)."""
+        (index,) = _plain(compiler, args, 1, node, f"{name}.read")
+        return compiler.register_read(name, index, node)
 
     def hash_value(self, compiler: Any, extern: Any, args: list[Tree], node: Tree) -> _Expr:
         if len(args) not in (1, 3):
