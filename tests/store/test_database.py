@@ -8,6 +8,7 @@ import pytest
 
 from cloudtwin.errors import StoreError
 from cloudtwin.store import Store
+from cloudtwin.store.database import check_store_file
 
 
 def test_a_failed_transaction_leaves_nothing(tmp_path: Path) -> None:
@@ -53,3 +54,13 @@ def test_user_sql_is_read_only(tmp_path: Path, sql: str, reason: str) -> None:
 def test_read_only_open_of_a_missing_store_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(StoreError, match="no store there yet"):
         Store(tmp_path / "missing.duckdb", read_only=True)
+
+
+def test_a_store_path_the_system_cannot_look_up_is_refused_naming_the_field(tmp_path: Path) -> None:
+    loop = tmp_path / "loop"
+    loop.symlink_to(tmp_path / "loop")
+    for path in (loop, tmp_path / ("x" * 5000)):
+        with pytest.raises(StoreError, match=r"^db: .*(symbolic links|too long)"):
+            check_store_file(path)
+        with pytest.raises(StoreError, match=r"^db: "):
+            Store(path, read_only=True)

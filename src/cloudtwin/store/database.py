@@ -62,7 +62,7 @@ class Store:
     ) -> None:
         self.path = str(path)
         self.read_only = read_only
-        if read_only and self.path != ":memory:" and not Path(self.path).exists():
+        if read_only and self.path != ":memory:" and not _exists(Path(self.path), "db"):
             raise StoreError(f"store {self.path}: no store there yet (ingest something first)")
         config: dict[str, str | bool | int | float | list[str]] = {}
         if memory_limit is None and read_only:
@@ -219,7 +219,7 @@ def check_store_file(path: Path, field: str = "db") -> None:
     folder, a device or FIFO, or a file of other content. Reads 12 bytes, takes no lock.
     A missing or empty file is a store yet to be made.
     """
-    if not path.exists():
+    if not _exists(path, field):
         return
     if not path.is_file():
         raise StoreError(f"{field}: {path} is not a regular file, so not a DuckDB store")
@@ -227,6 +227,19 @@ def check_store_file(path: Path, field: str = "db") -> None:
         head = handle.read(_MAGIC_AT + len(_MAGIC))
     if head and head[_MAGIC_AT:] != _MAGIC:
         raise StoreError(f"{field}: {path} is not a DuckDB database")
+
+
+def _exists(path: Path, field: str) -> bool:
+    """Whether ``path`` exists; a path the system cannot look up (a name too long, a
+    loop of links) is a StoreError naming ``field``."""
+    try:
+        path.stat()
+    except FileNotFoundError:
+        return False
+    except OSError as err:
+        shown = str(path) if len(str(path)) <= 80 else str(path)[:77] + "..."
+        raise StoreError(f"{field}: {shown}: {err.strerror}") from err
+    return True
 
 
 def is_lock_conflict(err: BaseException) -> bool:
