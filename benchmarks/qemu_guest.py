@@ -31,6 +31,8 @@ DIRTIER_C = HERE / "qemu" / "dirtier.c"
 QEMU = "qemu-system-x86_64"
 BUSYBOX = "/bin/busybox"
 BOOT_TIMEOUT_S = 60.0
+POLL_S = 0.01
+"""How often the serial console is read while waiting for the guest."""
 KVM_PROBE_S = 10.0
 """A KVM guest boots to the dirtier in about a second; one that has not after this never will."""
 MIB = 1 << 20
@@ -145,14 +147,34 @@ class Guest:
     serial: Path
 
     def wait_for(self, text: str, timeout_s: float) -> bool:
+        """Whether `text` appears on the serial console within `timeout_s` (looked for every
+        `POLL_S`, so it is seen at most that long after the guest wrote it)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 return False
             if self.serial.exists() and text in self.serial.read_text(errors="replace"):
                 return True
-            time.sleep(0.1)
+            time.sleep(POLL_S)
         return False
+
+    def layout(self) -> dict | None:
+        """What the dirtier printed about its buffer's place in guest memory: `slice_pages`
+        and the mean page frame of each slice in write order (`slices`), `run_frames` and
+        the frames in use per run of frames (`in_use`); None when it printed nothing."""
+        found: dict[str, list[int]] = {}
+        for line in self.serial.read_text(errors="replace").splitlines():
+            word, _, rest = line.partition(" ")
+            if word in ("LAYOUT", "INUSE"):
+                found[word] = [int(x) for x in rest.split()]
+        if len(found.get("LAYOUT", [])) < 2 or len(found.get("INUSE", [])) < 2:
+            return None
+        return {
+            "slice_pages": found["LAYOUT"][0],
+            "slices": found["LAYOUT"][1:],
+            "run_frames": found["INUSE"][0],
+            "in_use": found["INUSE"][1:],
+        }
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -286,7 +308,9 @@ def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial) -> dict:
     """Boot a source guest, migrate it to a fresh destination, return QEMU's statistics.
 
     The returned dict is `query-migrate`'s answer plus `cancelled` (True when the
-    migration had not finished after `give_up_s` and was cancelled) and `accel`.
+    migration had not finished after `give_up_s` and was cancelled), `accel`, the
+    dirtier's `layout` (see `Guest.layout`) and `write_lead_s`: how long the dirtier had
+    been writing when the migration started (from "READY" seen, plus half a poll).
     """
     kernel = kernel_path()
     append = _append(trial.dirty_mib, trial.rate_mib_s)
@@ -299,14 +323,21 @@ def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial) -> dict:
     try:
         if not source.wait_for("READY", BOOT_TIMEOUT_S):
             raise RuntimeError(f"the source guest did not boot ({accel}): {source.serial.read_text()[-300:]}")
+        ready_s = time.monotonic() - POLL_S / 2
         time.sleep(0.5)  # the dirtier reaches its rate
         qmp = Qmp(source.qmp_path)
         qmp.execute(
             "migrate-set-parameters",
             **{"max-bandwidth": int(trial.bandwidth_mib_s * MIB), "downtime-limit": trial.downtime_limit_ms},
         )
+        lead_s = time.monotonic() - ready_s
         qmp.execute("migrate", uri=f"tcp:127.0.0.1:{port}")
-        return _watch(qmp, trial) | {"accel": accel, "load_average": list(os.getloadavg())}
+        return _watch(qmp, trial) | {
+            "accel": accel,
+            "load_average": list(os.getloadavg()),
+            "layout": source.layout(),
+            "write_lead_s": lead_s,
+        }
     finally:
         if qmp is not None:
             qmp.close()

@@ -239,7 +239,7 @@ def floor_s(idle: dict) -> float:
     return min(downtimes, default=0) / 1000
 
 
-def predict(trial: dict, idle: dict, measured: dict | None = None) -> dict:
+def predict(trial: dict, idle: dict, measured: dict | None = None, run: dict | None = None) -> dict:
     """cloudtwin's plan for one trial, from its inputs and the calibration runs.
 
     `idle` is the idle guest of the trial's size; `measured` the saved statistics with the
@@ -247,16 +247,29 @@ def predict(trial: dict, idle: dict, measured: dict | None = None) -> dict:
     saved before the stop-and-copy calibration existed fall back to the idle guest's
     uncapped rate for the stop-and-copy; before the re-sent calibration, to the first-time
     rate for re-sent pages; before the buffer was measured, to `LOOPBACK_BUFFER_BYTES`.
+    `run`: the trial's own statistics; where they hold the dirtier's layout (grids from 9
+    on), the working set is placed where the guest reported it and written in order from
+    where the dirtier was when the migration started; otherwise spread evenly.
     """
     from cloudtwin.mobility import MigrationOptions, VmMemory, plan_migration
 
     page = idle["ram"]["page-size"]
     resident = (idle["ram"]["normal"] - 1 * MIB // page) * page + trial["dirty_mib"] * MIB
+    layout: tuple[float, ...] = ()
+    write_start = 0.0
+    if run is not None and run.get("layout") and trial["dirty_mib"] > 0:
+        layout = scan_places(run["layout"])
+        written_pages = run["write_lead_s"] * trial["rate_mib_s"] * MIB / page
+        buffer_pages = trial["dirty_mib"] * MIB // page
+        write_start = (written_pages % buffer_pages) / buffer_pages
     memory = VmMemory(
         memory_bytes=trial["memory_mib"] * MIB,
         resident_bytes=min(resident, trial["memory_mib"] * MIB),
         working_set_bytes=trial["dirty_mib"] * MIB,
         dirty_rate_bps=trial["rate_mib_s"] * MIB * 8,
+        layout=layout,
+        write_order="sequential" if layout else "random",
+        write_start=write_start,
     )
     loopback_bps = _rate_bps(idle)
     switchover = (measured or {}).get("switchover")
@@ -275,6 +288,19 @@ def predict(trial: dict, idle: dict, measured: dict | None = None) -> dict:
     return plan_migration(memory, options).to_dict()
 
 
+def scan_places(layout: dict) -> tuple[float, ...]:
+    """Each slice of the dirtier's buffer, in write order: its place in QEMU's upward scan
+    of guest memory, as the share of the guest's in-use page frames below its mean frame
+    (frames in use stand for the pages that hold data; the dirtier zeroed the free ones)."""
+    in_use = np.asarray(layout["in_use"], dtype=float)
+    below = np.concatenate(([0.0], np.cumsum(in_use)))
+    frames = np.asarray(layout["slices"], dtype=float)
+    run = layout["run_frames"]
+    index = np.minimum(frames // run, len(in_use) - 1).astype(int)
+    places = (below[index] + (frames - index * run) / run * in_use[index]) / below[-1]
+    return tuple(float(p) for p in np.clip(places, 0.0, 1.0))
+
+
 def compare(measured: dict) -> list[dict]:
     """Measured next to predicted, per run."""
     return [row(run, measured) for run in measured["runs"]]
@@ -283,7 +309,7 @@ def compare(measured: dict) -> list[dict]:
 def row(run: dict, measured: dict) -> dict:
     """One run's measured and predicted figures, with the checks of the targets."""
     trial, stats = run["trial"], run["stats"]
-    plan = predict(trial, measured["idle"][str(trial["memory_mib"])], measured)
+    plan = predict(trial, measured["idle"][str(trial["memory_mib"])], measured, stats)
     ok = stats["status"] == "completed" and not stats["cancelled"]
     ram = stats["ram"]
     figures = {

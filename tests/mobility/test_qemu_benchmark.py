@@ -86,3 +86,53 @@ def test_calibration_rules_pick_the_fastest_of_the_largest_pauses_per_kind() -> 
 
 def test_loopback_buffer_is_measured() -> None:
     assert qg.loopback_buffer_bytes(warm_bytes=4 << 20) > 64 << 10
+
+
+def test_scan_places_are_shares_of_the_in_use_frames_below_each_slice() -> None:
+    # 4 runs of 4 frames; in use: 4, 0, 2, 2 (8 in all); slices at frames 2, 9, 13 and 15
+    layout = {"slice_pages": 64, "slices": [2, 9, 13, 15], "run_frames": 4, "in_use": [4, 0, 2, 2]}
+    # frame 2: half of run 0 (2 of 8); frame 9: run 2 begins after 4, a quarter in (4.5);
+    # frame 13: 6 + 1/4 x 2 = 6.5; frame 15: 6 + 3/4 x 2 = 7.5
+    assert bench.scan_places(layout) == pytest.approx((2 / 8, 4.5 / 8, 6.5 / 8, 7.5 / 8))
+
+
+def test_a_run_with_its_layout_places_the_working_set_and_starts_the_writer_where_it_was() -> None:
+    measured = {"idle": {"256": _idle(256)}, "socket_buffer_bytes": 0}
+    trial = qg.Trial(256, 64, 32, 128).__dict__
+    everywhere = {"slice_pages": 64, "slices": [], "run_frames": 256, "in_use": [256] * 256}
+    # the buffer at the very top of memory, written in order: what the first pass dirties
+    # is still unsent when it ends, so the pause holds the unsent tail and nothing more
+    top = everywhere | {"slices": [256 * 256 - 1] * 256}
+    run = {"layout": top, "write_lead_s": 0.5}
+    placed = bench.predict(trial, measured["idle"]["256"], None, run)
+    spread = bench.predict(trial, measured["idle"]["256"], None)
+    assert placed["rounds"] == 1 and placed["bytes"] < spread["bytes"]
+    # the buffer at the bottom: everything dirtied was sent already, more than spread evenly
+    bottom = {"layout": everywhere | {"slices": [0] * 256}, "write_lead_s": 0.5}
+    assert bench.predict(trial, measured["idle"]["256"], None, bottom)["bytes"] > spread["bytes"]
+    # a run without a layout (grids 1-8) is the model as before
+    assert bench.predict(trial, measured["idle"]["256"], None, {"layout": None}) == spread
+
+
+def _idle(memory_mib: int) -> dict:
+    pages = 17_000  # the guest's own non-zero pages
+    return {
+        "status": "completed",
+        "downtime": 10,
+        "total-time": 500,
+        "ram": {"page-size": 4096, "normal": pages, "transferred": pages * 4104 * 3},
+    }
+
+
+def test_the_serial_console_gives_the_dirtier_s_layout(tmp_path) -> None:
+    serial = tmp_path / "source.serial"
+    serial.write_text("GUEST-UP\nLAYOUT 64 100 200\nINUSE 256 10 256 3\nREADY pages=128\n")
+    guest = qg.Guest(process=None, qmp_path=tmp_path / "q", serial=serial)  # type: ignore[arg-type]
+    assert guest.layout() == {
+        "slice_pages": 64,
+        "slices": [100, 200],
+        "run_frames": 256,
+        "in_use": [10, 256, 3],
+    }
+    serial.write_text("GUEST-UP\nREADY pages=128\n")  # a dirtier that could not read its page map
+    assert guest.layout() is None

@@ -36,6 +36,15 @@ def test_a_small_guest_migrates_for_real_and_the_model_agrees_it_converges() -> 
     assert 128 << 20 <= ram["total"] < 129 << 20  # guest RAM plus the firmware ROMs
     assert ram["normal"] * 4096 >= 16 << 20  # at least the dirtier's buffer went over as data
     assert ram["dirty-sync-count"] >= 2
+    # the dirtier said where its buffer sits: one mean frame per 64 pages, frames in use
+    # per run of 256 covering the guest's memory and at least the buffer
+    layout = stats["layout"]
+    assert layout["slice_pages"] == 64 and len(layout["slices"]) == 16 * 256 // 64
+    assert all(0 < frame < 128 * 256 for frame in layout["slices"])
+    assert layout["run_frames"] == 256 and len(layout["in_use"]) >= 128
+    assert sum(layout["in_use"]) >= 16 * 256
+    assert stats["write_lead_s"] >= 0.5  # the benchmark waits half a second after READY
     # the model, given this run's inputs and its own statistics as the idle calibration
     plan = bench.predict(trial.__dict__, stats)
     assert plan["converged"]
+    assert bench.predict(trial.__dict__, stats, run=stats)["converged"]

@@ -7,7 +7,9 @@ The model (docs/mobility.md gives it with its sources):
 2. The dirty log is read ("synced") at the end of each transfer. What a sync finds is the
    part of the previous transfer left unsent plus what the VM dirtied since the last sync
    (distinct bytes, capped by the working set), less the dirtied pages that were still
-   waiting to be sent (they are sent once; the working set is taken as spread evenly).
+   waiting to be sent (they are sent once; in the first pass, which of them the scan had
+   not reached is the memory model's answer: the working set spread evenly, or its
+   measured place in the scan and the order the VM writes it).
 3. At each sync the pending set is compared with what the live bandwidth observed in the
    last transfer moves within the downtime limit (QEMU's `threshold_size = bandwidth x
    downtime_limit`). If it fits, the VM is paused and the set is sent at the final
@@ -329,14 +331,20 @@ class Migration:
         return min(pending, periods * chunk)
 
     def _after_live(self, transfer: Transfer, duration: float, end_s: float) -> None:
-        memory_dirty = self.memory.dirtied(end_s - duration, duration, self.throttle)
+        first_pass = transfer.phase == "bulk"
+        if first_pass:  # dirtied pages the pass had not reached yet are sent with it
+            memory_dirty = self.memory.dirtied_behind_scan(
+                end_s - duration, duration, self.throttle, self.unsent
+            )
+        else:
+            memory_dirty = self.memory.dirtied(end_s - duration, duration, self.throttle)
         disk_dirty = self.disk_dirty_rate_bps / 8 * duration if self.options.storage == "block" else 0.0
         if transfer.phase == "disk":
             # memory has not been sent yet: its first pass comes next, disk writes mirrored into it
             self.pending = Transfer("bulk", 0, self._bulk().wire_bytes + disk_dirty, transfer.rate_cap_bps)
             return
         self.rounds += 1
-        fresh = memory_dirty * (1.0 - self._waiting_share(transfer.phase == "bulk"))
+        fresh = memory_dirty if first_pass else memory_dirty * (1.0 - self._waiting_share())
         dirty = self.unsent + fresh + disk_dirty
         observed_bps = transfer.wire_bytes * 8 / duration if duration > 0 else math.inf
         if self.options.syncs == "qemu" and self.final_bps is not None and self.final_bps > 0:
@@ -366,17 +374,14 @@ class Migration:
         self.never_sent -= first
         self.pending = Transfer("live", self.rounds, self._wire(send, first), self.options.live_cap_bps())
 
-    def _waiting_share(self, first_pass: bool) -> float:
-        """Share of the dirtiable pages still waiting to be sent: dirtying them adds nothing.
-
-        In the first pass the unsent part holds data pages of every kind (the working set
-        taken as spread evenly over the data); later every unsent page is a dirtied one.
-        """
+    def _waiting_share(self) -> float:
+        """Share of the dirtiable pages still waiting to be sent after a later round:
+        dirtying them adds nothing. Every page left unsent then is a dirtied one (the
+        first pass asks the memory model instead: `VmMemory.dirtied_behind_scan`)."""
         dirtiable = float(self.memory.working_set_bytes + self.memory.cold_set_bytes)
         if self.unsent <= 0 or dirtiable <= 0:
             return 0.0
-        waiting = self.unsent * dirtiable / self.memory.data_bytes if first_pass else self.unsent
-        return min(1.0, waiting / dirtiable)
+        return min(1.0, self.unsent / dirtiable)
 
     def _stuck(self, now_s: float) -> bool:
         """No convergence yet: the dirty set stopped shrinking, or the round limit or timeout hit."""
