@@ -136,3 +136,19 @@ def test_the_serial_console_gives_the_dirtier_s_layout(tmp_path) -> None:
     }
     serial.write_text("GUEST-UP\nREADY pages=128\n")  # a dirtier that could not read its page map
     assert guest.layout() is None
+
+
+def test_a_completed_migration_is_read_again_until_qemu_has_its_times(monkeypatch) -> None:
+    answers = iter([{"status": "completed", "total-time": 0}, {"status": "completed", "total-time": 903}])
+
+    class Qmp:
+        def execute(self, command: str) -> dict:
+            assert command == "query-migrate"
+            return next(answers)
+
+    monkeypatch.setattr(qg.time, "sleep", lambda _s: None)
+    first = {"status": "completed", "total-time": 0, "downtime": 0}
+    assert qg._with_times(Qmp(), first) == {"status": "completed", "total-time": 903}  # type: ignore[arg-type]
+    # a QEMU that never sets them: the last answer, after a bounded number of tries
+    answers = iter([{"status": "completed", "total-time": 0}] * qg.TIMES_TRIES)
+    assert qg._with_times(Qmp(), first)["total-time"] == 0  # type: ignore[arg-type]
