@@ -67,7 +67,7 @@ def test_a_run_classified_wrong_has_nothing_else_to_compare() -> None:
     assert checks == {"classified_right": False, "total_ok": None, "bytes_ok": None, "downtime_ok": None}
 
 
-def test_calibration_rules_pick_the_fastest_of_the_largest_pauses_per_kind() -> None:
+def test_calibration_rules_pick_the_median_or_the_fastest_of_the_largest_pauses_per_kind() -> None:
     def run(kind: str, paused: float, ms: int) -> dict:
         return {"status": "completed", "downtime": ms, "ram": {"downtime-bytes": paused}, "calibrates": kind}
 
@@ -77,9 +77,16 @@ def test_calibration_rules_pick_the_fastest_of_the_largest_pauses_per_kind() -> 
         run("first", 50e6, 10),
         run("resent", 80e6, 100),
     ]
-    assert bench.switchover_rate_bps(switchover) == pytest.approx(95e6 * 8 / 0.4)
-    assert bench.switchover_rate_bps(switchover, "resent") == pytest.approx(80e6 * 8 / 0.1)
+    assert bench.switchover_rate_bps(switchover, "first", "fastest") == pytest.approx(95e6 * 8 / 0.4)
+    assert bench.switchover_rate_bps(switchover, "resent", "fastest") == pytest.approx(80e6 * 8 / 0.1)
     assert bench.switchover_rate_bps(switchover[:3], "resent") is None  # saved before it was measured
+    # the median of the largest pauses (50 MB is under 90 % of the largest and does not count)
+    median = [*switchover, run("first", 98e6, 1000)]
+    assert bench.switchover_rate_bps(median) == pytest.approx(100e6 * 8 / 0.5)
+    assert bench.switchover_rate_bps(median, "first", "fastest") == pytest.approx(95e6 * 8 / 0.4)
+    assert bench.switchover_rate_bps(switchover) == pytest.approx((95e6 / 0.4 + 100e6 / 0.5) * 4)
+    with pytest.raises(SystemExit, match="calibration_rule"):
+        bench.switchover_rate_bps(switchover, "first", "slowest")
     idle = {"256": {"downtime": 9, "idle_downtimes_ms": [9, 3, 0]}, "512": {"downtime": 17}}
     assert bench.floor_s(idle) == 0.003  # the smallest idle pause; QEMU's 0 (no time) does not count
 
