@@ -10,7 +10,7 @@ Calibration, stated so it can be checked: runs outside the grid measure three pr
 of this machine and guest, and nothing else is fitted (bandwidth cap, dirty rate, working
 set and downtime limit are each run's inputs):
 
-- one idle guest per memory size, migrated without a bandwidth cap (three tries): its
+- one idle guest per memory size, migrated without a bandwidth cap (five tries): its
   count of non-zero pages (QEMU's `ram.normal`: the model's `resident` memory, to which
   each run adds its dirtier buffer) and its uncapped rate (bytes / total time, the
   fastest try: an upper bound on the live rounds' rate, since other work on the machine
@@ -25,6 +25,11 @@ set and downtime limit are each run's inputs):
 - the stop-and-copy rate of re-sent pages: a dirtied working set paused whole after the
   first pass (`RESENT`, same rule);
 - the loopback path's socket buffer.
+
+Each run's own guest also reports where its buffer sits in guest memory and the benchmark
+how long it had been written when the migration started (`qemu_guest.Guest.layout`,
+`write_lead_s`): the model places the working set there (statistics saved before grid 9
+have neither, and the model then spreads it evenly).
 
 The live rounds of both stop-and-copy calibrations are capped at `CALIBRATION_CAP_MIB_S`,
 as every run of the grids is.
@@ -89,7 +94,7 @@ CALIBRATION_RULE = "median"
 """How the stop-and-copy calibrations' tries make one rate. Each graded run is one try,
 as noisy as a calibration try (the same pause drained 2-4 times faster in one try than in
 another), so the median try predicts it; the fastest try, the rule until grid 10, made
-19 of grid 9 and 10's 20 predicted downtimes shorter than QEMU's. Saved statistics keep
+17 of the 19 predicted downtimes of grids 9 and 10 shorter than QEMU's. Saved statistics keep
 the rule they were run with (`calibration_rule`; none: "fastest")."""
 DOWNTIME_RELATIVE = 0.5
 DOWNTIME_ABSOLUTE_S = 0.010

@@ -36,7 +36,7 @@ def _python(command: str) -> subprocess.CompletedProcess[str]:
 
 def test_qemu_tables_are_what_the_benchmark_prints_from_the_kept_measurements() -> None:
     commands = [c for c in COMMANDS if "qemu_migration.py" in c]
-    assert len(commands) == 10  # grids 1-8 and the two random grids, each replayed from its statistics
+    assert len(commands) == 14  # grids 1-11 and the three random grids, each replayed from its statistics
     for command in commands:
         done = _python(command)
         assert done.returncode == 0, done.stderr
