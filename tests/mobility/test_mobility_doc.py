@@ -70,3 +70,22 @@ def test_scale_benchmark_command_runs() -> None:
         assert figures["migrations"] == 1000 and figures["hosts"] == 128
         if "--start-window 0" in command:
             assert figures["in_flight_max"] == 1000
+
+
+def test_first_touch_command_prints_one_line_per_wait() -> None:
+    commands = [c for c in COMMANDS if "benchmarks/first_touch.py" in c]
+    assert commands == ["python benchmarks/first_touch.py"]
+    done = _python(commands[0])
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("free page reporting: ")
+    touches = [line for line in lines[1:] if "first touched in" in line]
+    waits = [line.split(" s,")[0].split()[-1] for line in touches]
+    assert waits == ["0.0", "0.0", "0.5", "1.0", "2.0", "3.0", "5.0", "0.0"]
+    for line in touches:
+        assert "200 MiB (transparent huge pages)" in line and line.endswith("us per 4 KiB)")
+    small = _python("python benchmarks/first_touch.py --mib 4 --waits 0 --small-pages --json")
+    figures = json.loads(small.stdout)
+    assert figures["mib"] == 4 and not figures["huge_pages"]
+    assert [t["idle_s"] for t in figures["touches"]] == [0.0]
+    assert figures["touches"][0]["us_per_page"] == pytest.approx(figures["touches"][0]["ms"] * 1e3 / 1024)
