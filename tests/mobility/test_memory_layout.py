@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from tests.cli.cli_helpers import REPO, cloudtwin
 
 from cloudtwin.errors import MobilityError
 from cloudtwin.mobility import MigrationOptions, VmMemory, plan_migration
@@ -104,3 +108,72 @@ def test_a_working_set_the_scan_reaches_last_is_still_unsent_at_the_first_sync()
 def test_a_bad_layout_is_refused_naming_the_field(fields: dict, word: str) -> None:
     with pytest.raises(MobilityError, match=word):
         VmMemory(memory_bytes=100 * MB, working_set_bytes=W, dirty_rate_bps=1e6, **fields)
+
+
+def _pause_bytes(*flags: str) -> float:
+    done = cloudtwin(
+        "migrate", "plan", "--memory", "100MB", "--working-set", "40MB", "--dirty-rate", "10MB/s",
+        "--bandwidth", "800Mbps", "--downtime-limit", "300ms", *flags, "--json",
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["rounds"] == 1
+    return [r["bytes"] for r in result["timeline"] if r["phase"] == "stop-and-copy"][0]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fresh_mb"),
+    [
+        # the first pass sends 80 of the 100 MB in 0.8 x F s (threshold 30 MB, periods of 10 MB)
+        # and the VM writes 8 MB of its 40 MB working set meanwhile; what of that the pass had
+        # sent already is added to the 20 MB it left unsent
+        ((), 8 * 0.8),  # spread evenly: 80 % was sent
+        (("--working-set-at", "last"), 8 * 0.5),  # at 60-100 % of the scan: half of it below 80 %
+        (("--working-set-at", "last", "--write-order", "descending"), 0.0),  # from the top: all unsent
+        (("--working-set-at", "last", "--write-order", "ascending"), 8.0),  # from 60 % up: all sent
+        (("--working-set-at", "first"), 8.0),  # scanned first: all sent
+    ],
+)
+def test_migrate_plan_places_the_working_set(flags: tuple[str, ...], fresh_mb: float) -> None:
+    first_pass_s = 80 * MB * WIRE_FACTOR / 100e6
+    written = 10 * MB * first_pass_s  # a little over 8 MB: the pass sends headers too
+    expected = (20 * MB + written * fresh_mb / 8) * WIRE_FACTOR
+    assert _pause_bytes(*flags) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (("--write-order", "ascending"), "write_order: ascending needs working_set_at first or last"),
+        (("--working-set-at", "middle"), "working_set_at: Input should be 'spread', 'first' or 'last'"),
+        (("--working-set-at", "last", "--write-order", "sideways"), "write_order: Input should be"),
+    ],
+)
+def test_a_bad_placement_flag_is_one_line_naming_it(flags: tuple[str, ...], message: str) -> None:
+    done = cloudtwin("migrate", "plan", "--memory", "1GiB", "--working-set", "100MiB", *flags)
+    assert done.returncode == 2
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert done.stderr.startswith("cloudtwin: error: ") and message in done.stderr
+
+
+def test_a_scenario_vm_places_its_working_set(tmp_path: Path) -> None:
+    text = (REPO / "examples" / "migration.yaml").read_text()
+    spread = tmp_path / "spread.yaml"
+    spread.write_text(text)
+    placed = tmp_path / "placed.yaml"
+    vm = "resident: 6GiB, labels: [web]}"
+    placed.write_text(text.replace(vm, vm[:-1] + ", working_set_at: last, write_order: descending}"))
+    assert placed.read_text() != text
+
+    def web1(path: Path) -> dict:
+        done = cloudtwin("migrate", "plan", str(path), "--json")
+        assert done.returncode == 0, done.stderr
+        return [m for m in json.loads(done.stdout)["migrations"] if m["vm"] == "web1"][0]
+
+    # written from the top of memory down, what the first pass dirties is still unsent:
+    # fewer bytes than spread evenly
+    assert web1(placed)["bytes"] < web1(spread)["bytes"]
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(text.replace(vm, vm[:-1] + ", write_order: ascending}"))
+    done = cloudtwin("migrate", "plan", str(bad))
+    assert done.returncode == 2 and "write_order: ascending needs working_set_at first or last" in done.stderr

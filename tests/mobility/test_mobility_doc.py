@@ -89,3 +89,15 @@ def test_first_touch_command_prints_one_line_per_wait() -> None:
     assert figures["mib"] == 4 and not figures["huge_pages"]
     assert [t["idle_s"] for t in figures["touches"]] == [0.0]
     assert figures["touches"][0]["us_per_page"] == pytest.approx(figures["touches"][0]["ms"] * 1e3 / 1024)
+
+
+def test_placed_working_set_sentence_is_what_the_plans_say() -> None:
+    plain, placed = (c for c in COMMANDS if c.startswith("cloudtwin migrate plan --memory 4GiB --dirty-rate"))
+    results = [json.loads(cloudtwin(*shlex.split(c)[1:], "--json").stdout) for c in (plain, placed)]
+    assert "--working-set-at last --write-order descending" in placed
+    sentence = (
+        f"one round fewer ({results[1]['rounds']} against {results[0]['rounds']}) and "
+        f"{results[1]['bytes'] / 1e9:.3f} GB sent against {results[0]['bytes'] / 1e9:.3f}"
+    )
+    assert results[1]["rounds"] == results[0]["rounds"] - 1
+    assert sentence in " ".join(DOC.read_text().split())

@@ -76,6 +76,18 @@ def plan(
     resident: str | None = typer.Option(
         None, "--resident", help="Memory holding data (default: all); the rest is zero pages."
     ),
+    working_set_at: str = typer.Option(
+        "spread",
+        "--working-set-at",
+        help="Where the working set sits in the order memory is scanned: spread (evenly), "
+        "first or last.",
+    ),
+    write_order: str = typer.Option(
+        "random",
+        "--write-order",
+        help="How the VM writes its working set: random, or ascending/descending (in turn, "
+        "along or against the scan; needs --working-set-at first or last).",
+    ),
     bandwidth: str = typer.Option("10Gbps", "--bandwidth", help="Bandwidth of the path."),
     downtime_limit: str = typer.Option(
         "300ms", "--downtime-limit", help="Longest pause allowed (QEMU: 300ms)."
@@ -144,6 +156,8 @@ def plan(
         "dirty_rate": dirty_rate,
         "working_set": working_set,
         "resident": resident,
+        "working_set_at": working_set_at,
+        "write_order": write_order,
         "bandwidth": bandwidth,
         "downtime_limit": downtime_limit,
         "final_bandwidth": final_bandwidth,
@@ -169,7 +183,8 @@ def plan(
 
 #: `plan` options that describe one VM and its path: meaningless beside a scenario.
 _VM_FLAGS = (
-    "memory", "dirty_rate", "working_set", "resident", "bandwidth", "downtime_limit",
+    "memory", "dirty_rate", "working_set", "resident", "working_set_at", "write_order", "bandwidth",
+    "downtime_limit",
     "final_bandwidth", "max_bandwidth", "auto_converge", "postcopy", "xbzrle", "multifd",
     "policy", "storage", "disk", "disk_dirty_rate", "syncs",
 )

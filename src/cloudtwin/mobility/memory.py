@@ -27,12 +27,33 @@ import numpy as np
 
 from cloudtwin.errors import MobilityError
 
-__all__ = ["PAGE_BYTES", "VmMemory", "WriteOrder"]
+__all__ = ["PAGE_BYTES", "VmMemory", "WriteOrder", "place_working_set"]
 
 WriteOrder = Literal["random", "sequential"]
 
 PAGE_BYTES = 4096
 """x86 base page: the unit QEMU's dirty bitmap tracks."""
+
+
+PLACED_SLICES = 64
+"""Slices a placed working set is cut into (`place_working_set`)."""
+
+
+def place_working_set(at: str, order: str, share: float) -> tuple[tuple[float, ...], WriteOrder]:
+    """The `layout` and `write_order` of a working set that holds `share` of the data.
+
+    `at`: "spread" (no layout: evenly over the data), "first" (the part of the data a
+    migration scans first) or "last"; `order`: "random", "ascending" (written in turn
+    along the scan) or "descending" (against it).
+    """
+    if at == "spread":
+        return (), "random"
+    share = min(1.0, max(0.0, share))
+    low = 0.0 if at == "first" else 1.0 - share
+    places = tuple(low + (i + 0.5) / PLACED_SLICES * share for i in range(PLACED_SLICES))
+    if order == "descending":
+        places = places[::-1]
+    return places, "random" if order == "random" else "sequential"
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cloudtwin.errors import MobilityError
-from cloudtwin.mobility.memory import VmMemory
+from cloudtwin.mobility.memory import VmMemory, place_working_set
 from cloudtwin.mobility.options import MigrationOptions
 from cloudtwin.mobility.precopy import MigrationResult, plan_migration
 from cloudtwin.scenario.mobility import MigrationOptionsSpec, PlanRequest, VmSpec
@@ -16,8 +16,13 @@ __all__ = ["ScenarioPlan", "memory_of", "options_of", "plan_request", "plan_scen
 
 def memory_of(vm: VmSpec | PlanRequest) -> VmMemory:
     """The memory model of a VM (or of a flags-only request)."""
+    data = vm.memory if vm.resident is None else vm.resident
+    share = vm.working_set / data if data else 1.0
+    layout, order = place_working_set(vm.working_set_at, vm.write_order, share)
     if isinstance(vm, PlanRequest):
-        return VmMemory(vm.memory, vm.working_set, vm.dirty_rate, vm.resident)
+        return VmMemory(
+            vm.memory, vm.working_set, vm.dirty_rate, vm.resident, layout=layout, write_order=order
+        )
     return VmMemory(
         memory_bytes=vm.memory,
         working_set_bytes=vm.working_set,
@@ -27,6 +32,8 @@ def memory_of(vm: VmSpec | PlanRequest) -> VmMemory:
         cold_rate_bps=vm.cold_rate,
         trace_rate_bps=vm.trace,
         trace_interval_s=vm.trace_interval,
+        layout=layout,
+        write_order=order,
     )
 
 

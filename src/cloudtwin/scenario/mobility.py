@@ -57,6 +57,12 @@ SizeOrZero = Annotated[int, BeforeValidator(_size_or_zero)]
 PositiveTime = Annotated[float, BeforeValidator(_positive_time)]
 Time = Annotated[float, BeforeValidator(parse_time), Field(ge=0)]
 PolicyName = Literal["abort", "raise-downtime", "auto-converge", "postcopy"]
+WorkingSetAt = Literal["spread", "first", "last"]
+"""Where the working set sits in the order a migration scans memory: spread evenly over
+the data, in the part scanned first (low addresses) or in the part scanned last."""
+WriteOrder = Literal["random", "ascending", "descending"]
+"""How the VM writes its working set: any page as likely as any, or in turn along the
+scan's order (ascending) or against it (descending), cycling."""
 Storage = Literal["shared", "block", "remote-then-local"]
 
 
@@ -118,6 +124,8 @@ class VmSpec(_Model):
     cold_rate: DirtyRate = 0.0
     trace: tuple[DirtyRate, ...] = ()
     trace_interval: PositiveTime = 1.0
+    working_set_at: WorkingSetAt = "spread"
+    write_order: WriteOrder = "random"
     disk: SizeOrZero = 0
     disk_dirty_rate: DirtyRate = 0.0
     labels: tuple[str, ...] = ()
@@ -145,6 +153,7 @@ class VmSpec(_Model):
             )
         if self.resident is not None and self.resident > self.memory:
             raise ValueError(f"resident: {self.resident} bytes is larger than memory ({self.memory} bytes)")
+        _check_placement(self.working_set_at, self.write_order)
         return self
 
 
@@ -191,6 +200,8 @@ class PlanRequest(MigrationOptionsSpec):
     working_set: SizeOrZero = 0
     dirty_rate: DirtyRate = 0.0
     resident: SizeOrZero | None = None
+    working_set_at: WorkingSetAt = "spread"
+    write_order: WriteOrder = "random"
     bandwidth: Rate = 10e9
     disk: SizeOrZero = 0
     disk_dirty_rate: DirtyRate = 0.0
@@ -204,7 +215,16 @@ class PlanRequest(MigrationOptionsSpec):
             )
         if self.resident is not None and self.resident > self.memory:
             raise ValueError(f"resident: {self.resident} bytes is larger than memory ({self.memory} bytes)")
+        _check_placement(self.working_set_at, self.write_order)
         return self
+
+
+def _check_placement(at: str, order: str) -> None:
+    if order != "random" and at == "spread":
+        raise ValueError(
+            f"write_order: {order} needs working_set_at first or last (a working set spread "
+            "over the data has no order along the scan)"
+        )
 
 
 def check_mobility(mobility: Mobility, host_count: int) -> None:
