@@ -176,3 +176,25 @@ def test_a_copy_reads_the_segments_of_its_moment_after_the_store_compacts(tmp_pa
         assert store.query("SELECT count(*) FROM ops_lines")[1] == [(lines,)]
     snapshots.close()
     assert not list(snaps.iterdir())
+
+
+def test_a_request_reads_the_copy_and_nothing_outside_it(tmp_path: Path) -> None:
+    import pytest
+
+    outside = tmp_path / "outside.csv"
+    outside.write_text("secret\n1\n")
+    db = tmp_path / "s.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute("CREATE TABLE t (x INTEGER)")
+    snapshots = Snapshots(db, tmp_path, interval_s=0.0)
+    # before the first copy: the empty snapshot
+    with snapshots.store() as store, pytest.raises(duckdb.Error, match="disabled|Permission"):
+        store.connection.execute(f"SELECT * FROM read_csv('{outside}')").fetchall()
+    assert snapshots.refresh() and _count(snapshots) == 0
+    with snapshots.store() as store:
+        with pytest.raises(duckdb.Error, match="disabled|Permission"):
+            store.connection.execute(f"SELECT * FROM read_csv('{outside}')").fetchall()
+        with pytest.raises(duckdb.Error, match="disabled|Permission"):
+            store.connection.execute(f"COPY t TO '{tmp_path / 'out.csv'}'").fetchall()
+    assert not (tmp_path / "out.csv").exists()
+    snapshots.close()

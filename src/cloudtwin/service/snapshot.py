@@ -24,7 +24,7 @@ from pathlib import Path
 
 import duckdb
 
-from cloudtwin.store.database import Store, is_lock_conflict
+from cloudtwin.store.database import Store, is_lock_conflict, lock_down
 from cloudtwin.store.ops_segments import segment_dir
 
 __all__ = ["Snapshot", "Snapshots"]
@@ -92,7 +92,9 @@ class Snapshots:
         self._numbers = itertools.count(1)
         self._signature: Signature | None = None
         self._checked = 0.0
-        self._current = Snapshot(duckdb.connect(":memory:"), None, datetime.now(UTC))
+        empty = duckdb.connect(":memory:")
+        lock_down(empty, ":memory:")
+        self._current = Snapshot(empty, None, datetime.now(UTC))
         self.refreshes = 0
         self.busy = 0
 
@@ -170,7 +172,9 @@ class Snapshots:
         return target
 
     def _swap(self, copy: Path, signature: Signature) -> None:
-        fresh = Snapshot(duckdb.connect(str(copy), read_only=True), copy, datetime.now(UTC))
+        connection = duckdb.connect(str(copy), read_only=True)
+        lock_down(connection, copy)  # requests read the copy and its segments, nothing else
+        fresh = Snapshot(connection, copy, datetime.now(UTC))
         with self._lock:
             old, self._current = self._current, fresh
             old.retired = True

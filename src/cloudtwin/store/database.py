@@ -16,7 +16,7 @@ from cloudtwin.errors import LimitError, StoreError
 
 __all__ = [
     "DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "LOCK_WAIT_S", "QueryResult", "Store",
-    "check_store_file", "is_lock_conflict",
+    "check_store_file", "is_lock_conflict", "lock_down",
 ]
 
 #: Where the store lives unless the caller says otherwise.
@@ -77,13 +77,7 @@ class Store:
         self._attach_segments()
 
     def _lock_down(self) -> None:
-        from cloudtwin.store.ops_segments import segment_dir
-
-        folder = segment_dir(self.path)
-        if folder is not None and folder.is_dir():
-            allowed = str(folder.resolve()).replace("'", "''") + "/"
-            self.connection.execute(f"SET allowed_directories = ['{allowed}']")
-        self.connection.execute("SET enable_external_access = false")
+        lock_down(self.connection, self.path)
 
     def _attach_segments(self, folder: Path | None = None) -> None:
         from cloudtwin.store.ops_segments import attach_segments
@@ -212,6 +206,18 @@ class Store:
 
 #: Where a DuckDB file says what it is: bytes 8 to 11 of its first block.
 _MAGIC_AT, _MAGIC = 8, b"DUCK"
+
+
+def lock_down(connection: duckdb.DuckDBPyConnection, path: str | Path) -> None:
+    """Let a read connection read no file but the store's own segments (the store at
+    `path`): queries cannot reach the machine's files, whatever SQL they hold."""
+    from cloudtwin.store.ops_segments import segment_dir
+
+    folder = segment_dir(str(path))
+    if folder is not None and folder.is_dir():
+        allowed = str(folder.resolve()).replace("'", "''") + "/"
+        connection.execute(f"SET allowed_directories = ['{allowed}']")
+    connection.execute("SET enable_external_access = false")
 
 
 def check_store_file(path: Path, field: str = "db") -> None:
