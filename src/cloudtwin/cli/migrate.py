@@ -183,10 +183,9 @@ def plan(
 
 #: `plan` options that describe one VM and its path: meaningless beside a scenario.
 _VM_FLAGS = (
-    "memory", "dirty_rate", "working_set", "resident", "working_set_at", "write_order", "bandwidth",
-    "downtime_limit",
-    "final_bandwidth", "max_bandwidth", "auto_converge", "postcopy", "xbzrle", "multifd",
-    "policy", "storage", "disk", "disk_dirty_rate", "syncs",
+    "memory", "dirty_rate", "working_set", "resident", "working_set_at", "write_order",
+    "bandwidth", "downtime_limit", "final_bandwidth", "max_bandwidth", "auto_converge",
+    "postcopy", "xbzrle", "multifd", "policy", "storage", "disk", "disk_dirty_rate", "syncs",
 )
 
 
