@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Callable
 from pathlib import Path
 
@@ -25,6 +26,9 @@ def test_pairs_example_writes_every_flow(tmp_path: Path) -> None:
     result = json.loads(done.stdout)
     assert result["strategy"] == "dmodk"
     assert result["flows_out"] == {"file": str(out), "rows": 1000}
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o666 & ~umask  # as any file the command writes
     table = pq.read_table(out)
     assert table.column_names == [
         "flow",

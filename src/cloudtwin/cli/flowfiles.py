@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
+from cloudtwin.cli.output import atomic_file
 from cloudtwin.errors import WorkloadError
 from cloudtwin.files import read_bounded
 from cloudtwin.scenario.model import FlowsWorkload, Scenario
@@ -176,13 +175,6 @@ def write_flows(path: Path, run: Run) -> int:
             "path": pa.array(_path_names(run), pa.string()),
         }
     )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with atomic_file(path) as handle:  # a new file gets 0666 less the umask, like any output
+        pq.write_table(table, handle)
     return table.num_rows
