@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from tests.cli.cli_helpers import cloudtwin
+from tests.cli.cli_helpers import REPO, cloudtwin
 from tests.service.conftest import SMALL, auth
 
 
@@ -276,3 +276,17 @@ def test_every_route_that_changes_something_refuses_without_the_token(client: Te
         assert answer.json()["error"]["field"] == "Authorization"
     assert client.get("/api/jobs").json()["jobs"] == []
     assert db.read_bytes() == before
+
+
+def test_an_uploaded_vm_with_a_write_order_but_no_placement_answers_400(client: TestClient) -> None:
+    text = (REPO / "examples" / "migration.yaml").read_text()
+    vm = "resident: 6GiB, labels: [web]}"
+    for bad, field in [
+        (", write_order: ascending}", "mobility.vms.0.write_order"),
+        (", working_set_at: '\"; rm -rf /'}", "mobility.vms.0.working_set_at"),
+    ]:
+        upload = {"scenario_yaml": text.replace(vm, vm[:-1] + bad)}
+        answer = client.post("/api/jobs", json=upload, headers=auth())
+        assert answer.status_code == 400
+        assert answer.json()["error"]["field"] == field
+    assert client.get("/api/jobs").json()["jobs"] == []
