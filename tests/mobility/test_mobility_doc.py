@@ -1,4 +1,5 @@
-"""Every command in docs/mobility.md runs, and its QEMU and worked-example tables are current."""
+"""Every command in docs/mobility.md and docs/mobility-validation.md runs, and their QEMU and
+worked-example tables are current."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from tests.cli.cli_helpers import REPO, cloudtwin
 from tests.test_docs import console_commands
 
 DOC = REPO / "docs" / "mobility.md"
+VALIDATION = REPO / "docs" / "mobility-validation.md"
 COMMANDS = console_commands(DOC)
 
 
@@ -35,12 +37,24 @@ def _python(command: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_qemu_tables_are_what_the_benchmark_prints_from_the_kept_measurements() -> None:
-    commands = [c for c in COMMANDS if "qemu_migration.py" in c]
-    assert len(commands) == 14  # grids 1-11 and the three random grids, each replayed from its statistics
-    for command in commands:
-        done = _python(command)
-        assert done.returncode == 0, done.stderr
-        assert done.stdout.strip() in DOC.read_text()
+    shown = {doc: [c for c in console_commands(doc) if "qemu_migration.py" in c] for doc in (DOC, VALIDATION)}
+    # grids 1-11 and the three random grids, each replayed from its statistics
+    assert len({c for commands in shown.values() for c in commands}) == 14
+    assert len(shown[DOC]) == 2  # the current validation: grid 11 and the random grid of seed 9182
+    for doc, commands in shown.items():
+        for command in commands:
+            done = _python(command)
+            assert done.returncode == 0, done.stderr
+            assert done.stdout.strip() in doc.read_text(), f"{doc.name}: {command}"
+
+
+def test_mobility_page_keeps_the_model_and_the_validation_page_the_history() -> None:
+    text = DOC.read_text()
+    assert len(text.splitlines()) < 450
+    assert "## How well it predicts" in text and "(mobility-validation.md)" in text
+    history = VALIDATION.read_text()
+    for grid in ("Grid 4 (quiet machine)", "grid 6", "Grids 7 and 8", "seed 2112", "seed 7345"):
+        assert grid in history and grid not in text
 
 
 def test_worked_example_table_is_current() -> None:
