@@ -6,19 +6,26 @@ then becomes the controller's state: a refused request or a failed save leaves n
 behind. Creating an object that already exists with the same content is a no-op (an
 agent or client that retries after a crash duplicates nothing); with other content it is
 refused (409). Only hashes of tokens are kept.
+
+One writer at a time: a server answers requests from several threads, and each public
+method holds the controller's lock from its first read to its save, so a change is never
+made on a state that another thread is about to replace, and a read never sees another
+thread's unsaved copy.
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import hmac
 import ipaddress
 import json
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from itertools import combinations
-from typing import Protocol, cast
+from typing import ParamSpec, Protocol, TypeVar, cast
 
 from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict
@@ -235,6 +242,21 @@ def check_state(saved: Mapping[str, object]) -> _State:
     return state
 
 
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+
+def _locked(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run `method` holding its controller's lock (the first argument is the controller)."""
+
+    @functools.wraps(method)
+    def run(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with cast(FederationController, args[0])._lock:
+            return method(*args, **kwargs)
+
+    return run
+
+
 def _key(network: str, site: str) -> str:
     return f"{network}@{site}"
 
@@ -256,22 +278,25 @@ class FederationController:
             raise AccessError("token", "the admin token does not match the saved controller state", 403)
         self._state = state
         self._working: _State | None = None
+        self._lock = threading.RLock()
 
     # -- transactions -------------------------------------------------------------------
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """Group changes: all are saved at the end, or none if anything is refused."""
-        if self._working is not None:
-            yield
-            return
-        self._working = copy.deepcopy(self._state)
-        try:
-            yield
-            self._working["generation"] += 1
-            self._store.save(self._working)
-            self._state = self._working
-        finally:
-            self._working = None
+        """Group changes: all are saved at the end, or none if anything is refused. The
+        controller's lock is held throughout: another thread waits for the save."""
+        with self._lock:
+            if self._working is not None:
+                yield
+                return
+            self._working = copy.deepcopy(self._state)
+            try:
+                yield
+                self._working["generation"] += 1
+                self._store.save(self._working)
+                self._state = self._working
+            finally:
+                self._working = None
 
     @property
     def _s(self) -> _State:
@@ -281,6 +306,7 @@ class FederationController:
     def _is_admin(self, token: str | None) -> bool:
         return bool(token) and hmac.compare_digest(self._s["admin"], hash_token(token or ""))
 
+    @_locked
     def knows(self, token: str | None) -> bool:
         """Whether `token` is the admin's or a site's (a front end may let such a caller read)."""
         if not token:
@@ -306,6 +332,7 @@ class FederationController:
         return record
 
     # -- sites --------------------------------------------------------------------------
+    @_locked
     def add_site(self, admin_token: str | None, request: SiteRequest, site_token: str) -> SiteView:
         """Register a site with the token its operator will use (only its hash is kept)."""
         self._admin(admin_token)
@@ -337,16 +364,19 @@ class FederationController:
         self._s["next_gateway"] = index + 1
         return str(pool.network_address + index)
 
+    @_locked
     def site_view(self, name: str) -> SiteView:
         """A site as the API shows it (never its token hash)."""
         record = self._s["sites"][name]
         return {"name": name, "flavour": record["flavour"], "gateway": record["gateway"]}
 
+    @_locked
     def sites(self) -> list[SiteView]:
         """Every site."""
         return [self.site_view(n) for n in sorted(self._s["sites"])]
 
     # -- networks -----------------------------------------------------------------------
+    @_locked
     def create_network(self, token: str | None, request: NetworkRequest) -> NetworkView:
         """A federated network (by the admin, or by a site taking part in it)."""
         self._network_auth(token, request.sites)
@@ -389,6 +419,13 @@ class FederationController:
             raise AccessError("token", "missing token", 401)
         raise AccessError("token", "only the admin or a site of the network may change it", 403)
 
+    def _site_of(self, token: str | None) -> str | None:
+        digest = hash_token(token or "")
+        for name, record in self._s["sites"].items():
+            if token and hmac.compare_digest(record["token"], digest):
+                return name
+        return None
+
     @staticmethod
     def _free_vni(used: dict[int, str]) -> int:
         vni = 10_000
@@ -396,10 +433,26 @@ class FederationController:
             vni += 1
         return vni
 
+    @_locked
     def delete_network(self, token: str | None, name: str) -> None:
-        """Remove a federated network and every segment of it."""
+        """Remove a federated network and every segment of it: by the admin, or by a site of
+        it once every other site has withdrawn its consent (a site's token never takes away
+        another site's segment)."""
         network = self._network(name)
         self._network_auth(token, tuple(network["sites"]))
+        if not self._is_admin(token):
+            caller = self._site_of(token)
+            others = sorted(
+                seg["site"] for seg in self._s["segments"].values()
+                if seg["network"] == name and seg["site"] != caller
+            )
+            if others:
+                raise AccessError(
+                    "token",
+                    f"{', '.join(repr(o) for o in others)} still consent to {name!r}: each withdraws "
+                    "its segment first, or the admin deletes the network",
+                    403,
+                )
         with self.transaction():
             del self._s["networks"][name]
             for key in [k for k, seg in self._s["segments"].items() if seg["network"] == name]:
@@ -411,15 +464,18 @@ class FederationController:
             raise FederationError(field, f"unknown federated network {name!r}", 404)
         return network
 
+    @_locked
     def network_view(self, name: str) -> NetworkView:
         """A federated network as the API shows it."""
         return {"name": name, **self._network(name)}
 
+    @_locked
     def networks(self) -> list[NetworkView]:
         """Every federated network."""
         return [self.network_view(n) for n in sorted(self._s["networks"])]
 
     # -- segments (a site's consent) ----------------------------------------------------
+    @_locked
     def add_segment(self, token: str | None, site: str, request: SegmentRequest) -> SegmentView:
         """Site `site` consents: its tenant network joins the federated network."""
         self._site(token, site)
@@ -508,17 +564,20 @@ class FederationController:
         self._s["next_global"] = start + size
         return str(ipaddress.IPv4Network((int(pool.network_address) + start, 32 - size.bit_length() + 1)))
 
+    @_locked
     def delete_segment(self, token: str | None, site: str, network: str) -> None:
         """Site `site` withdraws its consent (idempotent)."""
         self._site(token, site)
         with self.transaction():
             self._s["segments"].pop(_key(network, site), None)
 
+    @_locked
     def segments(self, site: str | None = None) -> list[SegmentView]:
         """Segments, all or of one site."""
         return [s for _, s in sorted(self._s["segments"].items()) if site is None or s["site"] == site]
 
     # -- agents -------------------------------------------------------------------------
+    @_locked
     def desired(self, token: str | None, site: str) -> SiteDesired:
         """What `site`'s agent is to realise: its segments, each with the peers that consented."""
         record = self._site(token, site)
@@ -560,6 +619,7 @@ class FederationController:
             peers=tuple(sorted(peers, key=lambda p: p.site)),
         )
 
+    @_locked
     def report(self, token: str | None, site: str, report: SiteReport) -> None:
         """An agent's account of what its site holds."""
         self._site(token, site)
@@ -567,6 +627,7 @@ class FederationController:
             self._s["reports"][site] = cast(_ReportRecord, report.model_dump(mode="json"))
 
     # -- status -------------------------------------------------------------------------
+    @_locked
     def status(self) -> list[NetworkStatus]:
         """Each federated network: ACTIVE when every pair of its sites consented and realised it."""
         return [self._status(name, n) for name, n in sorted(self._s["networks"].items())]
@@ -603,6 +664,7 @@ class FederationController:
             interconnections=links,
         )
 
+    @_locked
     def snapshot(self) -> StateSnapshot:
         """The state without token hashes (for `status --json` and backups)."""
         state = copy.deepcopy(self._state)
