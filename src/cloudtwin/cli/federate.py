@@ -11,7 +11,7 @@ from typing import Any, TypedDict, cast
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, write_json
+from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario_text, stdout, write_json
 from cloudtwin.errors import FederationError, ScenarioError, needs_extra
 from cloudtwin.intercloud.controller import FederationController
 from cloudtwin.intercloud.dataplane import reachability as twin_reachability
@@ -45,6 +45,9 @@ DB = typer.Option(None, "--db", help="Also write the run's operations data here 
 
 
 def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
+    """The plan of a multi-site scenario, or of the federation part of a one-cloud file."""
+    if is_cloud_file(path):
+        return plan_federation(read_cloud(path, overrides).federation_scenario())
     text = read_scenario_text(path)
     try:
         return plan_federation(load_federation(text, str(path), overrides or ()))

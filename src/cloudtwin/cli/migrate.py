@@ -139,7 +139,12 @@ def plan(
                 f"{given[0]}: a scenario's VMs and paths come from its mobility: section "
                 "(change them with --set); give either a scenario or the VM's flags"
             )
-        plans = plan_scenario(read_scenario(scenario, overrides))
+        if is_cloud_file(scenario):  # sites of one cloud: each migration on its path across the WAN
+            from cloudtwin.mobility.plan import plan_cloud
+
+            plans = plan_cloud(read_cloud(scenario, overrides))
+        else:
+            plans = plan_scenario(read_scenario(scenario, overrides))
         named = [(p.vm, p.result) for p in plans]
         if as_json:
             rows = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]

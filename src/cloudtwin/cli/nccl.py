@@ -10,13 +10,15 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
-from cloudtwin.cli.output import emit_json, read_scenario, stage_progress, stdout, write_json
+from cloudtwin.cli.output import is_cloud_file, stage_progress, stdout
+from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import CollectiveOp
 from cloudtwin.topology.estimate import collective_ranks
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.collective import CollectiveMeasurement
+    from cloudtwin.evaluation.usecases import NcclSweep
     from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 
 __all__ = ["nccl_tests"]
@@ -86,6 +88,7 @@ def nccl_tests(
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    site: str = SITE,
 ) -> None:
     """Sweep a collective over message sizes, nccl-tests style, under each routing strategy.
 
@@ -103,19 +106,28 @@ def nccl_tests(
         if op not in OPS:
             raise ScenarioError(f"workload.op: unknown collective {op!r} (known: {', '.join(OPS)})")
         sets.append(f"workload.op={op}")
-    loaded = read_scenario(scenario, sets)
-    refuse_ignored_sections(loaded, "nccl-tests")
     sizes = usecases.nccl_sizes(begin, end, factor)
-    _check_smallest(loaded, collective_workload(loaded), sizes[0])
-    names = usecases.parse_strategies(strategies, (loaded.routing.strategy,))
-    with stage_progress(loaded.name, not as_json) as progress:
-        sweep = usecases.nccl_tests(loaded, sizes, names, progress)
-    document = sweep.to_json()
-    if out is not None:
-        write_json(out, document)
-    if as_json:
-        emit_json(document)
-        return
+
+    cloud = is_cloud_file(scenario)  # --op then sets the chosen site's collective
+
+    def one(loaded: Scenario) -> dict[str, object]:
+        if cloud and op is not None:
+            workload = collective_workload(loaded).model_copy(update={"op": op})
+            loaded = loaded.model_copy(update={"workload": workload})
+        refuse_ignored_sections(loaded, "nccl-tests")
+        _check_smallest(loaded, collective_workload(loaded), sizes[0])
+        names = usecases.parse_strategies(strategies, (loaded.routing.strategy,))
+        with stage_progress(loaded.name, not as_json) as progress:
+            sweep = usecases.nccl_tests(loaded, sizes, names, progress)
+        if not as_json:
+            _print_sweep(loaded, sweep)
+        return sweep.to_json()
+
+    targets = site_scenarios(scenario, overrides if cloud else sets, site, "nccl-tests", ("collective",))
+    for_each_site(targets, one, as_json, out)
+
+
+def _print_sweep(loaded: Scenario, sweep: NcclSweep) -> None:
     keys = list(sweep.results)
     head = sweep.results[keys[0]]
     for key in keys:

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 import yaml
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file
-from cloudtwin.cli.output import atomic_file, emit_json, read_scenario, stdout
+from cloudtwin.cli.output import atomic_file, emit_json, stdout
+from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
 from cloudtwin.files import open_bounded, read_text_bounded
 from cloudtwin.scenario.safe_yaml import load_yaml
+
+if TYPE_CHECKING:
+    from cloudtwin.evaluation.offload import NicOffload
+    from cloudtwin.scenario.model import Scenario
 
 __all__ = ["app"]
 
@@ -202,6 +207,7 @@ def offload(
     top: int = _TOP,
     all_hosts: bool = _ALL,
     as_json: bool = _JSON,
+    site: str | None = SITE,
 ) -> None:
     """Host cores offload hands back; per host: cores, NIC-core use, pipeline pps, slow path.
 
@@ -212,10 +218,16 @@ def offload(
     """
     from cloudtwin.evaluation.offload import nic_offload
 
-    result = nic_offload(read_scenario(scenario, overrides))
-    if as_json:
-        emit_json(result.to_json())
-        return
+    def one(loaded: Scenario) -> dict[str, object]:
+        result = nic_offload(loaded)
+        if not as_json:
+            _print_offload(result, top, all_hosts)
+        return result.to_json()
+
+    for_each_site(site_scenarios(scenario, overrides, site, "nic offload"), one, as_json)
+
+
+def _print_offload(result: NicOffload, top: int, all_hosts: bool) -> None:
     report = result.report
     table = Table(title=f"NIC offload: {result.scenario} ({result.traffic})", title_justify="left")
     for name in ("host", "profile", "Gbps", "cores", "no offload", "NIC cores", "Mpps", "slow", "+us"):
@@ -259,6 +271,7 @@ def boot(
     overrides: list[str] | None = _SET,
     db: Path | None = _DB,
     as_json: bool = _JSON,
+    site: str | None = SITE,
 ) -> None:
     """Measured boot of every host's NIC: firmware, NIC OS and pipeline, signed with Ed25519.
 
@@ -269,32 +282,27 @@ def boot(
     """
     from cloudtwin.evaluation.offload import boot_nics
 
-    loaded = read_scenario(scenario, overrides)
-    reports = boot_nics(loaded)
-    if db is not None:
-        from cloudtwin.diagnosis.attestation import record_attestation
-        from cloudtwin.store.database import Store
+    def one(loaded: Scenario) -> dict[str, object]:
+        reports = boot_nics(loaded)
+        if db is not None:
+            from cloudtwin.diagnosis.attestation import record_attestation
+            from cloudtwin.store.database import Store
 
-        with Store(db) as store:
-            record_attestation(store, loaded, reports)
-    failed = [r for r in reports if not r.attested]
-    if as_json:
-        emit_json(
-            {
-                "hosts": {r.host: r.to_json() for r in reports},
-                "totals": {
-                    "hosts": len(reports),
-                    "attested": len(reports) - len(failed),
-                    "quarantined": len(failed),
-                },
-            }
-        )
-        return
-    table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
-    for name in ("host", "result", "booted", "measurement"):
-        table.add_column(name)
-    for report in failed or reports[:1]:
-        result = "attested" if report.attested else f"QUARANTINED: {report.failed_stage} {report.reason}"
-        table.add_row(report.host, result, ", ".join(report.booted) or "-", report.measurement[:16])
-    stdout.print(table)
-    stdout.print(f"{len(reports) - len(failed)} of {len(reports)} NICs attested; {len(failed)} quarantined")
+            with Store(db) as store:
+                record_attestation(store, loaded, reports)
+        failed = [r for r in reports if not r.attested]
+        if not as_json:
+            table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
+            for name in ("host", "result", "booted", "measurement"):
+                table.add_column(name)
+            for report in failed or reports[:1]:
+                failure = f"QUARANTINED: {report.failed_stage} {report.reason}"
+                result = "attested" if report.attested else failure
+                table.add_row(report.host, result, ", ".join(report.booted) or "-", report.measurement[:16])
+            stdout.print(table)
+            attested = len(reports) - len(failed)
+            stdout.print(f"{attested} of {len(reports)} NICs attested; {len(failed)} quarantined")
+        totals = {"hosts": len(reports), "attested": len(reports) - len(failed), "quarantined": len(failed)}
+        return {"hosts": {r.host: r.to_json() for r in reports}, "totals": totals}
+
+    for_each_site(site_scenarios(scenario, overrides, site, "nic boot"), one, as_json)

@@ -18,14 +18,15 @@ from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
     progress_bar,
-    read_scenario,
     stage_progress,
     stdout,
     write_json,
 )
+from cloudtwin.cli.sites import SITE
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
+    from cloudtwin.scenario.model import Scenario
 
 __all__ = ["compare", "run"]
 
@@ -90,6 +91,7 @@ def run(
     as_json: bool = JSON,
     out: Path = OUT,
     flows_out: Path = FLOWS_OUT,
+    site: str = SITE,
 ) -> None:
     """Simulate a scenario and print its performance summary.
 
@@ -104,7 +106,7 @@ def run(
     from cloudtwin.cli.flowfiles import read_flow_file, write_flows
     from cloudtwin.evaluation import usecases
 
-    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    loaded = read_flow_file(_one_fabric(scenario, overrides, site, "run"), scenario)
     refuse_ignored_sections(loaded, "run", jobs_too=False)
     with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
         result = usecases.run(loaded, strategy, progress)
@@ -124,6 +126,21 @@ def run(
         stdout.print(f"{rows:,} flows written to {flows_out}")
 
 
+def _one_fabric(scenario: Path, overrides: list[str] | None, site: str | None, command: str) -> Scenario:
+    """The scenario file, or the site of a one-cloud file that --site names (the whole cloud
+    runs under `evaluate`)."""
+    from cloudtwin.cli.sites import refuse_cloud, site_scenarios
+
+    if site is None:
+        refuse_cloud(
+            scenario,
+            command,
+            f"`cloudtwin evaluate {scenario}` runs the whole cloud (every site, the federated traffic "
+            f"and the migrations); `cloudtwin {command} {scenario} --site NAME` one site's fabric",
+        )
+    return site_scenarios(scenario, overrides, site, command)[0].scenario
+
+
 def compare(
     scenario: Path = SCENARIO,
     strategies: str = typer.Option(
@@ -135,6 +152,7 @@ def compare(
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    site: str = SITE,
 ) -> None:
     """Simulate a scenario under several routing strategies, side by side.
 
@@ -147,7 +165,7 @@ def compare(
     from cloudtwin.evaluation import usecases
 
     names = usecases.parse_strategies(strategies)
-    loaded = read_flow_file(read_scenario(scenario, overrides), scenario)
+    loaded = read_flow_file(_one_fabric(scenario, overrides, site, "compare"), scenario)
     refuse_ignored_sections(loaded, "compare", jobs_too=False)
     with stage_progress(loaded.name, not as_json) as progress:
         comparison = usecases.compare(loaded, names, progress)

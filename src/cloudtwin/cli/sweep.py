@@ -308,10 +308,17 @@ def sweep(
     --vary routing.strategy=ecmp,pinning --db sweeps.duckdb
     """
     from cloudtwin import __version__
+    from cloudtwin.cli.sites import refuse_cloud
     from cloudtwin.store.database import Store
     from cloudtwin.store.sweeps import load_points
     from cloudtwin.sweep import SEED, Plan, Task, parse_vary, run_points, summarize
 
+    refuse_cloud(
+        scenario,
+        "sweep",
+        f"a sweep varies a single-fabric scenario: run the cloud per point with `cloudtwin evaluate "
+        f"{scenario} --set seed=N`, or sweep one of its sites' scenarios",
+    )
     names = tuple(s.strip() for s in (strategies or "").split(",") if s.strip())
     task = Task(read_scenario_text(scenario), str(scenario), command.value, tuple(overrides or ()), names)
     plan = Plan(tuple(parse_vary(v) for v in varies), zipped)

@@ -10,12 +10,15 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_out_file, check_plot_file
-from cloudtwin.cli.output import emit_json, progress_bar, read_scenario, stdout, write_json, wrote
+from cloudtwin.cli.output import progress_bar, stdout, wrote
+from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.units import parse_int
 
 if TYPE_CHECKING:
+    from cloudtwin.evaluation.hpl import HplResult
     from cloudtwin.evaluation.training import TrainingResult
+    from cloudtwin.scenario.model import Scenario
 
 __all__ = ["hpl", "parse_gpus", "train", "write_plot"]
 
@@ -93,6 +96,7 @@ def train(
     overrides: list[str] = SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    site: str = SITE,
 ) -> None:
     """Predict an LLM training iteration (workload.kind: training) on the scenario's cluster.
 
@@ -101,26 +105,32 @@ def train(
     scaling from the smallest configuration that holds one model replica. The
     data-parallel gradient reduction is simulated on the fabric with the routing strategy.
 
+    On a one-cloud file, each site that trains (or the one --site names) is predicted on
+    its own fabric and cluster.
+
     Example:  cloudtwin train examples/vela.yaml --gpus 32,256,768,1536 --plot scaling.png
     """
     from cloudtwin.evaluation import usecases
 
     sizes = parse_gpus(gpus)
-    loaded = read_scenario(scenario, overrides)
-    with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
-        prediction = usecases.train(loaded, sizes, strategy, progress)
-    document = prediction.to_json()
-    results = list(prediction.results)
+    targets = site_scenarios(scenario, overrides, site, "train", ("training",))
+
+    def one(loaded: Scenario) -> object:
+        with progress_bar(f"{loaded.name}: predicting", not as_json) as progress:
+            prediction = usecases.train(loaded, sizes, strategy, progress)
+        results = list(prediction.results)
+        if plot is not None:
+            site = loaded.name.rsplit("/", 1)[-1]
+            shown = plot if len(targets) == 1 else plot.with_stem(f"{plot.stem}-{site}")
+            write_plot(shown, f"{loaded.name}: {prediction.strategy}", results)
+            wrote(shown)
+        if not as_json:
+            stdout.print(_table(f"{loaded.name}: training ({prediction.strategy})", results))
+        return prediction.to_json()
+
+    for_each_site(targets, one, as_json, out)
     if out is not None:
-        write_json(out, document)
         wrote(out)
-    if plot is not None:
-        write_plot(plot, f"{loaded.name}: {prediction.strategy}", results)
-        wrote(plot)
-    if as_json:
-        emit_json(document)
-        return
-    stdout.print(_table(f"{loaded.name}: training ({prediction.strategy})", results))
 
 
 def hpl(
@@ -129,6 +139,7 @@ def hpl(
     overrides: list[str] = HPL_SET,
     as_json: bool = JSON,
     out: Path = OUT,
+    site: str = SITE,
 ) -> None:
     """Predict HPL (workload.kind: hpl) on the scenario's cluster.
 
@@ -139,15 +150,18 @@ def hpl(
     """
     from cloudtwin.evaluation import usecases
 
-    loaded = read_scenario(scenario, overrides)
-    result = usecases.hpl(loaded, strategy)
-    document = result.to_json()
+    def one(loaded: Scenario) -> dict[str, object]:
+        result = usecases.hpl(loaded, strategy)
+        if not as_json:
+            stdout.print(_hpl_table(loaded, strategy, result))
+        return result.to_json()
+
+    for_each_site(site_scenarios(scenario, overrides, site, "hpl", ("hpl",)), one, as_json, out)
     if out is not None:
-        write_json(out, document)
         wrote(out)
-    if as_json:
-        emit_json(document)
-        return
+
+
+def _hpl_table(loaded: Scenario, strategy: str | None, result: HplResult) -> Table:
     table = Table(title=f"{loaded.name}: HPL ({strategy or loaded.routing.strategy})", title_justify="left")
     table.add_column("metric")
     table.add_column("value", justify="right")
@@ -164,4 +178,4 @@ def hpl(
     ]
     for label, value in rows:
         table.add_row(label, value)
-    stdout.print(table)
+    return table

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cloudtwin.errors import MobilityError
 from cloudtwin.mobility.memory import VmMemory, place_working_set
@@ -11,7 +12,19 @@ from cloudtwin.mobility.precopy import MigrationResult, plan_migration
 from cloudtwin.scenario.mobility import MigrationOptionsSpec, PlanRequest, VmSpec
 from cloudtwin.scenario.model import Scenario
 
-__all__ = ["ScenarioPlan", "memory_of", "options_of", "plan_request", "plan_scenario", "scenario_nic_bps"]
+if TYPE_CHECKING:
+    from cloudtwin.scenario.cloud import CloudScenario
+    from cloudtwin.scenario.federation import WanLink
+
+__all__ = [
+    "ScenarioPlan",
+    "memory_of",
+    "options_of",
+    "plan_cloud",
+    "plan_request",
+    "plan_scenario",
+    "scenario_nic_bps",
+]
 
 
 def memory_of(vm: VmSpec | PlanRequest) -> VmMemory:
@@ -98,3 +111,36 @@ def plan_scenario(scenario: Scenario) -> list[ScenarioPlan]:
         result = plan_migration(memory_of(vm), options_of(job, bandwidth, rtt), vm.disk, vm.disk_dirty_rate)
         plans.append(ScenarioPlan(job.vm, vm.cloud, job.to, bandwidth, result))
     return plans
+
+
+def plan_cloud(cloud: CloudScenario) -> list[ScenarioPlan]:
+    """Each migration of a one-cloud scenario alone on its path: the bottleneck of the two
+    hosts' NICs, both sites' gateways and the WAN link between them; the WAN's round trip."""
+    if not cloud.mobility.migrations:
+        raise MobilityError("mobility.migrations: the cloud has no migration to plan")
+    sites = {s.name: s for s in cloud.federation.sites}
+    vms = {vm.name: vm for vm in cloud.mobility.vms}
+    plans = []
+    for i, job in enumerate(cloud.mobility.migrations):
+        vm = vms[job.vm]
+        wan = _wan(cloud, vm.cloud, job.to, i)
+        rates = [wan.bandwidth]
+        for name in (vm.cloud, job.to):
+            site = sites[name]
+            nic = site.hosts.nic_rate
+            rates += [float(nic if nic is not None else site.fabric.host_link), site.gateway.rate_bps]
+        bandwidth = float(min(rates))
+        options = options_of(job, bandwidth, 2 * wan.latency)
+        result = plan_migration(memory_of(vm), options, vm.disk, vm.disk_dirty_rate)
+        plans.append(ScenarioPlan(job.vm, vm.cloud, job.to, bandwidth, result))
+    return plans
+
+
+def _wan(cloud: CloudScenario, a: str, b: str, index: int) -> WanLink:
+    for link in cloud.federation.wan:
+        if set(link.between) == {a, b}:
+            return link
+    raise MobilityError(
+        f"mobility.migrations.{index}.to: no WAN link joins {a!r} and {b!r} directly; plan it with "
+        "`cloudtwin migrate run`, which routes it across the federation"
+    )
