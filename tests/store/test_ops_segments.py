@@ -208,7 +208,7 @@ def test_a_store_whose_segments_are_gone_or_broken_says_so(tmp_path: Path, mixed
     _ingest(path, mixed_log, segments=True)
     first, second = sorted(segment_dir(path).iterdir())[:2]  # type: ignore[union-attr]
     first.write_bytes(b"PAR1 not a parquet file")
-    with pytest.raises(StoreError, match="segments in .* cannot be read"):
+    with pytest.raises(StoreError, match=r"segment seg-0+1\.parquet in .* is 23 bytes, registered as"):
         Store(path, read_only=True)
     second.unlink()
     with pytest.raises(StoreError, match=r"1 of its \d+ segments are missing .*seg-0+2"):
@@ -231,3 +231,78 @@ def test_segments_give_a_year_to_timestamps_without_one_as_the_table_does(
     table, segmented = stores
     assert {row[3].year for row in segmented["ops_lines"]} == {2026}
     assert table == segmented
+
+
+def _registered_store(tmp_path: Path, mixed_log: Path) -> tuple[Path, list[Path]]:
+    path = tmp_path / "store.duckdb"
+    _ingest(path, mixed_log, segments=True)
+    return path, sorted(segment_dir(path).iterdir())  # type: ignore[union-attr]
+
+
+def _swap(a: Path, b: Path) -> None:
+    parked = a.with_name("parked")
+    a.rename(parked)
+    b.rename(a)
+    parked.rename(b)
+
+
+def test_a_segment_replaced_by_a_link_to_another_is_refused_naming_it(
+    tmp_path: Path, mixed_log: Path
+) -> None:
+    path, files = _registered_store(tmp_path, mixed_log)
+    files[1].unlink()
+    files[1].symlink_to(files[2].name)  # a link to a registered segment, read twice otherwise
+    with pytest.raises(StoreError, match=rf"segment {files[1].name} in .* is a symbolic link"):
+        Store(path, read_only=True)
+    files[1].unlink()
+    files[1].symlink_to(tmp_path / "elsewhere.parquet")  # dangling, outside the folder
+    with pytest.raises(StoreError, match=rf"segment {files[1].name} in .* is a symbolic link"):
+        Store(path, read_only=True)
+
+
+@pytest.mark.parametrize("change", ["swap", "same-size-rewrite"])
+def test_segments_swapped_or_rewritten_are_refused_and_compaction_stores_nothing(
+    tmp_path: Path, mixed_log: Path, change: str
+) -> None:
+    path, files = _registered_store(tmp_path, mixed_log)
+    with Store(path, read_only=True) as store:
+        lines_before = store.query("SELECT count(*), count(DISTINCT template_id) FROM ops_lines")[1]
+    writer = Store(path)  # opened while the segments were right: compact checks them again
+    if change == "swap":
+        _swap(files[0], files[1])
+        culprit = files[0]
+    else:
+        data = bytearray(files[3].read_bytes())
+        data[len(data) // 2] ^= 0x01
+        files[3].write_bytes(bytes(data))
+        culprit = files[3]
+    message = rf"segment {culprit.name} in .* (has other contents|is \d+ bytes, registered)"
+    with writer, pytest.raises(StoreError, match=message):
+        compact(writer)
+    with pytest.raises(StoreError, match=message):
+        Store(path, read_only=True)
+    if change == "swap":
+        _swap(files[0], files[1])  # put back: the store reads as before, nothing was compacted
+    else:
+        data[len(data) // 2] ^= 0x01
+        files[3].write_bytes(bytes(data))
+    with Store(path, read_only=True) as store:
+        assert store.query("SELECT count(*), count(DISTINCT template_id) FROM ops_lines")[1] == lines_before
+        assert store.query("SELECT count(*) FROM ops_segments")[1] == [(len(files),)]
+
+
+def test_a_store_from_before_segment_identities_gets_them_on_its_next_write(
+    tmp_path: Path, mixed_log: Path
+) -> None:
+    path, files = _registered_store(tmp_path, mixed_log)
+    with Store(path) as store:
+        store.connection.execute("UPDATE ops_segments SET size_bytes = NULL, sha256 = NULL")
+    with Store(path) as store:
+        from cloudtwin.store.ops_tables import ensure_ops_schema
+
+        ensure_ops_schema(store)
+        rows = store.query("SELECT file, size_bytes, sha256 FROM ops_segments ORDER BY file")[1]
+    assert [(f, s) for f, s, _ in rows] == [(p.name, p.stat().st_size) for p in files]
+    _swap(files[0], files[1])
+    with pytest.raises(StoreError, match=files[0].name):
+        Store(path, read_only=True)

@@ -77,7 +77,7 @@ def _link_segments(db: Path, target: Path) -> None:
         try:
             os.link(path, copy / path.name)
         except OSError:
-            shutil.copyfile(path, copy / path.name)
+            shutil.copyfile(path, copy / path.name, follow_symlinks=False)
 
 
 class Snapshots:

@@ -17,11 +17,20 @@ segment folder and no other file. :func:`compact` moves the segments into the ta
 A segment is written (to a temporary name, synced, renamed) before the transaction that
 registers it commits. A file that no transaction registered, left by an ingest killed
 between the two, is no part of the store: every ingest and compaction removes such files.
+
+Each registered segment keeps its identity: its size and SHA-256 (besides its source and
+byte range). Before a connection reads the segments, and before a compaction moves them,
+every file is checked against it: a segment replaced by a symbolic link (never followed),
+swapped with another, cut short or rewritten is refused in one line naming it, so a
+wrong line is never read, let alone compacted into the table for good. A file checked
+once is not hashed again in the same process while its inode, size and times stay.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+import stat
 import threading
 import time
 from dataclasses import dataclass
@@ -63,9 +72,13 @@ LINE_COLUMNS = (
 SEGMENT_DDL = [
     """CREATE TABLE IF NOT EXISTS ops_segments (
         segment_id INTEGER PRIMARY KEY, source_id INTEGER NOT NULL, file VARCHAR NOT NULL,
-        lines BIGINT NOT NULL, byte_offset BIGINT NOT NULL, end_offset BIGINT NOT NULL)""",
+        lines BIGINT NOT NULL, byte_offset BIGINT NOT NULL, end_offset BIGINT NOT NULL,
+        size_bytes BIGINT, sha256 VARCHAR)""",
     """CREATE TABLE IF NOT EXISTS ops_segment_ids (
         segment_id INTEGER NOT NULL, chunk_id INTEGER NOT NULL, template_id INTEGER NOT NULL)""",
+    # stores whose segments were registered before they kept their identity
+    "ALTER TABLE ops_segments ADD COLUMN IF NOT EXISTS size_bytes BIGINT",
+    "ALTER TABLE ops_segments ADD COLUMN IF NOT EXISTS sha256 VARCHAR",
 ]
 
 
@@ -192,9 +205,10 @@ def store_segment(con: duckdb.DuckDBPyConnection, folder: Path, write: SegmentWr
         os.fsync(handle.fileno())
     temporary.replace(folder / name)
     con.execute(
-        "INSERT INTO ops_segments VALUES (?, ?, ?, ?, ?, ?)",
+        "INSERT INTO ops_segments (segment_id, source_id, file, lines, byte_offset, end_offset, "
+        "size_bytes, sha256) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
         [write.segment_id, write.source_id, name, write.lines, write.byte_offset,
-         write.end_offset],
+         write.end_offset, len(write.data), hashlib.sha256(write.data).hexdigest()],
     )
     if write.ids:
         con.executemany(
@@ -203,13 +217,116 @@ def store_segment(con: duckdb.DuckDBPyConnection, folder: Path, write: SegmentWr
         )
 
 
-def _registered(con: duckdb.DuckDBPyConnection) -> list[str] | None:
-    """The registered segment files, in segment order; None when the store has no table."""
+@dataclass(frozen=True)
+class _Registered:
+    """A registered segment file and its identity (None where the store predates it)."""
+
+    file: str
+    size_bytes: int | None
+    sha256: str | None
+
+
+def _registrations(con: duckdb.DuckDBPyConnection) -> list[_Registered] | None:
+    """The registered segments, in segment order; None when the store has no table."""
     try:
-        rows = con.execute("SELECT file FROM ops_segments ORDER BY segment_id").fetchall()
+        rows = con.execute(
+            "SELECT file, size_bytes, sha256 FROM ops_segments ORDER BY segment_id"
+        ).fetchall()
     except duckdb.CatalogException:
         return None
-    return [r[0] for r in rows]
+    except duckdb.BinderException:  # a store opened read-only before its identity columns
+        rows = [(r[0], None, None) for r in
+                con.execute("SELECT file FROM ops_segments ORDER BY segment_id").fetchall()]
+    return [_Registered(*row) for row in rows]
+
+
+def _registered(con: duckdb.DuckDBPyConnection) -> list[str] | None:
+    """The registered segment files, in segment order; None when the store has no table."""
+    rows = _registrations(con)
+    return None if rows is None else [r.file for r in rows]
+
+
+_HASH_BLOCK = 1 << 20
+_verified: dict[tuple[int, ...], str] = {}
+_verified_lock = threading.Lock()
+_VERIFIED_MAX = 100_000
+
+
+def _file_sha256(path: Path, st: os.stat_result) -> str:
+    """The SHA-256 of a regular file, opened without following a link; remembered by inode."""
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    with _verified_lock:
+        known = _verified.get(key)
+    if known is not None:
+        return known
+    digest = hashlib.sha256()
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as handle:
+        while block := handle.read(_HASH_BLOCK):
+            digest.update(block)
+    text = digest.hexdigest()
+    with _verified_lock:
+        if len(_verified) >= _VERIFIED_MAX:
+            _verified.clear()
+        _verified[key] = text
+    return text
+
+
+def _mismatch(folder: Path, row: _Registered) -> str | None:
+    """Why the file of a registered segment is not the one registered (None when it is)."""
+    path = folder / row.file
+    st = os.lstat(path)
+    if stat.S_ISLNK(st.st_mode):
+        return "is a symbolic link (segments are never followed elsewhere)"
+    if not stat.S_ISREG(st.st_mode):
+        return "is not a regular file"
+    if row.size_bytes is not None and st.st_size != row.size_bytes:
+        return f"is {st.st_size} bytes, registered as {row.size_bytes}"
+    try:
+        if row.sha256 is not None and _file_sha256(path, st) != row.sha256:
+            return "has other contents than the segment registered (its SHA-256 differs)"
+    except OSError as err:
+        return f"cannot be read: {err.strerror}"
+    return None
+
+
+def verify_segments(store: Store, folder: Path, rows: list[_Registered]) -> None:
+    """Refuse, in one line naming it, the first registered segment whose file is missing or
+    is not the one registered: a link, another segment, or other bytes."""
+    missing = [r.file for r in rows if not os.path.lexists(folder / r.file)]
+    if missing:
+        raise StoreError(
+            f"store {store.path}: {len(missing)} of its {len(rows)} segments are missing from "
+            f"{folder} (first: {missing[0]}); restore the folder that was ingested with it"
+        )
+    for row in rows:
+        why = _mismatch(folder, row)
+        if why is not None:
+            raise StoreError(
+                f"store {store.path}: segment {row.file} in {folder} {why}; restore the folder "
+                "that was ingested with it"
+            )
+
+
+def record_identities(store: Store) -> int:
+    """Give the segments registered before identities were kept their size and SHA-256 (as
+    their files are now); how many. Call on a store opened to write."""
+    folder = segment_dir(store.path)
+    rows = [r for r in _registrations(store.connection) or [] if r.sha256 is None]
+    if folder is None or not rows:
+        return 0
+    known = []
+    for row in rows:
+        path = folder / row.file
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue  # reading the store says which are missing
+        if stat.S_ISREG(st.st_mode):
+            known.append([st.st_size, _file_sha256(path, st), row.file])
+    with store.transaction() as tx:
+        tx.executemany("UPDATE ops_segments SET size_bytes = ?, sha256 = ? WHERE file = ?", known)
+    return len(known)
 
 
 def stored(con: duckdb.DuckDBPyConnection, table: str) -> str:
@@ -241,16 +358,12 @@ def attach_segments(store: Store, folder: Path | None = None) -> int:
     """
     con = store.connection
     folder = segment_dir(store.path) if folder is None else folder
-    files = _registered(con)
+    rows = _registrations(con)
     con.execute("DROP VIEW IF EXISTS temp.main.ops_lines")
-    if not files or folder is None:
+    if not rows or folder is None:
         return 0
-    missing = [name for name in files if not (folder / name).is_file()]
-    if missing:
-        raise StoreError(
-            f"store {store.path}: {len(missing)} of its {len(files)} segments are missing from "
-            f"{folder} (first: {missing[0]}); restore the folder that was ingested with it"
-        )
+    verify_segments(store, folder, rows)
+    files = [r.file for r in rows]
     columns = ", ".join(LINE_COLUMNS)
     try:
         con.execute(
@@ -298,9 +411,11 @@ def compact(store: Store) -> CompactSummary:
     """
     con = store.connection
     folder = segment_dir(store.path)
-    files = _registered(con) or []
+    rows = _registrations(con) or []
+    files = [r.file for r in rows]
     lines = 0
     if files and folder is not None:
+        verify_segments(store, folder, rows)
         with store.transaction() as tx:
             [row] = tx.execute("SELECT coalesce(sum(lines), 0) FROM ops_segments").fetchall()
             lines = int(row[0])

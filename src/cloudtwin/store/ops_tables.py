@@ -19,6 +19,7 @@ from cloudtwin.store.database import Store
 from cloudtwin.store.ops_segments import (
     SEGMENT_DDL,
     SegmentWrite,
+    record_identities,
     segment_write,
     store_segment,
     stored,
@@ -136,6 +137,7 @@ def ensure_ops_schema(store: Store) -> None:
             kind = None
         if kind is None:
             con.execute(_PARAMS_VIEW)
+    record_identities(store)
 
 
 def load_miner(store: Store, config: MinerConfig) -> TemplateMiner:
