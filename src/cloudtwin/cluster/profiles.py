@@ -8,7 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-__all__ = ["BARE_METAL", "NODE_PROFILES", "VM_OVERHEADS", "NodeProfile", "VirtualizationOverheads"]
+__all__ = [
+    "BARE_METAL",
+    "NODE_PROFILES",
+    "TOP500_PROFILES",
+    "VM_OVERHEADS",
+    "NodeProfile",
+    "VirtualizationOverheads",
+]
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,7 @@ A100_80G_8 = NodeProfile(
     peak_fp64_flops=19.5e12,  # FP64 tensor core, A100 datasheet
     hbm_bytes_per_s=2.039e12,  # HBM2e, A100 80GB SXM datasheet
     gemm_efficiency_max=0.869,  # 271 of 312 TFLOPS: measured max achievable BF16 matmul (MAMF)
-    dgemm_efficiency_max=0.90,  # assumption, above Selene's full-system HPL 80.1% of Rpeak
+    dgemm_efficiency_max=0.735,  # fit: Selene, TOP500 June 2020 (docs/hpl-validation.md)
     hbm_efficiency=0.85,  # streaming kernels reach ~1.7 of 2.0 TB/s (public STREAM-like runs)
     nvlink_bytes_per_s=300e9,  # NVLink3: 12 links x 25 GB/s per direction per GPU
     nvlink_allreduce_busbw_bytes_per_s=230e9,  # nccl-tests all_reduce_perf on 8x A100 NVSwitch
@@ -72,6 +79,25 @@ model assumed before its NIC count was sourced; kept as the well-provisioned com
 NODE_PROFILES: dict[str, NodeProfile] = {
     profile.name: profile for profile in (A100_80G_8, VELA_2NIC, HGX_8NIC)
 }
+
+# -- A100 nodes of the Top500 systems the HPL model is checked against ----------------
+# (benchmarks/data/hpl_top500.yaml, docs/hpl-validation.md). The GPU is the A100 SXM4 of
+# the profile above except where a line says otherwise.
+
+A100_40G_8 = replace(
+    A100_80G_8,
+    name="a100-40g-8",
+    gpu_memory_bytes=40e9,  # DGX A100 as launched: "8 GPUs ... 320 GB" of HBM2 in all
+    hbm_bytes_per_s=1.555e12,  # HBM2, A100 40GB SXM4 datasheet
+    gpu_nics=8,  # DGX A100: "Eight Mellanox 200Gbps HDR InfiniBand ... Single-Port Adapters"
+)
+"""NVIDIA DGX A100 (320 GB): Selene as first listed (June 2020)."""
+
+A100_40G_4 = replace(A100_40G_8, name="a100-40g-4", gpus=4, gpu_nics=None)
+"""A four-GPU A100 40GB node (HGX A100 4-GPU, NVLink between all four): JUWELS Booster."""
+
+TOP500_PROFILES: tuple[NodeProfile, ...] = (A100_40G_8, A100_40G_4)
+NODE_PROFILES.update({profile.name: profile for profile in TOP500_PROFILES})
 
 
 @dataclass(frozen=True)

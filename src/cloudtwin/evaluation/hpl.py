@@ -3,7 +3,8 @@
 The panel broadcasts (along process rows) and the row swaps (along process columns)
 are rings; every row (or column) communicates at once, so their inter-node hops are
 routed with the scenario's strategy and simulated together by the engine; a ring runs
-at the pace of its slowest hop. Rings entirely inside a VM ride NVLink. The same
+at the pace of its slowest hop, and MPI reaches `MPI_BANDWIDTH_EFFICIENCY` of that
+pace. Rings entirely inside a VM ride NVLink. The same
 model on one VM (its GPUs in a near-square grid, the same memory per GPU) is the
 reference for per-GPU efficiency.
 """
@@ -79,7 +80,7 @@ def _ring(
     chosen = load_strategy(strategy or scenario.routing.strategy)
     result = run_jobs(scenario, topology, Workbench.of([part], topology), chosen).result
     latency = model.MPI_LATENCY_S + spec.overheads.nic_latency_s
-    return _PROBE_BYTES / result.completion_s, latency
+    return model.MPI_BANDWIDTH_EFFICIENCY * _PROBE_BYTES / result.completion_s, latency
 
 
 def _run(

@@ -28,7 +28,10 @@ class Overheads(_Model):
 class Cluster(_Model):
     """GPU nodes on the fabric's hosts: one node (one VM) per host."""
 
-    node: Literal["a100-80g-8", "vela-2nic", "hgx-8nic"] = "a100-80g-8"
+    node: Literal[
+        "a100-80g-8", "vela-2nic", "hgx-8nic",
+        "a100-40g-8", "a100-40g-4",  # nodes of the Top500 systems HPL is checked against
+    ] = "a100-80g-8"
     virtualization: Literal["vm", "bare-metal"] = "vm"
     overheads: Overheads = Field(default_factory=Overheads)
 

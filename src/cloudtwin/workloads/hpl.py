@@ -12,6 +12,12 @@ one GPU per process:
   column (HPL's long "spread-roll" swap: about twice that).
 With look-ahead depth 1 the factorisation and broadcast of the next panel overlap the
 update; the swaps do not. A step takes max(update, panel + broadcast) + swap.
+
+MPI moves a message over a network link at `MPI_BANDWIDTH_EFFICIENCY` of the rate the
+engine gives its flow (protocol headers, rendezvous handshakes, pipelining gaps); a VM
+adds its virtualization overheads (cluster/profiles.py) to the rate and latency of its
+NICs and to the GPU's compute. docs/hpl-validation.md checks the whole against the
+Top500 list.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ if TYPE_CHECKING:  # the cluster package sits above workloads; only its type is 
     from cloudtwin.cluster.spec import ClusterSpec
 
 __all__ = [
+    "MPI_BANDWIDTH_EFFICIENCY",
     "MPI_LATENCY_S",
     "PROBE_BYTES",
     "HplTimes",
@@ -43,6 +50,12 @@ __all__ = [
 MPI_LATENCY_S = 3e-6
 """Small-message latency between processes on different nodes over RoCE (MPI ping-pong
 on 100G RoCE NICs is measured at 1.5-3 us; we take the upper end for a switch hop)."""
+
+MPI_BANDWIDTH_EFFICIENCY = 37.23 / 40.0
+"""Fraction of a network link's rate that MPI point-to-point messages reach at large sizes:
+Open MPI over a 40 Gb/s NIC, NetPIPE, "the bandwidth reaches 37.23Gbps" (J. Squyres, "MPI
+over 40Gb Ethernet", Cisco blog, 2014). ASSUMPTION that the same fraction holds for the
+100-200 Gb/s RoCE and InfiniBand NICs of GPU clusters."""
 
 PROBE_BYTES = 1e9
 """What each ring hop carries when the fabric is probed for the rings' bandwidth."""
