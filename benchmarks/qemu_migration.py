@@ -2,7 +2,7 @@
 
 Runs a grid of live migrations between two local QEMU processes (Debian's
 qemu-system-x86, Debian's cloud kernel, a busybox-static initramfs running
-benchmarks/qemu/dirtier.c), reads QEMU's statistics over QMP, and prints, per run, the
+src/cloudtwin/cli/measure/dirtier.c), reads QEMU's statistics over QMP, and prints, per run, the
 measured total time, downtime, bytes and dirty-bitmap syncs next to what
 `cloudtwin.mobility.plan_migration` predicts from the same inputs.
 
@@ -52,7 +52,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
-import qemu_guest as qg
+
+from cloudtwin.cli.measure import qemu_guest as qg
 
 GRID = [
     # memory MiB, buffer MiB, dirty rate MiB/s, bandwidth cap MiB/s

@@ -9,6 +9,7 @@ from contextlib import contextmanager
 __all__ = [
     "CloudtwinError",
     "AccessError",
+    "CalibrationError",
     "EngineError",
     "FederationError",
     "LimitError",
@@ -157,6 +158,11 @@ class NicError(CloudtwinError):
 class P4Error(NicError):
     """A P4 program is outside the supported subset or inconsistent; the message starts with
     `file:line:column`."""
+
+
+class CalibrationError(CloudtwinError):
+    """`cloudtwin calibrate` cannot measure here (no root, a program not installed), or a
+    measurement went wrong; the message says what is missing and how to install it."""
 
 
 class SweepError(CloudtwinError):

@@ -7,8 +7,9 @@ import sys
 import pytest
 from tests.cli.cli_helpers import REPO
 
+from cloudtwin.cli.measure import qemu_guest as qg
+
 sys.path.insert(0, str(REPO / "benchmarks"))
-import qemu_guest as qg  # noqa: E402
 import qemu_migration as bench  # noqa: E402
 
 

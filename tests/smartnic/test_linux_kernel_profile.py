@@ -12,6 +12,7 @@ from cloudtwin.smartnic.profiles import FUNCTIONS, PROFILES, SECURITY_GROUP_RULE
 
 MEASURED = {
     "machine": {"cpu": "Test CPU", "clock_hz": 2.0e9, "cpus": 2, "kernel": "6.1", "date": "2026-01-01"},
+    "base": {"cycles_per_packet": 10_000.0, "cycles_per_byte": 0.25},
     "functions": {
         "overlay": {"cycles_per_packet": 3000.0, "cycles_per_byte": 0.5},
         "security-groups": {"cycles_per_packet": 200.0, "cycles_per_byte": 0.0, "cycles_per_rule": 40.0},
@@ -57,6 +58,6 @@ def test_a_non_finite_measurement_is_refused(tmp_path: Path) -> None:
 
 def test_the_shipped_profile_is_a_measurement() -> None:
     profile = PROFILES["linux-kernel"]
-    assert "measured by benchmarks/linux_datapath.py" in profile.cost("overlay").source
+    assert "measured by cloudtwin calibrate datapath" in profile.cost("overlay").source
     assert profile.cost("overlay").cycles_per_packet > 0
     assert PROFILES["software-vswitch"].software_only() is PROFILES["software-vswitch"]

@@ -43,6 +43,7 @@ COMMANDS = {
     "federate": "cloudtwin.cli.federate:app",
     "nic": "cloudtwin.cli.nic:app",
     "migrate": "cloudtwin.cli.migrate:app",
+    "calibrate": "cloudtwin.cli.calibrate:app",
     "sweep": "cloudtwin.cli.sweep:sweep",
     "serve": "cloudtwin.service.command:serve",
 }

@@ -58,10 +58,13 @@ stdout = Console(
 
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
-    """Load a scenario file with `--set` overrides; ScenarioError names the problem."""
+    """Load a scenario file with `--set` overrides and the profile files it names (a NIC
+    profile, a migration profile); ScenarioError (NicError, MobilityError) names the problem."""
+    from cloudtwin.cli.profilefiles import with_profiles
     from cloudtwin.scenario.loader import load_scenario
 
-    return load_scenario(read_scenario_text(path), str(path), overrides or ())
+    scenario = load_scenario(read_scenario_text(path), str(path), overrides or ())
+    return with_profiles(scenario, path, overrides)
 
 
 def is_cloud_file(path: Path) -> bool:
@@ -78,9 +81,11 @@ def is_cloud_file(path: Path) -> bool:
 
 def read_cloud(path: Path, overrides: list[str] | None) -> CloudScenario:
     """Load a one-cloud scenario file with `--set` overrides; ScenarioError names the problem."""
+    from cloudtwin.cli.profilefiles import with_cloud_profiles
     from cloudtwin.scenario.cloud import load_cloud
 
-    return load_cloud(read_scenario_text(path), str(path), overrides or ())
+    cloud = load_cloud(read_scenario_text(path), str(path), overrides or ())
+    return with_cloud_profiles(cloud, path, overrides)
 
 
 #: The most bytes a scenario file may hold: MAX_TEXT_CHARS characters of up to 4 UTF-8 bytes.

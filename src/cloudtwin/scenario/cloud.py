@@ -23,7 +23,7 @@ from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.federation import FederationScenario, Site, default_site_kinds
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.loader import apply_overrides, check_hosts, parse_yaml, validation_error
-from cloudtwin.scenario.mobility import Admission, MigrationJob, VmSpec
+from cloudtwin.scenario.mobility import Admission, Calibrated, MigrationJob, VmSpec
 from cloudtwin.scenario.model import Job, Routing, Scenario, Workload
 from cloudtwin.scenario.nic import Nic
 
@@ -94,7 +94,7 @@ class CloudVm(VmSpec):
     network: str = Field(min_length=1)
 
 
-class CloudMobility(_Model):
+class CloudMobility(Calibrated):
     """VMs on the sites and their migrations; `admission` per destination site; whether a VM
     on an `l3-routed` network may be renumbered when it moves."""
 

@@ -7,13 +7,23 @@ stream and any inter-cloud traffic cross: host -> gateway -> WAN -> gateway -> h
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr, model_validator
 
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
-__all__ = ["Admission", "Cloud", "MigrationJob", "Mobility", "PlanRequest", "VmSpec", "Wan", "check_mobility"]
+__all__ = [
+    "Admission",
+    "Calibrated",
+    "Cloud",
+    "MigrationJob",
+    "Mobility",
+    "PlanRequest",
+    "VmSpec",
+    "Wan",
+    "check_mobility",
+]
 
 
 def _rate_or_zero(value: object) -> float:
@@ -157,12 +167,32 @@ class VmSpec(_Model):
         return self
 
 
+Share = Annotated[float, Field(gt=0, le=1)]
+
+
 class MigrationOptionsSpec(_Model):
-    """The knobs of one migration (QEMU's defaults unless set)."""
+    """The knobs of one migration (QEMU's defaults unless set; where a migration profile
+    is loaded, its calibrated rates, buffer and resume time unless set here)."""
 
     downtime_limit: PositiveTime = 0.3
     max_bandwidth: Rate | None = None
     final_bandwidth: Rate | None = None
+    resent_bandwidth: Rate | None = None
+    socket_buffer: SizeOrZero | None = None
+    resume: Time | None = None
+    overlay_update: Time = 0.050
+    device_state: SizeOrZero = 0
+    stall_rounds: int = Field(2, ge=1)
+    max_downtime: PositiveTime | None = None
+    downtime_step: PositiveTime | None = None
+    throttle_initial: Share = 0.20
+    throttle_increment: Share = 0.10
+    throttle_max: Share = 0.99
+    throttle_trigger: Share = 0.50
+    xbzrle_cache: SizeOrZero = 64 << 20
+    xbzrle_ratio: Share = 0.25
+    stream_bandwidth: Rate = 8e9
+    sync_period: PositiveTime = 0.100
     auto_converge: bool = False
     postcopy: bool = False
     xbzrle: bool = False
@@ -184,7 +214,26 @@ class MigrationJob(MigrationOptionsSpec):
     abort_at: Time | None = None
 
 
-class Mobility(_Model):
+class Calibrated(_Model):
+    """A mobility section that may load a migration profile (`calibration`: its file,
+    relative to the scenario file; a path given with --set is relative to the current
+    directory), written by `cloudtwin calibrate migration`."""
+
+    calibration: str | None = Field(None, min_length=1)
+    _calibration: object = PrivateAttr(None)
+
+    def calibration_data(self) -> object | None:
+        """The parsed content of the `calibration` file (set by whoever read it), else None."""
+        return self._calibration
+
+    def with_calibration_data(self, data: object) -> Self:
+        """A copy holding the parsed content of its `calibration` file."""
+        copy = self.model_copy()
+        copy._calibration = data
+        return copy
+
+
+class Mobility(Calibrated):
     """Clouds, their VMs, the WAN between them and the migrations to run."""
 
     clouds: tuple[Cloud, ...] = ()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, PrivateAttr
 
 from cloudtwin.scenario.units import parse_size, parse_time
 
@@ -16,12 +16,35 @@ __all__ = [
     "NicGroup",
     "PipelineSwap",
     "ProfileName",
+    "ProfileRef",
+    "is_profile_file",
     "Storm",
     "Tier",
     "check_placement",
 ]
 
 ProfileName = Literal["basic", "janus-100g", "software-vswitch", "bmv2-like", "linux-kernel"]
+BUILTIN_PROFILES: tuple[str, ...] = ProfileName.__args__  # type: ignore[attr-defined]
+
+
+def is_profile_file(name: str) -> bool:
+    """Whether a profile reference names a file (a measured profile, `*.json`) rather than
+    a built-in profile."""
+    return name.endswith(".json")
+
+
+def _profile_ref(name: str) -> str:
+    if name in BUILTIN_PROFILES or (is_profile_file(name) and name.strip() != ".json"):
+        return name
+    raise ValueError(
+        f"unknown profile {name!r}; expected one of {', '.join(BUILTIN_PROFILES)} or a profile "
+        "file written by cloudtwin calibrate datapath (a path ending in .json)"
+    )
+
+
+ProfileRef = Annotated[str, AfterValidator(_profile_ref)]
+"""A built-in profile's name, or the path of a measured profile file (relative to the
+scenario file; a path given with --set is relative to the current directory)."""
 Tier = Literal["host", "nic-cores", "pipeline"]
 FunctionName = Literal[
     "overlay", "security-groups", "conntrack", "rate-limiter", "storage-initiator", "attestation"
@@ -57,7 +80,7 @@ class NicGroup(_Model):
     """Hosts whose NIC differs from the scenario's default profile or chain."""
 
     hosts: HostSet
-    profile: ProfileName | None = None
+    profile: ProfileRef | None = None
     functions: tuple[NicFunction, ...] | None = None
 
 
@@ -88,7 +111,7 @@ class PipelineSwap(_Model):
 class Nic(_Model):
     """Every host's NIC: `basic` (no datapath cost, the default) or a smartNIC profile."""
 
-    profile: ProfileName = "basic"
+    profile: ProfileRef = "basic"
     functions: tuple[NicFunction, ...] | None = None
     packet_size: Size = 1500
     packet_mix: tuple[tuple[Size, float], ...] = ()
@@ -97,6 +120,22 @@ class Nic(_Model):
     boot_faults: tuple[BootFault, ...] = ()
     storm: Storm | None = None
     pipeline_swaps: tuple[PipelineSwap, ...] = ()
+    _profile_files: dict[str, object] = PrivateAttr(default_factory=dict)
+
+    def profile_files(self) -> tuple[str, ...]:
+        """The profile files this section names (the default profile's and its groups')."""
+        names = [self.profile, *(g.profile for g in self.groups if g.profile is not None)]
+        return tuple(dict.fromkeys(n for n in names if is_profile_file(n)))
+
+    def profile_data(self, name: str) -> object | None:
+        """The parsed content of profile file `name` (set by whoever read it), else None."""
+        return self._profile_files.get(name)
+
+    def with_profile_data(self, files: dict[str, object]) -> Nic:
+        """A copy holding the parsed content of its profile files, by the name the scenario gives."""
+        copy = self.model_copy()
+        copy._profile_files = dict(files)
+        return copy
 
 
 def check_placement(nic: Nic) -> None:

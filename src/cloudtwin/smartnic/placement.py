@@ -7,10 +7,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from cloudtwin.errors import NicError
-from cloudtwin.scenario.nic import Nic, NicFunction
-from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, PROFILES, NicProfile
+from cloudtwin.scenario.nic import Nic, NicFunction, is_profile_file
+from cloudtwin.smartnic.profiles import DEFAULT_CHAIN, PROFILES, NicProfile, nic_profile_from_data
 
-__all__ = ["HostNic", "NicPlan", "TierLoad", "plan_nics"]
+__all__ = ["HostNic", "NicPlan", "TierLoad", "plan_nics", "resolve_profile"]
 
 
 @dataclass(frozen=True)
@@ -34,9 +34,12 @@ class HostNic:
     tiers: dict[str, str]
 
     def load(self, tier: str) -> TierLoad:
-        """The summed cost of the functions placed on `tier`."""
+        """The summed cost of the functions placed on `tier`, and on the host the cost of
+        its datapath itself (the profile's `host_base`) once any function runs there."""
         names = tuple(f for f, t in self.tiers.items() if t == tier)
         costs = [self.profile.cost(f) for f in names]
+        if tier == "host" and names and self.profile.host_base is not None:
+            costs.append(self.profile.host_base)
         return TierLoad(
             sum(c.cycles_per_packet for c in costs),
             sum(c.cycles_per_byte for c in costs),
@@ -80,13 +83,29 @@ def _chain(profile: NicProfile, functions: tuple[NicFunction, ...] | None, where
     return tiers
 
 
+def resolve_profile(nic: Nic, name: str, where: str) -> NicProfile:
+    """The profile `name` names: a built-in one, or a measured profile file the scenario's
+    reader attached (`Nic.with_profile_data`); NicError naming `where` otherwise."""
+    if not is_profile_file(name):
+        return PROFILES[name]
+    data = nic.profile_data(name)
+    if data is None:
+        raise NicError(f"{where}: profile file {name} was not read (profile files are read with the "
+                       "scenario file by the cloudtwin commands)")
+    if not isinstance(data, dict):
+        raise NicError(f"{where}: {name}: not a profile (a JSON object written by cloudtwin "
+                       "calibrate datapath)")
+    return nic_profile_from_data(data, name, name)
+
+
 def plan_nics(nic: Nic, host_count: int) -> NicPlan:
     """Resolve profiles and placements per host; NicError names an impossible placement."""
-    default_profile = PROFILES[nic.profile]
+    default_profile = resolve_profile(nic, nic.profile, "nic.profile")
     nics = [HostNic(default_profile, _chain(default_profile, nic.functions, "nic.functions"))]
     nic_of_host = np.zeros(host_count, dtype=np.int64)
     for i, group in enumerate(nic.groups):
-        profile = PROFILES[group.profile or nic.profile]
+        profile = (resolve_profile(nic, group.profile, f"nic.groups.{i}.profile")
+                   if group.profile is not None else default_profile)
         functions, where = group.functions, f"nic.groups.{i}.functions"
         if functions is None and nic.functions is not None:  # the same chain, on this profile's tiers
             functions = tuple(NicFunction(name=f.name) for f in nic.functions)

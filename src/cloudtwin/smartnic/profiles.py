@@ -28,6 +28,7 @@ __all__ = [
     "PipelineTier",
     "SoftwareTier",
     "line_rate_pps",
+    "nic_profile_from_data",
 ]
 
 
@@ -139,6 +140,10 @@ class NicProfile:
     default_tiers: dict[str, str] = field(default_factory=dict)
     modelled: bool = True
     functions: Mapping[str, FunctionCost] = field(default_factory=lambda: FUNCTIONS)
+    host_base: FunctionCost | None = None
+    """What the host's software datapath costs a packet before any function: sending it,
+    the virtual port and the receiving stack (a measured profile's `base`). Every packet
+    the host tier handles pays it; None where the functions' costs hold all of it."""
 
     def cost(self, function: str) -> FunctionCost:
         """What `function` costs this NIC's software tiers (the profile's own figures)."""
@@ -245,43 +250,83 @@ PROFILES: dict[str, NicProfile] = {
     ),
 }
 
-#: The measured profile `benchmarks/linux_datapath.py` writes (run as root on the machine
-#: whose kernel it describes).
+#: The measured profile `cloudtwin calibrate datapath` writes (run as root on the machine
+#: whose kernel it describes); the shipped one is this project's machine.
 LINUX_KERNEL_PROFILE = Path(__file__).with_name("data") / "linux-kernel.json"
 
 # ASSUMPTION: a port's security group holds 10 rules (OpenStack's default group has 4;
 # tenants add a few per service). The profile's cycles per rule scale it.
 SECURITY_GROUP_RULES = 10
 
+MEASURED_FUNCTIONS = ("overlay", "security-groups", "conntrack", "rate-limiter")
+"""The functions `cloudtwin calibrate datapath` measures in the kernel's datapath."""
 
-def linux_kernel_profile(path: Path = LINUX_KERNEL_PROFILE) -> NicProfile:
-    """The host datapath of the real Linux kernel, from the costs measured function by
-    function on one machine (bridge + VXLAN, nftables through br_netfilter, conntrack, tc
-    htb). The storage initiator and attestation were not measured: they keep the
-    assumptions of FUNCTIONS."""
-    measured = json.loads(path.read_text(encoding="utf-8"))
-    machine = measured["machine"]
-    where = (f"{machine['cpu']} at {machine['clock_hz'] / 1e9:.2f} GHz, Linux {machine['kernel']}, "
-             f"{machine['date']}")
+
+def _finite(value: object, where: str) -> float:
+    """A measured cost as a float; NicError naming `where` when it is not a finite number."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise NicError(f"{where}: a cost is not a finite number (got {value!r})")
+    return float(value)
+
+
+def _section(data: Mapping[str, object], key: str, where: str) -> Mapping[str, object]:
+    value = data.get(key)
+    if not isinstance(value, Mapping):
+        raise NicError(f"{where}: {key}: missing (a profile written by cloudtwin calibrate datapath has it)")
+    return value
+
+
+def nic_profile_from_data(
+    measured: Mapping[str, object], where: str, name: str = "linux-kernel"
+) -> NicProfile:
+    """A host datapath profile from the costs measured function by function on one machine
+    (bridge + VXLAN, nftables through br_netfilter, conntrack, tc htb, and the bare veth
+    path every packet takes: `base`), as `cloudtwin calibrate datapath` writes them.
+
+    `where` names the file in errors. The storage initiator and attestation were not
+    measured: they keep the assumptions of FUNCTIONS. A difference of two noisy
+    measurements that came out below zero is no cost.
+    """
+    machine = _section(measured, "machine", where)
+    clock_hz = _finite(machine.get("clock_hz"), f"{where}: machine.clock_hz")
+    if clock_hz <= 0:
+        raise NicError(f"{where}: machine.clock_hz: must be positive, got {clock_hz}")
+    said = (f"{machine.get('cpu', 'unknown CPU')} at {clock_hz / 1e9:.2f} GHz, Linux "
+            f"{machine.get('kernel', '?')}, {machine.get('date', '?')}")
     functions = dict(FUNCTIONS)
-    for name, cost in measured["functions"].items():
-        packet = cost["cycles_per_packet"] + cost.get("cycles_per_rule", 0.0) * SECURITY_GROUP_RULES
-        values = (packet, cost["cycles_per_byte"], cost.get("cycles_per_new_connection", 0.0))
-        if not all(math.isfinite(v) for v in values):
-            raise NicError(f"{path}: functions.{name}: a cost is not a finite number")
-        # a difference of two noisy measurements can come out a little below zero: no cost
-        packet, per_byte, setup = (max(v, 0.0) for v in values)
-        base = FUNCTIONS[name]
-        functions[name] = FunctionCost(packet, per_byte, setup, base.pipeline_ok, base.why_not_pipeline,
-                                       f"measured by benchmarks/linux_datapath.py on {where}")
+    measured_functions = _section(measured, "functions", where)
+    for function in MEASURED_FUNCTIONS:
+        cost = _section(measured_functions, function, f"{where}: functions")
+        functions[function] = _measured_cost(cost, function, f"{where}: functions.{function}", said)
+    base = _measured_cost(_section(measured, "base", where), "", f"{where}: base", said)
     host = SoftwareTier(
         cores=_HOST.cores,
-        clock_hz=float(machine["clock_hz"]),
+        clock_hz=clock_hz,
         cycle_scale=1.0,
         latency_s=_HOST.latency_s,
-        source=f"{_HOST.source}; clock of the measured machine ({where})",
+        source=f"{_HOST.source}; clock of the measured machine ({said})",
     )
-    return NicProfile("linux-kernel", host, None, None, _ALL_HOST, functions=functions)
+    return NicProfile(name, host, None, None, _ALL_HOST, functions=functions, host_base=base)
+
+
+def _measured_cost(cost: Mapping[str, object], function: str, where: str, said: str) -> FunctionCost:
+    """One function's measured cost (security groups at SECURITY_GROUP_RULES rules)."""
+    per_rule = _finite(cost.get("cycles_per_rule", 0.0), f"{where}.cycles_per_rule")
+    packet = _finite(cost.get("cycles_per_packet"), f"{where}.cycles_per_packet")
+    per_byte = _finite(cost.get("cycles_per_byte"), f"{where}.cycles_per_byte")
+    setup = _finite(cost.get("cycles_per_new_connection", 0.0), f"{where}.cycles_per_new_connection")
+    values = (packet + per_rule * SECURITY_GROUP_RULES, per_byte, setup)
+    packet, per_byte, setup = (max(v, 0.0) for v in values)
+    assumed = FUNCTIONS.get(function)
+    pipeline_ok, why_not = (assumed.pipeline_ok, assumed.why_not_pipeline) if assumed else (False, "")
+    return FunctionCost(packet, per_byte, setup, pipeline_ok, why_not,
+                        f"measured by cloudtwin calibrate datapath on {said}")
+
+
+def linux_kernel_profile(path: Path = LINUX_KERNEL_PROFILE) -> NicProfile:
+    """The host datapath of the real Linux kernel as measured on this project's machine
+    (the profile file shipped with cloudtwin)."""
+    return nic_profile_from_data(json.loads(path.read_text(encoding="utf-8")), str(path.name))
 
 
 PROFILES["linux-kernel"] = linux_kernel_profile()

@@ -340,7 +340,7 @@ class FederatedMigrationDriver(MigrationDriver):
         return float(self.joined.latency_s[links].sum())
 
     def _options(self, job: MigrationJob, vm: VmSpec, path_bps: float, rtt_s: float) -> MigrationOptions:
-        options = options_of(job, path_bps, rtt_s)
+        options = options_of(job, path_bps, rtt_s, self.calibration)
         return replace(options, overlay_update_s=identity_update_s(self.cloud, vm, job.to, self.joined))
 
     def attach(self, run: Run, first_link: int) -> None:
@@ -432,4 +432,10 @@ def _mobility(cloud: CloudScenario, parts: list[SitePart]) -> Mobility:
         )
         for p in parts
     ]
-    return Mobility(clouds=tuple(clouds), vms=cloud.mobility.vms, migrations=cloud.mobility.migrations)
+    mobility = Mobility(
+        clouds=tuple(clouds),
+        vms=cloud.mobility.vms,
+        migrations=cloud.mobility.migrations,
+        calibration=cloud.mobility.calibration,
+    )
+    return mobility.with_calibration_data(cloud.mobility.calibration_data())

@@ -31,7 +31,7 @@ from cloudtwin.errors import CloudtwinError, MobilityError
 from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
 from cloudtwin.mobility.options import MigrationOptions
-from cloudtwin.mobility.plan import memory_of, options_of, scenario_nic_bps
+from cloudtwin.mobility.plan import calibration_of, memory_of, options_of, scenario_nic_bps
 from cloudtwin.mobility.precopy import Migration, MigrationResult, PathEvent, Round, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
 from cloudtwin.scenario.model import Scenario
@@ -218,6 +218,7 @@ class MigrationDriver:
             raise MobilityError("mobility.migrations: the scenario has no migration to run")
         self.name = name
         self.mobility: Mobility = mobility
+        self.calibration = calibration_of(mobility)
         self.couple = couple
         self.progress = progress
         self.clouds = _clouds(mobility, seed)
@@ -297,7 +298,7 @@ class MigrationDriver:
 
     def _options(self, job: MigrationJob, vm: VmSpec, path_bps: float, rtt_s: float) -> MigrationOptions:
         """The migration's options on its path."""
-        return options_of(job, path_bps, rtt_s)
+        return options_of(job, path_bps, rtt_s, self.calibration)
 
     def _path(
         self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray

@@ -1,13 +1,14 @@
 """Real QEMU live migrations between two local QEMU processes, read through QMP.
 
 The guest is Debian's cloud kernel with a busybox-static initramfs whose init runs
-`dirtier` (benchmarks/qemu/dirtier.c): it fills a buffer with data, then dirties its
+`dirtier` (dirtier.c beside this module): it fills a buffer with data, then dirties its
 pages at a chosen rate. The source QEMU boots the guest; the destination QEMU waits with
 `-incoming`; the source migrates over TCP on 127.0.0.1 with QEMU's `max-bandwidth` and
 `downtime-limit`, and QEMU's own statistics (`query-migrate`) are returned. A migration
 that does not finish within `give_up_s` is cancelled (QEMU never gives up by itself).
 
-Used by benchmarks/qemu_migration.py and by tests/mobility/test_qemu_migration.py.
+Used by `cloudtwin calibrate migration`, benchmarks/qemu_migration.py and
+tests/mobility/test_qemu_migration.py.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-DIRTIER_C = HERE / "qemu" / "dirtier.c"
+DIRTIER_C = HERE / "dirtier.c"
 QEMU = "qemu-system-x86_64"
 BUSYBOX = "/bin/busybox"
 BOOT_TIMEOUT_S = 60.0
