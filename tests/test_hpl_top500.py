@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import json
 import re
 import shlex
 import subprocess
@@ -90,6 +91,15 @@ def test_fit_reproduces_the_shipped_constant() -> None:
     assert round(fitted, 3) == NODE_PROFILES["a100-80g-8"].dgemm_efficiency_max
     (fit_row,) = [r for r in fresh_rows() if r.role == "fit"]
     assert abs(fit_row.error) < 0.005
+
+
+def test_json_lists_every_system(capsys: pytest.CaptureFixture[str]) -> None:
+    assert bench.main(["--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert [r["name"] for r in document["systems"]] == [s["name"] for s in SYSTEMS]
+    assert {r["name"]: r["predicted_tflops_per_gpu"] for r in document["systems"]} == {
+        r.name: r.predicted_tflops_per_gpu for r in fresh_rows()
+    }
 
 
 def test_doc_commands_run(tmp_path: Path) -> None:

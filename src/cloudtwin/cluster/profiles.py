@@ -1,7 +1,8 @@
 """Node profiles (GPUs, NVLink, PCIe, NICs) and virtualization overheads, with their sources.
 
 Every number here is a datasheet value or a public measurement; docs/reproducing-vela.md
-lists the sources. Nothing is fitted to the Vela results.
+lists the sources. Nothing is fitted to the Vela results. One number is a fit, and says
+so: `dgemm_efficiency_max`, fitted on one TOP500 system (docs/hpl-validation.md).
 """
 
 from __future__ import annotations
