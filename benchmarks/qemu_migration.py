@@ -46,6 +46,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -54,6 +55,21 @@ from pathlib import Path
 import numpy as np
 
 from cloudtwin.cli.measure import qemu_guest as qg
+from cloudtwin.cli.measure.migration import (  # noqa: F401 (the draw's distribution, named here)
+    CALIBRATION_CAP_MIB_S,
+    RANDOM_CAP_MIB_S,
+    RANDOM_DIRTY_OVER_CAP,
+    RANDOM_GIVE_UP_S,
+    RANDOM_LIMIT_MS,
+    RANDOM_MEMORY_MIB,
+    RESENT,
+    SWITCHOVER,
+    calibrate,
+    draw,
+)
+from cloudtwin.cli.measure.provenance import provenance
+from cloudtwin.mobility.calibration import floor_s, switchover_rate_bps
+from cloudtwin.mobility.calibration import rate_bps as _rate_bps
 
 GRID = [
     # memory MiB, buffer MiB, dirty rate MiB/s, bandwidth cap MiB/s
@@ -73,23 +89,6 @@ GRID = [
 ]
 QUICK = [GRID[1], GRID[-2]]
 MIB = 1 << 20
-UNCAPPED_MIB_S = 1 << 20
-CALIBRATION_CAP_MIB_S = 32
-"""The live rounds of the stop-and-copy calibrations are capped, as every run of the grids
-is (32-128 MiB/s), so that the path keeps up with the live rate when the VM pauses, as it
-does in the runs they stand for. Uncapped, the destination is still behind the source at
-the pause and the calibration measures that backlog (grid 7: re-sent pages calibrated at
-0.3-0.4 GB/s uncapped, where the grid's own pauses of re-sent pages drained at 0.9-2.2
-GB/s; with the live rounds capped the same pauses drain at 1.2-1.7 GB/s). The smallest cap
-of the grid keeps the threshold (10 MB at 300 ms) under every calibration's working set."""
-SWITCHOVER = [
-    qg.Trial(256, buffer, 0, CALIBRATION_CAP_MIB_S, downtime_limit_ms=60_000) for buffer in (32, 128)
-]
-RESENT = qg.Trial(256, 128, 512, CALIBRATION_CAP_MIB_S, give_up_s=30, raise_limit_ms=60_000)
-"""Re-sent pages: a 128 MiB working set dirtied at 512 MiB/s never fits a 300 ms pause at
-the calibration cap; once the first pass is over (4 syncs) the limit is raised to 60 s, so
-the next check pauses the VM with the whole dirtied working set, every page of it sent
-before."""
 CALIBRATION_TRIES = 5
 CALIBRATION_RULE = "median"
 """How the stop-and-copy calibrations' tries make one rate. Each graded run is one try,
@@ -104,77 +103,6 @@ LOOPBACK_BUFFER_BYTES = 8_644_286
 """`qemu_guest.loopback_buffer_bytes()` on this machine (Linux 6.18, tcp_wmem max 4 MiB,
 tcp_rmem max 32 MiB), 2026-12-03, the median of three tries (8.2, 8.6, 9.6 MB): stands in
 for saved statistics measured before the benchmark measured it itself."""
-# the random grid's distribution (docs/mobility.md states it)
-RANDOM_MEMORY_MIB = (128, 256, 384, 512)
-RANDOM_CAP_MIB_S = (32, 128)
-RANDOM_LIMIT_MS = (100, 500)
-RANDOM_DIRTY_OVER_CAP = 1.5
-RANDOM_GIVE_UP_S = 25.0
-
-
-def draw(count: int, seed: int) -> list[qg.Trial]:
-    """`count` configurations drawn from the random grid's distribution.
-
-    Memory uniform over 128, 256, 384 and 512 MiB; working set uniform over 8 MiB to a
-    quarter of memory (whole MiB); cap uniform over 32-128 MiB/s (whole MiB/s); dirty rate
-    uniform over 0 to 1.5 times the cap (whole MiB/s: above the cap, or a working set
-    larger than cap x limit dirtied fast enough, does not converge); downtime limit uniform
-    over 100-500 ms (whole 10 ms). Runs not finished after 25 s are cancelled.
-    """
-    rng = np.random.default_rng(seed)
-    low, high = RANDOM_LIMIT_MS
-    trials = []
-    for _ in range(count):
-        memory = int(rng.choice(RANDOM_MEMORY_MIB))
-        cap = int(rng.integers(RANDOM_CAP_MIB_S[0], RANDOM_CAP_MIB_S[1] + 1))
-        trials.append(
-            qg.Trial(
-                memory_mib=memory,
-                dirty_mib=int(rng.integers(8, memory // 4 + 1)),
-                rate_mib_s=int(rng.integers(0, int(RANDOM_DIRTY_OVER_CAP * cap) + 1)),
-                bandwidth_mib_s=cap,
-                downtime_limit_ms=10 * int(rng.integers(low // 10, high // 10 + 1)),
-                give_up_s=RANDOM_GIVE_UP_S,
-            )
-        )
-    return trials
-
-
-def calibrate(work: Path, initrd: Path, accel: str, sizes: list[int], progress: bool = True) -> dict:
-    """The runs outside the grid: idle guests per size, the stop-and-copy rates, the buffer."""
-    idle = {}
-    for memory in sizes:
-        tries = [
-            qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S))
-            for _ in range(CALIBRATION_TRIES)
-        ]
-        stats = max(tries, key=_rate_bps)  # the try least slowed by other work on the machine
-        stats["idle_downtimes_ms"] = [t.get("downtime") for t in tries]
-        idle[str(memory)] = stats
-        _say(
-            progress,
-            f"idle {memory} MiB guest: {stats['ram']['normal']} non-zero pages, "
-            f"uncapped {_rate_bps(stats) / 8e6:.0f} MB/s (tries: "
-            f"{', '.join(f'{_rate_bps(t) / 8e6:.0f}' for t in tries)}), downtime "
-            f"{stats['idle_downtimes_ms']} ms",
-        )
-    switchover = []
-    for trial in [*SWITCHOVER, RESENT]:
-        for _ in range(CALIBRATION_TRIES):
-            stats = qg.migrate(work, initrd, accel, trial)
-            stats["calibrates"] = "resent" if trial is RESENT else "first"
-            stats["live_cap_mib_s"] = trial.bandwidth_mib_s
-            switchover.append(stats)
-            _say(
-                progress,
-                f"switchover {trial.dirty_mib} MiB ({stats['calibrates']} pages): "
-                f"{stats['ram']['downtime-bytes'] / 1e6:.1f} MB paused for {stats.get('downtime')} ms",
-            )
-    buffers = sorted(qg.loopback_buffer_bytes() for _ in range(CALIBRATION_TRIES))
-    _say(progress, f"loopback buffer: {', '.join(f'{b / 1e6:.1f}' for b in buffers)} MB")
-    return {"idle": idle, "switchover": switchover, "socket_buffer_bytes": buffers[len(buffers) // 2]}
-
-
 def measure(
     trials: list[qg.Trial],
     progress: bool = True,
@@ -189,8 +117,11 @@ def measure(
     with qg.workspace() as work:
         initrd = qg.build_initramfs(work)
         accel = qg.pick_accel(work, initrd)
-        measured = {"accel": accel, "draw": draw, "calibration_rule": CALIBRATION_RULE} | calibrate(
-            work, initrd, accel, sorted({t.memory_mib for t in trials}), progress
+        say = (lambda line: _say(True, line)) if progress else (lambda line: None)
+        measured = {"accel": accel, "draw": draw, "calibration_rule": CALIBRATION_RULE,
+                    "provenance": provenance(draw and draw.get("seed"), [sys.executable, *sys.argv])}
+        measured |= calibrate(
+            work, initrd, accel, sorted({t.memory_mib for t in trials}), CALIBRATION_TRIES, say
         )
         measured["runs"] = runs = []
         for number, trial in enumerate(trials, 1):
@@ -208,56 +139,9 @@ def measure(
     return measured
 
 
-def _rate_bps(stats: dict) -> float:
-    """Bytes an uncapped migration moved per second of its total time, in bit/s."""
-    return stats["ram"]["transferred"] * 8 / (stats["total-time"] / 1000)
-
-
 def _say(progress: bool, line: str) -> None:
     if progress:
         print(line, file=sys.stderr, flush=True)
-
-
-def switchover_rate_bps(
-    switchover: list[dict], calibrates: str = "first", rule: str = CALIBRATION_RULE
-) -> float | None:
-    """Stop-and-copy rate, bit/s: bytes sent while paused / downtime of the largest pauses.
-
-    The runs with the most data paused are used (the fixed part of a pause and the
-    socket buffer matter least there), their median (`rule` "median") or the fastest of
-    them ("fastest", the rule of statistics saved before grid 11). `calibrates`: "first"
-    (pages the destination never held) or "resent" (None when the statistics predate that
-    calibration).
-    """
-    done = [
-        s
-        for s in switchover
-        if s["status"] == "completed" and s.get("downtime") and s.get("calibrates", "first") == calibrates
-    ]
-    if not done:
-        if calibrates == "resent":
-            return None
-        raise SystemExit("qemu_migration: no switchover calibration run completed")
-    largest = max(s["ram"]["downtime-bytes"] for s in done)
-    rates = [
-        s["ram"]["downtime-bytes"] * 8 / (s["downtime"] / 1000)
-        for s in done
-        if s["ram"]["downtime-bytes"] >= 0.9 * largest
-    ]
-    if rule == "fastest":
-        return max(rates)
-    if rule == "median":
-        return float(np.median(rates))
-    raise SystemExit(f"qemu_migration: calibration_rule: unknown rule {rule!r}")
-
-
-def floor_s(idle: dict) -> float:
-    """The fixed part of a pause (stop the vCPU, save the devices): the smallest downtime of
-    the idle guests, whose pauses hold least."""
-    downtimes = [
-        ms for stats in idle.values() for ms in stats.get("idle_downtimes_ms", [stats["downtime"]]) if ms
-    ]
-    return min(downtimes, default=0) / 1000
 
 
 def predict(trial: dict, idle: dict, measured: dict | None = None, run: dict | None = None) -> dict:
@@ -446,6 +330,33 @@ def summary(rows: list[dict], measured: dict) -> dict:
     }
 
 
+def undeclared(save: Path | None, draw: dict) -> str | None:
+    """Why a random grid may not run, or None: its draw (count and seed) must be declared
+    before the run, in the file it will write, as committed in git (`{"draw": {"random": N,
+    "seed": S}}`), so that no seed can be picked after seeing what it draws."""
+    if save is None:
+        return "--random: give --save FILE, a file committed before the run that declares the draw"
+    path = save.resolve()
+    top = subprocess.run(["git", "-C", str(path.parent), "rev-parse", "--show-toplevel"],
+                         capture_output=True, text=True)
+    if top.returncode != 0:
+        return f"--save {save}: not in a git repository, so the draw cannot have been declared before"
+    relative = path.relative_to(Path(top.stdout.strip()))
+    shown = subprocess.run(["git", "-C", top.stdout.strip(), "show", f"HEAD:{relative}"],
+                           capture_output=True, text=True)
+    if shown.returncode != 0:
+        return (f"--save {save}: not committed; commit it first holding "
+                f'{{"draw": {json.dumps(draw)}}} to declare the draw')
+    try:
+        declared = json.loads(shown.stdout).get("draw")
+    except (json.JSONDecodeError, AttributeError):
+        declared = None
+    if declared != draw:
+        return (f"--save {save}: its committed version declares the draw {declared}, not {draw}; "
+                "a seed is declared (committed) before the run")
+    return None
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -461,6 +372,10 @@ def main() -> None:
     args = parser.parse_args()
     if args.random is not None and args.random < 1:
         parser.error("--random: must be at least 1")
+    if args.random is not None and not args.measured:
+        refusal = undeclared(args.save, {"random": args.random, "seed": args.seed})
+        if refusal:
+            parser.error(refusal)
     # rows go to stdout as each run finishes; with --json they go to stderr and the JSON to stdout
     out = sys.stderr if args.json else sys.stdout
     if args.measured:
@@ -484,6 +399,7 @@ def main() -> None:
                 args.save.write_text(json.dumps(so_far, indent=1))
 
         measured = measure(trials, on_run=on_run, draw={"random": args.random, "seed": args.seed})
+        measured["provenance"] = provenance(args.seed if args.random else None, [sys.executable, *sys.argv])
     if args.save:
         args.save.write_text(json.dumps(measured, indent=1))
     print(file=out)

@@ -8,6 +8,7 @@ import pytest
 from tests.cli.cli_helpers import REPO
 
 from cloudtwin.cli.measure import qemu_guest as qg
+from cloudtwin.errors import MobilityError
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import qemu_migration as bench  # noqa: E402
@@ -86,7 +87,7 @@ def test_calibration_rules_pick_the_median_or_the_fastest_of_the_largest_pauses_
     assert bench.switchover_rate_bps(median) == pytest.approx(100e6 * 8 / 0.5)
     assert bench.switchover_rate_bps(median, "first", "fastest") == pytest.approx(95e6 * 8 / 0.4)
     assert bench.switchover_rate_bps(switchover) == pytest.approx((95e6 / 0.4 + 100e6 / 0.5) * 4)
-    with pytest.raises(SystemExit, match="calibration_rule"):
+    with pytest.raises(MobilityError, match="calibration_rule"):
         bench.switchover_rate_bps(switchover, "first", "slowest")
     idle = {"256": {"downtime": 9, "idle_downtimes_ms": [9, 3, 0]}, "512": {"downtime": 17}}
     assert bench.floor_s(idle) == 0.003  # the smallest idle pause; QEMU's 0 (no time) does not count

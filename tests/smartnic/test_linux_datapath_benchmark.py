@@ -1,42 +1,41 @@
-"""benchmarks/linux_datapath.py (shown in docs/smartnic.md) runs end to end: a short run
-writes a profile that the `linux-kernel` loader reads. Its figures are the benchmark's."""
+"""`cloudtwin calibrate datapath` measures for real (root, trafgen, nftables): a short run
+writes a profile the loader reads and the --check path re-reads. Its figures are the
+command's; on a machine without root or the tools the test skips and says why."""
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from tests.cli.cli_helpers import cloudtwin
 
-from cloudtwin.smartnic.profiles import linux_kernel_profile
-
-REPO = Path(__file__).resolve().parents[2]
-TOOLS = ("ip", "nft", "tc", "trafgen", "taskset")
+from cloudtwin.cli.measure.datapath import missing
+from cloudtwin.smartnic.profiles import nic_profile_from_data
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)"),
-    pytest.mark.skipif(any(shutil.which(t) is None for t in TOOLS),
-                       reason="needs trafgen and nftables (sudo make datapath-tools)"),
+    pytest.mark.skipif(missing() is not None, reason=f"calibrate datapath cannot measure here: {missing()}"),
 ]
 
 
 def test_a_short_run_writes_a_profile_the_loader_reads(tmp_path: Path) -> None:
-    out = tmp_path / "linux-kernel.json"
-    done = subprocess.run(
-        [sys.executable, "benchmarks/linux_datapath.py", "--seconds", "0.3", "--rounds", "1",
-         "--out", str(out), "--json"],
-        cwd=REPO, capture_output=True, text=True, timeout=600,
-    )
+    out = tmp_path / "hosts.json"
+    done = cloudtwin("calibrate", "datapath", "--seconds", "0.3", "--rounds", "1", "--out", str(out),
+                     "--json")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
-    assert set(result["functions"]) == {"overlay", "security-groups", "conntrack", "rate-limiter"}
-    assert [row["configuration"] for row in result["held_out"]] == ["whole chain, 512 B", "whole chain, mix"]
-    assert all(row["measured_pps_per_core"] > 0 for row in result["held_out"])
-    profile = linux_kernel_profile(out)
-    assert profile.host.clock_hz == result["machine"]["clock_hz"]
-    assert subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.count("ctdp-") == 0
+    held = [row for row in result["points"] if row["held_out"]]
+    assert [row["configuration"] for row in held] == [
+        "whole chain, 512 B (held out)", "whole chain, mix (held out)"]
+    assert all(row["measured_pps_per_core"] > 0 and row["predicted_pps_per_core"] > 0 for row in held)
+    written = json.loads(out.read_text())
+    assert set(written["functions"]) == {"overlay", "security-groups", "conntrack", "rate-limiter"}
+    assert written["provenance"]["command"][:3] == ["cloudtwin", "calibrate", "datapath"]
+    assert nic_profile_from_data(written, str(out)).host.clock_hz == written["machine"]["clock_hz"]
+    again = cloudtwin("calibrate", "datapath", "--check", str(out), "--json")
+    assert json.loads(again.stdout)["points"] == result["points"]
+    listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    assert listing.count("ctdp-") == 0 and os.geteuid() == 0

@@ -25,6 +25,7 @@ from cloudtwin.errors import MobilityError
 from cloudtwin.store.database import DEFAULT_DB
 
 if TYPE_CHECKING:
+    from cloudtwin.mobility.calibration import MigrationCalibration
     from cloudtwin.mobility.precopy import MigrationResult
     from cloudtwin.scenario.mobility import PlanRequest
 
@@ -60,6 +61,20 @@ _OUT = typer.Option(
 )
 _DB_OPTION = typer.Option(None, "--db", help=f"Store the run in this DuckDB file (e.g. {DEFAULT_DB}).")
 _SET = typer.Option(None, "--set", "-s", help="Override a scenario key: --set mobility.wan.bandwidth=1Gbps.")
+_PLAN_SET = typer.Option(
+    None,
+    "--set",
+    "-s",
+    help="Override a scenario key (--set mobility.wan.bandwidth=1Gbps); without a scenario, set any "
+    "knob of the plan that has no flag of its own: --set resume=5ms, --set protected=false, --set "
+    "sync_period=50ms (the keys of a scenario's migration).",
+)
+_CALIBRATION = typer.Option(
+    None,
+    "--calibration",
+    help="A migration profile written by cloudtwin calibrate migration: its stop-and-copy rates, "
+    "socket buffer and resume time, unless set here (with a scenario: as mobility.calibration).",
+)
 
 
 @app.command("plan")
@@ -93,8 +108,22 @@ def plan(
         "300ms", "--downtime-limit", help="Longest pause allowed (QEMU: 300ms)."
     ),
     final_bandwidth: str | None = typer.Option(
-        None, "--final-bandwidth", help="Bandwidth of the stop-and-copy (default: the path's)."
+        None,
+        "--final-bandwidth",
+        help="Stop-and-copy rate of pages the destination never held (default: the path's).",
     ),
+    resent_bandwidth: str | None = typer.Option(
+        None,
+        "--resent-bandwidth",
+        help="Stop-and-copy rate of pages the destination already holds (default: the final bandwidth).",
+    ),
+    socket_buffer: str | None = typer.Option(
+        None, "--socket-buffer", help="Bytes the path buffers between the two QEMUs (default: 0)."
+    ),
+    resume: str | None = typer.Option(
+        None, "--resume", help="Fixed part of a pause: stop, device state, start (default: 10ms)."
+    ),
+    calibration: Path | None = _CALIBRATION,
     max_bandwidth: str | None = typer.Option(
         None, "--max-bandwidth", help="Cap on the live rounds (QEMU's max-bandwidth)."
     ),
@@ -118,7 +147,7 @@ def plan(
         help="When the dirty log is read: qemu (once less than the threshold is left unsent, "
         "checked every 100 ms) or rounds (the textbook model: at the end of whole rounds).",
     ),
-    overrides: list[str] | None = _SET,
+    overrides: list[str] | None = _PLAN_SET,
     as_json: bool = _JSON,
     plot: Path | None = _PLOT,
 ) -> None:
@@ -139,6 +168,8 @@ def plan(
                 f"{given[0]}: a scenario's VMs and paths come from its mobility: section "
                 "(change them with --set); give either a scenario or the VM's flags"
             )
+        if calibration is not None:
+            overrides = [*(overrides or []), f"mobility.calibration={calibration}"]
         if is_cloud_file(scenario):  # sites of one cloud: each migration on its path across the WAN
             from cloudtwin.mobility.plan import plan_cloud
 
@@ -166,6 +197,9 @@ def plan(
         "bandwidth": bandwidth,
         "downtime_limit": downtime_limit,
         "final_bandwidth": final_bandwidth,
+        "resent_bandwidth": resent_bandwidth,
+        "socket_buffer": socket_buffer,
+        "resume": resume,
         "max_bandwidth": max_bandwidth,
         "auto_converge": auto_converge,
         "postcopy": postcopy,
@@ -177,7 +211,7 @@ def plan(
         "disk_dirty_rate": disk_dirty_rate,
         "syncs": syncs,
     }
-    result = plan_request(_request(fields))
+    result = plan_request(_request(_with_sets(fields, overrides or [])), _calibration(calibration))
     if as_json:
         emit_json(result.to_dict())
     else:
@@ -189,7 +223,8 @@ def plan(
 #: `plan` options that describe one VM and its path: meaningless beside a scenario.
 _VM_FLAGS = (
     "memory", "dirty_rate", "working_set", "resident", "working_set_at", "write_order",
-    "bandwidth", "downtime_limit", "final_bandwidth", "max_bandwidth", "auto_converge",
+    "bandwidth", "downtime_limit", "final_bandwidth", "resent_bandwidth", "socket_buffer", "resume",
+    "max_bandwidth", "auto_converge",
     "postcopy", "xbzrle", "multifd", "policy", "storage", "disk", "disk_dirty_rate", "syncs",
 )
 
@@ -198,6 +233,29 @@ def _given(ctx: typer.Context, name: str) -> bool:
     """Whether option `name` was given on the command line (not left at its default)."""
     source = ctx.get_parameter_source(name)
     return source is not None and source.name == "COMMANDLINE"
+
+
+def _with_sets(fields: dict[str, object], overrides: list[str]) -> dict[str, object]:
+    """The plan's fields with each `--set key=value` of a flags-only plan applied."""
+    from cloudtwin.scenario.loader import apply_overrides
+
+    for item in overrides:
+        key = item.partition("=")[0].strip()
+        if "." in key:
+            raise MobilityError(f"{key}: --set without a scenario sets one knob of the plan "
+                                "(a key of a scenario's migration, e.g. resume=5ms)")
+    return apply_overrides({k: v for k, v in fields.items() if v is not None}, overrides)
+
+
+def _calibration(path: Path | None) -> MigrationCalibration | None:
+    """The migration profile `--calibration` names, loaded as a scenario loads it."""
+    if path is None:
+        return None
+    from cloudtwin.cli.profilefiles import read_json_file
+    from cloudtwin.mobility.calibration import calibration_from_data
+
+    document = read_json_file(path, "migration profile", lambda line: MobilityError(f"calibration: {line}"))
+    return calibration_from_data(document, f"calibration: {path}")
 
 
 def _request(fields: dict[str, object]) -> PlanRequest:

@@ -20,10 +20,22 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from cloudtwin.errors import MobilityError
 
-__all__ = ["CALIBRATED", "MigrationCalibration", "calibration_from_data"]
+__all__ = [
+    "CALIBRATED",
+    "MigrationCalibration",
+    "calibration_from_data",
+    "fit_parameters",
+    "floor_s",
+    "guest_resident_bytes",
+    "rate_bps",
+    "switchover_rate_bps",
+]
 
 CALIBRATED = (
     "final_bandwidth_bps",
@@ -73,3 +85,82 @@ def calibration_from_data(data: object, where: str) -> MigrationCalibration:
         said = (f"{where} ({machine.get('qemu', 'QEMU')}, {machine.get('accel', '?')}, "
                 f"{machine.get('date', '?')})")
     return MigrationCalibration(**values, source=said)
+
+
+# -- fitting the parameters to QEMU's statistics -----------------------------------------
+
+MIB = 1 << 20
+
+
+def rate_bps(stats: Mapping[str, object]) -> float:
+    """Bytes an uncapped migration moved per second of its total time, in bit/s."""
+    ram = stats["ram"]
+    assert isinstance(ram, Mapping)
+    return float(ram["transferred"]) * 8 / (float(stats["total-time"]) / 1000)  # type: ignore[arg-type]
+
+
+def switchover_rate_bps(
+    switchover: list[dict[str, object]], calibrates: str = "first", rule: str = "median"
+) -> float | None:
+    """Stop-and-copy rate, bit/s: bytes sent while paused / downtime of the largest pauses.
+
+    The runs with the most data paused are used (the fixed part of a pause and the
+    socket buffer matter least there): their median (`rule` "median") or the fastest of
+    them ("fastest"). `calibrates`: "first" (pages the destination never held) or
+    "resent" (pages it holds). None when no such run completed.
+    """
+    done = [
+        s for s in switchover
+        if s["status"] == "completed" and s.get("downtime") and s.get("calibrates", "first") == calibrates
+    ]
+    if not done:
+        return None
+    paused = [float(s["ram"]["downtime-bytes"]) for s in done]  # type: ignore[index]
+    largest = max(paused)
+    rates = [b * 8 / (float(s["downtime"]) / 1000)  # type: ignore[arg-type]
+             for b, s in zip(paused, done, strict=True) if b >= 0.9 * largest]
+    if rule == "fastest":
+        return max(rates)
+    if rule == "median":
+        return float(np.median(rates))
+    raise MobilityError(f"calibration_rule: unknown rule {rule!r} (median or fastest)")
+
+
+def floor_s(idle: Mapping[str, Mapping[str, Any]]) -> float:
+    """The fixed part of a pause (stop the vCPU, save the devices): the smallest downtime of
+    the idle guests, whose pauses hold least (QEMU's 0, no time computed, does not count)."""
+    downtimes = [
+        float(ms) for stats in idle.values()
+        for ms in stats.get("idle_downtimes_ms", [stats.get("downtime")]) or ()
+        if ms
+    ]
+    return min(downtimes, default=0.0) / 1000
+
+
+def fit_parameters(calibration: Mapping[str, object]) -> dict[str, float]:
+    """The profile's parameters from its calibration runs (`idle` guests by memory size,
+    `switchover` runs of first-time and re-sent pages, `socket_buffer_bytes`): the median
+    try of the largest pauses for each stop-and-copy rate (re-sent pages: the first-time
+    rate when none completed), the smallest idle pause, the median idle guest's rate."""
+    idle = calibration["idle"]
+    switchover = calibration["switchover"]
+    assert isinstance(idle, Mapping) and isinstance(switchover, list)
+    first = switchover_rate_bps(switchover, "first")
+    if first is None:
+        raise MobilityError("calibration: no stop-and-copy calibration run completed")
+    resent = switchover_rate_bps(switchover, "resent")
+    return {
+        "final_bandwidth_bps": first,
+        "resent_bandwidth_bps": first if resent is None else resent,
+        "socket_buffer_bytes": float(calibration["socket_buffer_bytes"]),  # type: ignore[arg-type]
+        "resume_s": floor_s(idle),
+        "path_bandwidth_bps": float(np.median([rate_bps(stats) for stats in idle.values()])),
+    }
+
+
+def guest_resident_bytes(idle_stats: Mapping[str, Any], working_set_bytes: int) -> int:
+    """The memory holding data of a calibration guest whose dirtier keeps `working_set_bytes`:
+    the idle guest's non-zero pages, less its own 1 MiB buffer, plus the working set."""
+    ram = idle_stats["ram"]
+    page = int(ram["page-size"])
+    return (int(ram["normal"]) - MIB // page) * page + working_set_bytes

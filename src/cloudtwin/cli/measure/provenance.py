@@ -29,13 +29,13 @@ def _commit() -> str | None:
     return head.stdout.strip() + ("-dirty" if dirty else "")
 
 
-def provenance(seed: int | None = None) -> dict[str, object]:
-    """cloudtwin's version and commit, the command line, the time (UTC), and the seed of
-    any random draw the measurement makes."""
+def provenance(seed: int | None = None, command: list[str] | None = None) -> dict[str, object]:
+    """cloudtwin's version and commit, the command line (default: the cloudtwin command
+    running), the time (UTC), and the seed of any random draw the measurement makes."""
     return {
         "cloudtwin": __version__,
         "commit": _commit(),
-        "command": ["cloudtwin", *sys.argv[1:]],
+        "command": command if command is not None else ["cloudtwin", *sys.argv[1:]],
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "seed": seed,
     }
