@@ -127,3 +127,91 @@ def test_bad_virtual_stages_are_named(fields: dict[str, int], message: str) -> N
 
     with pytest.raises(ValidationError, match=f"workload.virtual_stages: .*{message}"):
         TrainingWorkload(**fields)
+
+
+LLAMA2_70B = dict(layers=80, hidden=8192, heads=64, kv_heads=8, ffn_hidden=28672, activation="swiglu",
+                  norm="rmsnorm", position="rope", tied_embeddings=False, vocabulary=32000,
+                  sequence=4096, tensor=1, pipeline=1, global_batch=64)
+
+
+def test_parameters_of_llama2_70b_by_hand() -> None:
+    w = TrainingWorkload(**LLAMA2_70B)
+    h, kv, f, v = 8192, 1024, 28672, 32000
+    # Q and O h^2 each, K and V h x (8 heads x 128), gated MLP 3 h f, two RMSNorm weights.
+    layer = 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h
+    assert model.parameters(w) == pytest.approx(80 * layer + 2 * v * h)
+    assert model.parameters(w) == pytest.approx(68.98e9, rel=1e-3)  # "70B": 68.98B
+
+
+def test_swiglu_default_width_is_llama_rounding() -> None:
+    assert TrainingWorkload(hidden=4096, heads=32, activation="swiglu").ffn == 11008
+    assert TrainingWorkload(hidden=4096, heads=32).ffn == 4 * 4096
+
+
+def test_selective_recompute_adds_only_the_attention_core() -> None:
+    w = TrainingWorkload(layers=4, hidden=256, heads=4, sequence=128, vocabulary=1000, global_batch=8,
+                         tensor=1, pipeline=1, recompute="selective")
+    base = w.model_copy(update={"recompute": "none"})
+    assert model.hardware_flops(w) - model.model_flops(base) == pytest.approx(8 * 128 * 4 * 4 * 128 * 256)
+
+
+def test_wave_quantization_by_hand() -> None:
+    # 108 tiles of 256 x 128 fill the A100's 108 SMs exactly; one more tile needs a second wave.
+    assert model._wave_efficiency(256, 128, 108, 108) == pytest.approx(1.0)
+    assert model._wave_efficiency(256, 128, 109, 108) == pytest.approx(109 / 216)
+    # Half a tile: 128 x 128 uses half of a 256 x 128 tile (one wave).
+    assert model._wave_efficiency(128, 128, 1, 108) == pytest.approx(0.5 / 108)
+
+
+def test_memory_falls_with_each_zero_stage() -> None:
+    w = TrainingWorkload(**{**LLAMA2_70B, "layers": 8, "global_batch": 64})
+    use = {kind: model.memory_per_gpu(w.model_copy(update={"data_parallel": kind}), 64).weights_and_optimizer
+           for kind in ("ddp", "zero1", "zero2", "fsdp")}
+    assert use["ddp"] > use["zero1"] > use["zero2"] > use["fsdp"]
+    params = model._params_per_gpu(w)
+    assert use["ddp"] == pytest.approx(18 * params)  # bf16 weights, fp32 grads, Adam's 12 B
+    assert use["zero1"] == pytest.approx((2 + 4 + 12 / 64) * params)
+
+
+def test_fsdp_moves_its_gathers_every_microbatch_and_hsdp_splits_groups() -> None:
+    w = TrainingWorkload(**{**LLAMA2_70B, "layers": 8, "data_parallel": "fsdp", "grad_reduce_dtype": "bf16"})
+    lay = model.layout(w, 64, 64)
+    (shard,) = model.fabric_collectives(w, lay)
+    params = model._params_per_gpu(w)
+    assert shard.per_microbatch and shard.repeat == lay.micro_batches
+    assert shard.size_bytes == pytest.approx((2 * 2 * params + 2 * params) / 2)
+    hsdp = w.model_copy(update={"data_parallel": "hsdp", "sharding_group": 8})
+    inside, across = model.fabric_collectives(hsdp, lay)
+    assert inside.groups.shape == (8, 8) and across.groups.shape == (8, 8)
+    assert across.size_bytes == pytest.approx(2 * params / 8)
+    # A replica group takes the same shard position from every node.
+    assert list(across.groups[1]) == [1, 9, 17, 25, 33, 41, 49, 57]
+
+
+@pytest.mark.parametrize(("update", "field"), [
+    ({"stage_layers": (3, 4)}, "workload.stage_layers"),
+    ({"kv_heads": 3}, "workload.kv_heads"),
+    ({"data_parallel": "fsdp", "sharded_optimizer": True}, "workload.sharded_optimizer"),
+    ({"sharding_group": 4}, "workload.sharding_group"),
+    ({"context": 3}, "workload.context"),
+])
+def test_bad_new_keys_name_the_field(update: dict, field: str) -> None:
+    from pydantic import ValidationError
+
+    base = dict(layers=8, hidden=256, heads=8, sequence=128, tensor=1, pipeline=2)
+    with pytest.raises(ValidationError, match=field):
+        TrainingWorkload(**{**base, **update})
+
+
+def test_the_slowest_uneven_stage_sets_the_pace() -> None:
+    from cloudtwin.cluster.spec import ClusterSpec
+    from cloudtwin.cluster.profiles import A100_80G_8, BARE_METAL
+
+    spec = ClusterSpec(A100_80G_8, BARE_METAL, False, 4, 8, 200e9)
+    even = TrainingWorkload(layers=8, hidden=1024, heads=8, sequence=512, tensor=1, pipeline=2)
+    uneven = even.model_copy(update={"stage_layers": (5, 3)})
+    a, b = model.stage_times(even, spec, 1), model.stage_times(uneven, spec, 1)
+    layer = a.layer_forward_s
+    logits = a.forward_s - 4 * layer  # the last stage's output layer
+    assert b.forward_s == pytest.approx(max(5 * layer, 3 * layer + logits))
+    assert b.forward_s != pytest.approx(a.forward_s)

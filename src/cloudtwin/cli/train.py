@@ -62,9 +62,12 @@ def _table(title: str, results: list[TrainingResult]) -> Table:
         ("micro-batches per pipeline", lambda r: str(r.layout.micro_batches)),
         ("iteration (s)", lambda r: f"{r.iteration_s:.3f}"),
         ("tokens/s", lambda r: f"{r.tokens_per_s:,.0f}"),
-        ("TFLOPS per GPU", lambda r: f"{r.tflops_per_gpu:.1f}"),
+        ("tokens/s per GPU", lambda r: f"{r.tokens_per_s / r.gpus:,.0f}"),
+        ("TFLOPS per GPU (model)", lambda r: f"{r.tflops_per_gpu:.1f}"),
+        ("TFLOPS per GPU (hardware)", lambda r: f"{r.hardware_tflops_per_gpu:.1f}"),
         ("MFU", lambda r: f"{r.mfu:.3f}"),
-        ("scaling efficiency", lambda r: f"{r.scaling_efficiency:.3f}"),
+        ("strong scaling efficiency", lambda r: f"{r.scaling_efficiency:.3f} (vs {r.strong_base_gpus})"),
+        ("weak scaling efficiency", lambda r: f"{r.weak_scaling_efficiency:.3f} (vs {r.weak_base_gpus})"),
         ("compute (s)", lambda r: f"{r.compute_s:.3f}"),
         ("exposed communication (s)", lambda r: f"{r.exposed_comm_s:.3f}"),
         ("pipeline bubble (s)", lambda r: f"{r.bubble_s:.3f}"),
@@ -100,10 +103,13 @@ def train(
 ) -> None:
     """Predict an LLM training iteration (workload.kind: training) on the scenario's cluster.
 
-    Prints iteration time, tokens/s, TFLOPS per GPU, MFU, the time breakdown (compute,
-    exposed communication, pipeline bubble) and the efficiency against ideal linear
-    scaling from the smallest configuration that holds one model replica. The
-    data-parallel gradient reduction is simulated on the fabric with the routing strategy.
+    Prints iteration time, tokens/s (in all and per GPU), TFLOPS per GPU (model FLOPs, and
+    hardware FLOPs with the recompute), MFU, the time breakdown (compute, exposed
+    communication, pipeline bubble) and two scaling efficiencies: strong (the same global
+    batch, against the smallest configuration that trains it) and weak (the same batch per
+    GPU, against one node, or one model replica if larger). The data-parallel traffic
+    (DDP/ZeRO reductions, FSDP/HSDP gathers and scatters) is simulated on the fabric with
+    the routing strategy.
 
     On a one-cloud file, each site that trains (or the one --site names) is predicted on
     its own fabric and cluster.

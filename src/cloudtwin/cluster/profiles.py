@@ -47,6 +47,8 @@ class NodeProfile:
     host_memory_bytes: float
     kernel_launch_s: float
     gpu_nics: int | None = None
+    sms: int = 108
+    flash_attention_efficiency: float = 0.60
 
 
 A100_80G_8 = NodeProfile(
@@ -66,6 +68,10 @@ A100_80G_8 = NodeProfile(
     sockets=2,  # two Cascade Lake sockets (IBM Vela node description)
     host_memory_bytes=1.5e12,  # 1.5 TB DRAM per node (IBM Vela node description)
     kernel_launch_s=5e-6,  # typical CUDA kernel launch + scheduling gap
+    sms=108,  # A100 streaming multiprocessors (GA100 whitepaper); sets GEMM wave quantization
+    # FlashAttention-2 (Dao 2023, abstract): "reaching 50-73% of the theoretical maximum
+    # FLOPs/s on A100" in forward and backward; the middle of that range.
+    flash_attention_efficiency=0.60,
 )
 
 VELA_2NIC = replace(A100_80G_8, name="vela-2nic", gpu_nics=2)
@@ -77,8 +83,51 @@ HGX_8NIC = replace(A100_80G_8, name="hgx-8nic", gpu_nics=8)
 """The HGX A100 reference design: one NIC per GPU on its PCIe switch (what the Vela
 model assumed before its NIC count was sourced; kept as the well-provisioned comparison)."""
 
+DGX_A100 = replace(A100_80G_8, name="dgx-a100", gpu_nics=8)
+"""NVIDIA DGX A100 (Selene's node): 8 A100-80GB, one 200G HDR InfiniBand NIC per GPU for
+compute traffic (DGX A100 user guide: 8 x single-port ConnectX-6 for the compute fabric)."""
+
+H100_80G_8 = NodeProfile(
+    name="h100-80g-8",
+    gpus=8,
+    gpu_memory_bytes=80e9,  # H100 SXM5 80GB datasheet
+    peak_bf16_flops=989.4e12,  # dense BF16 tensor core, H100 SXM datasheet (1,979 with sparsity)
+    peak_fp64_flops=66.9e12,  # FP64 tensor core, H100 SXM datasheet
+    hbm_bytes_per_s=3.35e12,  # HBM3, H100 SXM datasheet
+    # ASSUMPTION: about 80 % of the dense peak is the best a large BF16 matmul sustains on
+    # an H100 SXM (published max-achievable-matmul measurements put it at 0.75-0.80, against
+    # 0.87 on the A100); not re-measured here.
+    gemm_efficiency_max=0.80,
+    dgemm_efficiency_max=0.90,  # ASSUMPTION, as the A100's
+    hbm_efficiency=0.85,  # ASSUMPTION: as the A100's streaming kernels
+    nvlink_bytes_per_s=450e9,  # NVLink4: 18 links x 25 GB/s per direction per GPU (900 GB/s both ways)
+    # ASSUMPTION: NCCL all-reduce bus bandwidth on 8 H100 over NVSwitch reaches ~80 % of a
+    # direction's NVLink rate, as the A100's 230 of 300 GB/s does.
+    nvlink_allreduce_busbw_bytes_per_s=345e9,
+    nvlink_latency_s=3.4e-6,  # as NVLink3 (NCCL's tuning model has one NVLink latency)
+    pcie_bytes_per_s=64e9,  # PCIe Gen5 x16 per direction
+    sockets=2,  # DGX H100: two Xeon 8480C sockets
+    host_memory_bytes=2e12,  # DGX H100: 2 TB DRAM
+    kernel_launch_s=5e-6,
+    gpu_nics=8,  # DGX H100 / HGX H100: 8 x 400G ConnectX-7, one per GPU
+    sms=132,  # H100 SXM5 streaming multiprocessors
+    # FlashAttention-3 (Shah et al. 2024, abstract): "FlashAttention-2 achieving only 35%
+    # utilization on H100 GPUs"; the training stacks measured here run FA2 or PyTorch SDPA.
+    flash_attention_efficiency=0.35,
+)
+"""NVIDIA DGX/HGX H100: 8 H100 SXM5 80GB on NVLink4 + NVSwitch, 8 x 400G NICs."""
+
+H200_141G_8 = replace(
+    H100_80G_8,
+    name="h200-141g-8",
+    gpu_memory_bytes=141e9,  # H200 SXM datasheet: 141 GB HBM3e
+    hbm_bytes_per_s=4.8e12,  # H200 SXM datasheet: 4.8 TB/s
+)
+"""NVIDIA HGX H200: the H100's compute with 141 GB of HBM3e at 4.8 TB/s, 8 x 400G NICs."""
+
 NODE_PROFILES: dict[str, NodeProfile] = {
-    profile.name: profile for profile in (A100_80G_8, VELA_2NIC, HGX_8NIC)
+    profile.name: profile
+    for profile in (A100_80G_8, VELA_2NIC, HGX_8NIC, DGX_A100, H100_80G_8, H200_141G_8)
 }
 
 # -- A100 nodes of the Top500 systems the HPL model is checked against ----------------

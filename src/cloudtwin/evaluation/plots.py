@@ -14,7 +14,9 @@ PLOT_FORMATS = ("png", "svg", "pdf")
 
 
 def scaling_plot(results: Sequence[TrainingResult], title: str, fmt: str = "png") -> bytes:
-    """Tokens/s against GPUs, with ideal linear scaling and each point's scaling efficiency."""
+    """Tokens/s against GPUs, with both ideals (strong: the same global batch from the smallest
+    configuration that trains it; weak: the same batch per GPU from one node) and each
+    point's two efficiencies."""
     if fmt not in PLOT_FORMATS:
         raise WorkloadError(f"plot: format {fmt!r} is not one of {', '.join(PLOT_FORMATS)}")
     import matplotlib
@@ -24,12 +26,15 @@ def scaling_plot(results: Sequence[TrainingResult], title: str, fmt: str = "png"
 
     gpus = [r.gpus for r in results]
     tokens = [r.tokens_per_s for r in results]
-    ideal = [r.tokens_per_s / r.scaling_efficiency for r in results]
+    strong = [r.tokens_per_s / r.scaling_efficiency for r in results]
+    weak = [r.tokens_per_s / r.weak_scaling_efficiency for r in results]
     figure, axis = plt.subplots(figsize=(7, 4.5))
-    axis.plot(gpus, ideal, "--", color="grey", label="ideal linear scaling")
+    axis.plot(gpus, strong, "--", color="grey", label="ideal, same global batch (strong)")
+    axis.plot(gpus, weak, ":", color="grey", label="ideal, same batch per GPU (weak)")
     axis.plot(gpus, tokens, "o-", label="predicted")
     for g, t, r in zip(gpus, tokens, results, strict=True):
-        axis.annotate(f"{r.scaling_efficiency:.0%}", (g, t), textcoords="offset points", xytext=(4, -12))
+        axis.annotate(f"strong {r.scaling_efficiency:.0%}, weak {r.weak_scaling_efficiency:.0%}", (g, t),
+                      textcoords="offset points", xytext=(4, -12), fontsize=8)
     axis.set_xlabel("GPUs")
     axis.set_ylabel("tokens / s")
     axis.set_title(title)

@@ -29,20 +29,44 @@ class Cluster(_Model):
     """GPU nodes on the fabric's hosts: one node (one VM) per host."""
 
     node: Literal[
-        "a100-80g-8", "vela-2nic", "hgx-8nic",
+        "a100-80g-8", "vela-2nic", "hgx-8nic", "dgx-a100",
         "a100-40g-8", "a100-40g-4",  # nodes of the Top500 systems HPL is checked against
+        "h100-80g-8", "h200-141g-8",
     ] = "a100-80g-8"
     virtualization: Literal["vm", "bare-metal"] = "vm"
     overheads: Overheads = Field(default_factory=Overheads)
 
 
 class TrainingWorkload(_Model):
-    """A decoder-only transformer trained with tensor, pipeline (1F1B) and data parallelism."""
+    """A decoder-only transformer (GPT or Llama-style layers) and how it is trained.
+
+    Model: `layers`, `hidden`, `heads`, `kv_heads` (grouped-query attention; default
+    `heads`), `ffn_hidden` (default 4 x hidden for GeLU, 8/3 x hidden rounded up to 256
+    for SwiGLU), `activation`, `norm`, `position` (learned embeddings count s x h
+    parameters, RoPE none), `tied_embeddings`, `attention` (`flash`: fused attention that
+    keeps no s^2 scores and skips the masked half of causal attention), `sequence`,
+    `vocabulary`. Parallelism: `tensor` (t), `pipeline` (p, 1F1B; `virtual_stages` v for
+    the interleaved schedule; `stage_layers` for uneven stages), `context` (c, context
+    parallelism: the sequence split over c GPUs), `sequence_parallel` (Megatron's
+    sequence parallelism inside the tensor group), data parallelism by `data_parallel`:
+    `ddp` (all-reduce of the gradients), `zero1`/`zero2` (optimizer state / and gradients
+    sharded), `fsdp` (ZeRO-3: weights too, all-gathered per layer), `hsdp` (FSDP inside
+    `sharding_group` GPUs, replicated across groups). `sharded_optimizer: true` is
+    `zero1`. `recompute`: none, full (every layer's forward again) or selective (the
+    attention core only, Korthikanti et al. 2022).
+    """
 
     kind: Literal["training"] = "training"
     layers: int = Field(64, ge=1)
     hidden: int = Field(8192, ge=1)
     heads: int = Field(64, ge=1)
+    kv_heads: int | None = Field(None, ge=1)
+    ffn_hidden: int | None = Field(None, ge=1)
+    activation: Literal["gelu", "swiglu"] = "gelu"
+    norm: Literal["layernorm", "rmsnorm"] = "layernorm"
+    position: Literal["learned", "rope"] = "learned"
+    tied_embeddings: bool = True
+    attention: Literal["standard", "flash"] = "standard"
     sequence: int = Field(2048, ge=1)
     vocabulary: int = Field(50304, ge=1)
     global_batch: int = Field(1536, ge=1)
@@ -51,13 +75,45 @@ class TrainingWorkload(_Model):
     tensor: int = Field(8, ge=1)
     pipeline: int = Field(4, ge=1)
     virtual_stages: int = Field(1, ge=1, le=64)  # model chunks per GPU: interleaved 1F1B when > 1
+    stage_layers: tuple[int, ...] | None = None  # layers of each pipeline stage (uneven stages)
+    context: int = Field(1, ge=1, le=1024)
+    sequence_parallel: bool = False
     gpus: int | None = Field(None, ge=1)
     layout: Literal["tp-dp-pp", "tp-pp-dp"] = "tp-dp-pp"
+    data_parallel: Literal["ddp", "zero1", "zero2", "fsdp", "hsdp"] | None = None
+    sharding_group: int | None = Field(None, ge=1)
     sharded_optimizer: bool = False
-    recompute: Literal["none", "full"] = "none"
+    recompute: Literal["none", "full", "selective"] = "none"
     overlap_grad_reduce: bool = True
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
     channels: int = Field(2, ge=1, le=64)  # NCCL channels per GPU of a ring (each its own QP)
+
+    @property
+    def sharding(self) -> Literal["ddp", "zero1", "zero2", "fsdp", "hsdp"]:
+        """How data parallelism shares the model state (`sharded_optimizer` is ZeRO-1)."""
+        if self.data_parallel is not None:
+            return self.data_parallel
+        return "zero1" if self.sharded_optimizer else "ddp"
+
+    @property
+    def kv(self) -> int:
+        """Key/value heads (grouped-query attention when fewer than `heads`)."""
+        return self.heads if self.kv_heads is None else self.kv_heads
+
+    @property
+    def ffn(self) -> int:
+        """Width of the MLP's hidden layer."""
+        if self.ffn_hidden is not None:
+            return self.ffn_hidden
+        if self.activation == "swiglu":  # LLaMA's 2/3 of 4h, rounded up to a multiple of 256
+            return -(-(8 * self.hidden // 3) // 256) * 256
+        return 4 * self.hidden
+
+    def stages(self) -> tuple[int, ...]:
+        """Layers of each pipeline stage."""
+        if self.stage_layers is not None:
+            return self.stage_layers
+        return (self.layers // self.pipeline,) * self.pipeline
 
     @model_validator(mode="after")
     def _shape(self) -> TrainingWorkload:
@@ -67,18 +123,53 @@ class TrainingWorkload(_Model):
             raise ValueError(
                 f"workload.tensor: {self.tensor} does not divide the {self.heads} heads"
             )
+        if self.heads % self.kv:
+            raise ValueError(f"workload.kv_heads: {self.kv} does not divide the {self.heads} heads")
+        if self.kv_heads is not None and self.kv % self.tensor and self.tensor % self.kv:
+            raise ValueError(
+                f"workload.kv_heads: {self.kv} key/value heads cannot be split over tensor {self.tensor}"
+            )
+        self._check_stages()
+        if self.virtual_stages > 1 and self.pipeline == 1:
+            raise ValueError("workload.virtual_stages: an interleaved schedule needs pipeline > 1")
+        if self.sequence % (self.context * (2 if self.context > 1 else 1)):
+            raise ValueError(
+                f"workload.context: the sequence {self.sequence} does not split into "
+                f"2 x {self.context} chunks (context parallelism balances causal attention so)"
+            )
+        if self.sharded_optimizer and self.data_parallel not in (None, "zero1", "zero2"):
+            raise ValueError(
+                f"workload.sharded_optimizer: true contradicts data_parallel {self.data_parallel}"
+            )
+        if self.sharding_group is not None and self.sharding != "hsdp":
+            raise ValueError("workload.sharding_group: only data_parallel hsdp has shard groups")
+        if self.sequence_parallel and self.tensor == 1:
+            raise ValueError("workload.sequence_parallel: needs tensor > 1 (it splits the tensor group's work)")
+        return self
+
+    def _check_stages(self) -> None:
+        if self.stage_layers is not None:
+            if len(self.stage_layers) != self.pipeline:
+                raise ValueError(
+                    f"workload.stage_layers: {len(self.stage_layers)} stages for pipeline {self.pipeline}"
+                )
+            if sum(self.stage_layers) != self.layers or min(self.stage_layers) < 1:
+                raise ValueError(
+                    f"workload.stage_layers: {list(self.stage_layers)} must be at least 1 each "
+                    f"and add up to the {self.layers} layers"
+                )
+            if self.virtual_stages > 1:
+                raise ValueError("workload.stage_layers: uneven stages with virtual_stages > 1 are not modelled")
+            return
         if self.layers % self.pipeline:
             raise ValueError(
                 f"workload.pipeline: {self.pipeline} does not divide the {self.layers} layers"
             )
-        if self.virtual_stages > 1 and self.pipeline == 1:
-            raise ValueError("workload.virtual_stages: an interleaved schedule needs pipeline > 1")
         if self.layers % (self.pipeline * self.virtual_stages):
             raise ValueError(
                 f"workload.virtual_stages: pipeline {self.pipeline} x virtual_stages "
                 f"{self.virtual_stages} does not divide the {self.layers} layers"
             )
-        return self
 
 
 class HplWorkload(_Model):

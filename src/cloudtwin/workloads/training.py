@@ -1,18 +1,20 @@
-"""LLM training: a decoder transformer under tensor, pipeline (1F1B) and data parallelism.
+"""LLM training: a decoder transformer under tensor, pipeline, context and data parallelism.
 
-Analytic parts (no fabric): parameters and FLOPs (Narayanan et al. 2021, "Efficient
-large-scale language model training on GPU clusters using Megatron-LM", appendix),
-memory per GPU (Megatron's mixed-precision optimizer accounting and the activation
-formula of Korthikanti et al. 2022), per-microbatch compute time of every GEMM and
-memory-bound kernel on the roofline of the GPU, tensor-parallel all-reduces on NVLink
-and pipeline send/recv. The data-parallel gradient reduction runs on the fabric: this
-module says which GPUs reduce together and how much (`data_parallel_groups`,
-`data_parallel_allreduce_bytes`); `evaluation.training` runs them as NCCL ring
-all-reduces (`workloads.collective`) on the engine.
+Analytic parts (no fabric): parameters and FLOPs (Narayanan et al. 2021, appendix,
+generalised to grouped-query attention, gated MLPs and untied embeddings), memory per
+GPU (mixed-precision Adam as Megatron and PyTorch FSDP keep it, activations after
+Korthikanti et al. 2022), per-microbatch compute time of every GEMM (roofline at the
+GPU's measured best GEMM efficiency, with NVIDIA's tile and wave quantization), of
+attention (FlashAttention at its published efficiency, or the unfused kernels) and of
+memory-bound kernels, a framework overhead per layer (fitted, see `FRAMEWORK`),
+tensor-parallel collectives on NVLink and pipeline send/recv. The data-parallel traffic
+runs on the fabric: this module says which GPUs communicate together and how much
+(`fabric_collectives`); `evaluation.training` runs them as NCCL rings on the engine.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,8 +27,11 @@ if TYPE_CHECKING:  # the cluster package sits above workloads; only its type is 
     from cloudtwin.cluster.spec import ClusterSpec
 
 __all__ = [
+    "FRAMEWORK",
     "NET_STEP_LATENCY_S",
     "WORKSPACE_BYTES",
+    "FabricCollective",
+    "Framework",
     "Layout",
     "MemoryUse",
     "StageTimes",
@@ -34,11 +39,13 @@ __all__ = [
     "data_parallel_allreduce_bytes",
     "data_parallel_bytes_per_hop",
     "data_parallel_groups",
+    "fabric_collectives",
     "hardware_flops",
     "layout",
     "memory_per_gpu",
     "model_flops",
     "parameters",
+    "sm_share",
     "stage_times",
 ]
 
@@ -50,6 +57,28 @@ WORKSPACE_BYTES = 3e9
 allocator fragmentation (a few GB is what PyTorch jobs on A100s commonly lose)."""
 
 _BYTES = 2  # bf16 / fp16 activations and weights
+_TILE = (256, 128)  # the largest cuBLAS tensor-core tile (NVIDIA, "Matrix Multiplication Background")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """What a training framework costs beyond its kernels' roofline times.
+
+    `gemm_sustained`: fraction of the GPU's best measured GEMM throughput that the GEMMs
+    of a training step sustain (clocks under a full board's power, L2 and SMs shared with
+    the communication kernels that run beside them). `layer_overhead_s`: host-side time
+    per layer, per microbatch and per pass (forward, backward) that no kernel hides
+    (Python, autograd bookkeeping, launch gaps, synchronisations). Both are fitted, once,
+    on the runs `benchmarks/training_published.py` names as its fit set; every other
+    published run is validation.
+    """
+
+    gemm_sustained: float
+    layer_overhead_s: float
+
+
+FRAMEWORK = Framework(gemm_sustained=0.78, layer_overhead_s=200e-6)
+"""The one set of constants every prediction uses (fit: see docs/reproducing-vela.md)."""
 
 
 @dataclass(frozen=True)
@@ -60,19 +89,22 @@ class Layout:
     pipeline: int
     data: int
     micro_batches: int
+    context: int = 1
 
     @property
     def gpus(self) -> int:
         """GPUs the job uses."""
-        return self.tensor * self.pipeline * self.data
+        return self.tensor * self.context * self.pipeline * self.data
 
 
 def layout(workload: TrainingWorkload, gpus: int, gpus_available: int, key: str = "workload.gpus") -> Layout:
     """The parallel layout on `gpus` GPUs; WorkloadError naming `key` if it cannot be laid out."""
-    replica = workload.tensor * workload.pipeline
+    replica = workload.tensor * workload.context * workload.pipeline
     if gpus % replica:
         raise WorkloadError(
-            f"{key}: {gpus} GPUs is not a multiple of tensor x pipeline = {replica}"
+            f"{key}: {gpus} GPUs is not a multiple of tensor x context x pipeline = {replica}"
+            if workload.context > 1
+            else f"{key}: {gpus} GPUs is not a multiple of tensor x pipeline = {replica}"
         )
     if gpus > gpus_available:
         raise WorkloadError(f"{key}: {gpus} GPUs is more than the cluster's {gpus_available}")
@@ -90,35 +122,82 @@ def layout(workload: TrainingWorkload, gpus: int, gpus_available: int, key: str 
             f"micro-batches per pipeline at {gpus} GPUs to be a multiple of pipeline "
             f"{workload.pipeline}"
         )
-    return Layout(workload.tensor, workload.pipeline, data, micro_batches)
+    group = workload.sharding_group
+    if workload.sharding == "hsdp" and group is not None and (data % group or group < 1):
+        raise WorkloadError(
+            f"workload.sharding_group: {group} does not divide the {data} data-parallel ranks at {gpus} GPUs"
+        )
+    return Layout(workload.tensor, workload.pipeline, data, micro_batches, workload.context)
+
+
+# -- parameters and FLOPs -----------------------------------------------------------
+
+
+def _kv_dim(w: TrainingWorkload) -> float:
+    """Width of the keys (and of the values): kv heads x head size."""
+    return w.kv * w.hidden / w.heads
+
+
+def _layer_matmul_params(w: TrainingWorkload) -> float:
+    """Weights of one layer's matrix multiplies: Q and output projection h^2 each, K and V
+    h x kv_dim each, the MLP 2 h f (3 h f gated)."""
+    h = w.hidden
+    mlp = (3 if w.activation == "swiglu" else 2) * h * w.ffn
+    return 2 * h * h + 2 * h * _kv_dim(w) + mlp
+
+
+def _layer_params(w: TrainingWorkload) -> float:
+    """All of one layer's parameters: matrices, biases (GPT's, not with RMSNorm/SwiGLU) and norms."""
+    h = w.hidden
+    if w.norm == "layernorm":
+        biases = h + 2 * _kv_dim(w) + h + (w.ffn if w.activation == "gelu" else 0) + h
+        norms = 4 * h
+    else:
+        biases, norms = 0.0, 2 * h
+    return _layer_matmul_params(w) + biases + norms
+
+
+def _embedding_params(w: TrainingWorkload) -> float:
+    """Token embedding (and the output layer when untied) and learned positions."""
+    h = w.hidden
+    positions = w.sequence * h if w.position == "learned" else 0
+    return w.vocabulary * h * (1 if w.tied_embeddings else 2) + positions
 
 
 def parameters(w: TrainingWorkload) -> float:
-    """Parameter count: 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) (Narayanan et al. 2021).
+    """Parameter count; for GPT layers 12 l h^2 (1 + 13/(12h) + (V+s)/(12lh)) (Narayanan et al. 2021).
 
     >>> round(parameters(TrainingWorkload(layers=96, hidden=12288, heads=96, vocabulary=51200)) / 1e9, 1)
     174.6
     """
-    n, h = w.layers, w.hidden
-    return 12 * n * h * h * (1 + 13 / (12 * h) + (w.vocabulary + w.sequence) / (12 * n * h))
+    return w.layers * _layer_params(w) + _embedding_params(w)
+
+
+def _layer_forward_flops(w: TrainingWorkload) -> float:
+    """Forward FLOPs of one layer per token: 2 x matrix weights + 4 s h of attention
+    (scores and values, counted whole as Megatron counts them)."""
+    return 2 * _layer_matmul_params(w) + 4 * w.sequence * w.hidden
 
 
 def model_flops(w: TrainingWorkload) -> float:
-    """FLOPs of one iteration without recomputation: 72 B s l h^2 (1 + s/(6h) + V/(12lh)).
+    """FLOPs of one iteration without recomputation; for GPT 72 B s l h^2 (1 + s/(6h) + V/(12lh)).
 
-    (forward 24Bslh^2 + 4Bs^2lh + 2BshV, backward twice that). This is what MFU counts.
+    (forward: the layers and the logits 2 h V per token; backward twice that). What MFU counts.
     """
-    b, s, n, h = w.global_batch, w.sequence, w.layers, w.hidden
-    return 72.0 * b * s * n * h * h * (1 + s / (6 * h) + w.vocabulary / (12 * n * h))
+    tokens = w.global_batch * w.sequence
+    return 3.0 * tokens * (w.layers * _layer_forward_flops(w) + 2 * w.hidden * w.vocabulary)
 
 
 def hardware_flops(w: TrainingWorkload) -> float:
-    """FLOPs the GPUs execute: with full recomputation the layers' forward runs twice,
-    96 B s l h^2 (1 + s/(6h) + V/(16lh)) (Narayanan et al. 2021, eq. 3)."""
-    if w.recompute == "none":
-        return model_flops(w)
-    b, s, n, h = w.global_batch, w.sequence, w.layers, w.hidden
-    return 96.0 * b * s * n * h * h * (1 + s / (6 * h) + w.vocabulary / (16 * n * h))
+    """FLOPs the GPUs execute: full recomputation runs the layers' forward twice, 96 B s l h^2
+    (1 + s/(6h) + V/(16lh)) for GPT (Narayanan et al. 2021, eq. 3); selective recomputation
+    runs the attention core (4 s h per token and layer) again."""
+    tokens = w.global_batch * w.sequence
+    if w.recompute == "full":
+        return model_flops(w) + tokens * w.layers * _layer_forward_flops(w)
+    if w.recompute == "selective":
+        return model_flops(w) + tokens * w.layers * 4 * w.sequence * w.hidden
+    return model_flops(w)
 
 
 def bubble_fraction(pipeline: int, micro_batches: int, virtual_stages: int = 1) -> float:
@@ -131,6 +210,9 @@ def bubble_fraction(pipeline: int, micro_batches: int, virtual_stages: int = 1) 
     """
     bubble = (pipeline - 1) / virtual_stages
     return bubble / (micro_batches + bubble)
+
+
+# -- memory ----------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -148,94 +230,222 @@ class MemoryUse:
 
 
 def _params_per_gpu(w: TrainingWorkload) -> float:
-    h, t, p = w.hidden, w.tensor, w.pipeline
-    layers = (12 * h * h + 13 * h) * w.layers / p
-    embedding = (w.vocabulary + w.sequence) * h
-    return (layers + embedding) / t
+    """Parameters a GPU of the first stage holds before data-parallel sharding."""
+    first = w.stages()[0]
+    embedding = w.vocabulary * w.hidden + (w.sequence * w.hidden if w.position == "learned" else 0)
+    if not w.tied_embeddings and w.pipeline == 1:
+        embedding += w.vocabulary * w.hidden
+    return (_layer_params(w) * first + embedding) / w.tensor
+
+
+def _shards(w: TrainingWorkload, data: int) -> int:
+    """Over how many ranks FSDP/HSDP shard the weights (the whole data group for FSDP)."""
+    ranks = data * w.context
+    if w.sharding == "hsdp":
+        return min(ranks, w.sharding_group or _node_group(w, ranks))
+    return ranks
+
+
+def _node_group(w: TrainingWorkload, ranks: int) -> int:
+    """HSDP's default shard group: the data ranks of one 8-GPU node."""
+    per_node = max(1, 8 // (w.tensor * w.context))
+    return math.gcd(ranks, per_node)
+
+
+def _state_bytes_per_param(w: TrainingWorkload, data: int) -> float:
+    """Weights (2 B), gradients (4 B fp32 main gradients, 2 B if reduced in bf16) and Adam's
+    fp32 master weights and moments (12 B), each divided over the ranks that shard it."""
+    grad = 4.0 if w.grad_reduce_dtype == "fp32" else 2.0
+    ranks = data * w.context
+    kind = w.sharding
+    if kind in ("fsdp", "hsdp"):
+        return (2 + grad + 12) / _shards(w, data)
+    if kind == "zero2":
+        return 2 + (grad + 12) / ranks
+    if kind == "zero1":
+        return 2 + grad + 12 / ranks
+    return 2 + grad + 12
+
+
+def _activation_bytes(w: TrainingWorkload) -> float:
+    """Activations one layer keeps for one microbatch on one GPU (Korthikanti et al. 2022,
+    broken down by tensor so that GQA, gated MLPs, sequence parallelism and FlashAttention
+    each change their own part)."""
+    s, b, h, a, t = w.sequence / w.context, w.micro_batch, w.hidden, w.heads, w.tensor
+    kv, f = _kv_dim(w), w.ffn
+    sp = t if w.sequence_parallel else 1
+    # Replicated across the tensor group unless sequence parallel: the two norms' inputs
+    # (4sbh), the inputs of QKV and of the MLP (2sbh each), two dropout masks (sbh each).
+    replicated = s * b * h * 10 / sp
+    attention = s * b * (2 * h + 4 * kv + 2 * h) / t  # Q, K, V, the output projection's input
+    mlp = s * b * f * (6 if w.activation == "swiglu" else 4) / t  # activation's inputs, output
+    scores = 0.0
+    if w.attention == "standard" and w.recompute != "selective":
+        scores = 5 * a * s * s * b * w.context / t  # softmax out (2), dropout mask (1), out (2)
+    if w.attention == "flash":
+        scores = 4 * a * s * b / t  # the softmax statistics, fp32
+    return replicated + attention + mlp + scores
 
 
 def memory_per_gpu(w: TrainingWorkload, data: int) -> MemoryUse:
     """Weights, gradients, optimizer state and activations per GPU.
 
-    Mixed precision with Adam as Megatron keeps it: bf16 weights (2 B), fp32 main
-    gradients (4 B, or 2 B when reduced in bf16), fp32 master weights, momentum and
-    variance (12 B); a sharded (distributed) optimizer divides the 12 B (and the main
-    gradients' fp32 copy, kept as a shard) over the data-parallel ranks. Activations per
-    layer and microbatch: s b h (10 + 24/t + 5 a s/(h t)) bytes (Korthikanti et al. 2022,
-    tensor parallel without sequence parallelism); with full recomputation only each
-    layer's input (2 s b h) is kept, plus one layer's activations while it is recomputed.
-    With 1F1B the first stage holds p microbatches of its l/p layers: l layers' worth.
+    Mixed precision with Adam: bf16 weights (2 B), fp32 main gradients (4 B, or 2 B when
+    reduced in bf16), fp32 master weights, momentum and variance (12 B); ZeRO-1 shards the
+    12 B over the data-parallel ranks, ZeRO-2 the gradients too, FSDP everything (HSDP
+    over its shard group), and FSDP holds two layers' bf16 weights unsharded (the one
+    computing and the one prefetched; an unsharded gradient is reduce-scattered and freed
+    as soon as its layer's backward ends). Activations per layer and microbatch as `_activation_bytes`; with
+    full recomputation only each layer's input (2 s b h) is kept, plus one layer's
+    activations while it is recomputed. With 1F1B the first stage holds p microbatches of
+    its l/p layers: l layers' worth.
     """
-    grad_bytes = 4 if w.grad_reduce_dtype == "fp32" else 2
-    state = 12.0 / data if w.sharded_optimizer else 12.0
     params = _params_per_gpu(w)
-    weights = params * (2 + grad_bytes + state)
-    s, b, h, a, t = w.sequence, w.micro_batch, w.hidden, w.heads, w.tensor
-    per_layer = s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
-    full = w.recompute == "full"
-    activations = 2 * s * b * h * w.layers + per_layer if full else per_layer * w.layers
+    weights = params * _state_bytes_per_param(w, data)
+    if w.sharding in ("fsdp", "hsdp"):
+        weights += 2 * _layer_params(w) / w.tensor * _BYTES
+    per_layer = _activation_bytes(w)
+    layers_held = w.stages()[0] * w.pipeline
+    if w.recompute == "full":
+        sp = w.tensor if w.sequence_parallel else 1
+        stored = 2 * w.sequence / w.context * w.micro_batch * w.hidden / sp
+        activations = stored * layers_held + per_layer
+    else:
+        activations = per_layer * layers_held
     # Interleaving keeps more microbatches in flight on the first stage: L (1 + (p-1)/(p v))
     # layers' worth (Korthikanti et al. 2022, pipeline parallelism with interleaving).
     if w.virtual_stages > 1:
         p, v = w.pipeline, w.virtual_stages
         activations *= 1 + (p - 1) / (p * v)
-    logits = 4.0 * s * b * w.vocabulary / t * 2 if w.pipeline == 1 else 0.0
+    logits = 0.0
+    if w.pipeline == 1:
+        logits = 4.0 * w.sequence / w.context * w.micro_batch * w.vocabulary / w.tensor * 2
     return MemoryUse(weights, activations + logits, WORKSPACE_BYTES)
 
 
+# -- compute ---------------------------------------------------------------------
+
+
+def _wave_efficiency(m: float, n: float, batch: float, sms: int) -> float:
+    """Fraction of the tensor cores a GEMM's tiles keep busy: tile quantization (partial
+    tiles at the edges) times wave quantization (the last wave of tiles over the SMs)
+    (NVIDIA Deep Learning Performance Guide, "Matrix Multiplication Background"); the
+    better of the two orientations of the 256 x 128 tile."""
+    best = 0.0
+    for tm, tn in (_TILE, _TILE[::-1]):
+        tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
+        used = m * n * batch / (tiles * tm * tn)
+        waves = tiles / sms
+        best = max(best, used * waves / math.ceil(waves))
+    return best
+
+
 def _gemm_s(spec: ClusterSpec, m: float, k: float, n: float, batch: float = 1.0) -> float:
-    """Roofline time of a (batched) GEMM: the slower of math at the measured best
-    efficiency and moving its operands through HBM, plus a kernel launch."""
+    """Roofline time of a (batched) GEMM: the slower of math at the sustained GEMM
+    efficiency (quantized to whole tiles and waves) and moving its operands through HBM,
+    plus a kernel launch."""
     gpu = spec.profile
     flops = 2.0 * m * k * n * batch
-    math_s = flops / (gpu.peak_bf16_flops * gpu.gemm_efficiency_max * spec.compute_factor)
+    efficiency = gpu.gemm_efficiency_max * FRAMEWORK.gemm_sustained
+    efficiency *= _wave_efficiency(m, n, batch, gpu.sms)
+    math_s = flops / (gpu.peak_bf16_flops * efficiency * spec.compute_factor)
     memory_s = _BYTES * (m * k + k * n + m * n) * batch / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
     return max(math_s, memory_s) + gpu.kernel_launch_s
 
 
 def _stream_s(spec: ClusterSpec, size_bytes: float, kernels: int) -> float:
-    """Memory-bound kernels (norms, softmax, dropout, bias, GeLU, residual) moving `size_bytes`."""
+    """Memory-bound kernels (norms, softmax, dropout, bias, activation, residual) moving `size_bytes`."""
     gpu = spec.profile
     rate = gpu.hbm_bytes_per_s * gpu.hbm_efficiency * spec.compute_factor
     return size_bytes / rate + kernels * gpu.kernel_launch_s
 
 
-def _layer_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
-    """Forward time of one transformer layer for one microbatch on one tensor-parallel rank."""
-    b, s, h, a, t = w.micro_batch, w.sequence, w.hidden, w.heads, w.tensor
+def _attention_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, float]:
+    """(forward, backward) of the attention core for one microbatch on one GPU.
+
+    FlashAttention: causal attention computes half of the 4 b s^2 h FLOPs, at the
+    kernel's published efficiency; its backward does 2.5 times the forward's matmuls (it
+    recomputes the scores). Unfused: two batched GEMMs of head size, a fused
+    scale-mask-softmax and dropout over the b a s^2 scores; backward twice the forward.
+    """
+    b, s, h, a, t, c = w.micro_batch, w.sequence, w.hidden, w.heads, w.tensor, w.context
+    heads = b * a / t
+    if w.attention == "flash":
+        flops = 2.0 * b * (s / c) * s * h / t
+        rate = spec.profile.peak_bf16_flops * spec.profile.flash_attention_efficiency * spec.compute_factor
+        forward = flops / rate + spec.profile.kernel_launch_s
+        return forward, 2.5 * forward
+    rows = s / c
+    gemms = _gemm_s(spec, rows, h / a, s, heads) + _gemm_s(spec, rows, s, h / a, heads)
+    softmax = _stream_s(spec, 9.0 * heads * rows * s, kernels=1)
+    forward = gemms + softmax
+    return forward, 2 * forward
+
+
+def _layer_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, float]:
+    """(forward, backward) of one transformer layer for one microbatch on one GPU,
+    framework overhead included."""
+    b, s, h, t = w.micro_batch, w.sequence / w.context, w.hidden, w.tensor
     tokens = b * s
+    kv, f = _kv_dim(w), w.ffn
+    up = 2 * f if w.activation == "swiglu" else f
     gemms = (
-        _gemm_s(spec, tokens, h, 3 * h / t)  # QKV projection
-        + _gemm_s(spec, s, h / a, s, b * a / t)  # attention scores
-        + _gemm_s(spec, s, s, h / a, b * a / t)  # attention over values
+        _gemm_s(spec, tokens, h, (h + 2 * kv) / t)  # QKV projection
         + _gemm_s(spec, tokens, h / t, h)  # output projection
-        + _gemm_s(spec, tokens, h, 4 * h / t)  # MLP up
-        + _gemm_s(spec, tokens, 4 * h / t, h)  # MLP down
+        + _gemm_s(spec, tokens, h, up / t)  # MLP up (and gate)
+        + _gemm_s(spec, tokens, f / t, h)  # MLP down
     )
-    # Two layer norms (read+write), two fused bias-dropout-residual (read 2, write 1),
-    # fused bias-GeLU on the 4h/t activations, fused scale-mask-softmax + dropout on the
-    # b a s^2 / t scores (2+2 bytes, dropout 2+2 and a 1-byte mask).
-    elementwise = _BYTES * (4 * tokens * h + 6 * tokens * h + 8 * tokens * h / t)
-    elementwise += 9.0 * b * a * s * s / t
-    return gemms + _stream_s(spec, elementwise, kernels=6)
+    attention_fwd, attention_bwd = _attention_s(w, spec)
+    sp = t if w.sequence_parallel else 1
+    # Two norms (read + write), two bias-dropout-residual (read 2, write 1) on b s h (split
+    # over the tensor group with sequence parallelism); the activation on the MLP's width
+    # (SwiGLU reads two halves); RoPE on Q and K.
+    elementwise = _BYTES * tokens * (4 * h + 6 * h) / sp
+    elementwise += _BYTES * tokens * (up + f) / t
+    if w.position == "rope":
+        elementwise += _BYTES * tokens * 2 * (h + kv) / t
+    stream = _stream_s(spec, elementwise, kernels=6)
+    overhead = FRAMEWORK.layer_overhead_s
+    forward = gemms + attention_fwd + stream + overhead
+    backward = 2 * gemms + attention_bwd + 2 * stream + overhead
+    return forward, backward
 
 
 def _logits_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
     """The output layer (h x V/t GEMM) and cross-entropy in fp32 on the last stage."""
-    tokens = w.micro_batch * w.sequence
+    tokens = w.micro_batch * w.sequence / w.context
     vocab = w.vocabulary / w.tensor
     return _gemm_s(spec, tokens, w.hidden, vocab) + _stream_s(spec, 3 * 4.0 * tokens * vocab, 3)
 
 
 def _tp_allreduce_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
-    """One tensor-parallel all-reduce of the b s h activations over NVLink (ring)."""
+    """One tensor-parallel all-reduce (or reduce-scatter + all-gather with sequence
+    parallelism: the same bytes) of the b s h activations over NVLink (ring)."""
     t = w.tensor
     if t == 1:
         return 0.0
-    size = _BYTES * w.micro_batch * w.sequence * w.hidden
+    size = _BYTES * w.micro_batch * w.sequence / w.context * w.hidden
     gpu = spec.profile
     transfer = 2 * (t - 1) / t * size / gpu.nvlink_allreduce_busbw_bytes_per_s
     return transfer + 2 * (t - 1) * gpu.nvlink_latency_s
+
+
+def _context_exchange_s(w: TrainingWorkload, spec: ClusterSpec, attention_s: float) -> float:
+    """What context parallelism's ring exchange of keys and values adds to one layer's
+    forward: c-1 steps each passing a chunk's K and V, overlapped with the attention
+    that uses the previous chunk (Megatron-Core's ring attention); over NVLink while the
+    context group fits in a node, else over the GPU's NIC."""
+    c = w.context
+    if c == 1:
+        return 0.0
+    chunk = 2 * _BYTES * w.micro_batch * w.sequence / c * _kv_dim(w) / w.tensor
+    gpu = spec.profile
+    if w.tensor * c <= gpu.gpus:
+        step = chunk / gpu.nvlink_bytes_per_s + gpu.nvlink_latency_s
+    else:
+        gpus_per_nic = max(1, gpu.gpus // max(1, spec.nics_per_node))
+        step = chunk * gpus_per_nic / (spec.nic_rate_cap_bps / 8) + NET_STEP_LATENCY_S
+    return max(0.0, (c - 1) * step - attention_s * (c - 1) / c)
 
 
 def _p2p_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
@@ -246,13 +456,13 @@ def _p2p_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
     """
     if w.pipeline == 1:
         return 0.0
-    size = _BYTES * w.micro_batch * w.sequence * w.hidden
+    size = _BYTES * w.micro_batch * w.sequence / w.context * w.hidden
     t = w.tensor
     gpus_per_nic = max(1, -(-min(t, spec.profile.gpus) // max(1, spec.nics_per_node)))
     net = size / t * gpus_per_nic / (spec.nic_rate_cap_bps / 8)
     net += NET_STEP_LATENCY_S + spec.overheads.nic_latency_s
     gather = 0.0
-    if t > 1:
+    if t > 1 and not w.sequence_parallel:
         gather = (t - 1) / t * size / spec.profile.nvlink_bytes_per_s + spec.profile.nvlink_latency_s
     return net + gather
 
@@ -260,7 +470,9 @@ def _p2p_s(w: TrainingWorkload, spec: ClusterSpec) -> float:
 def _optimizer_s(w: TrainingWorkload, spec: ClusterSpec, data: int) -> float:
     """Adam step, memory bound: read main grad, master weight, m, v (16 B), write
     master, m, v and the bf16 weight (14 B) per parameter (a shard of them if sharded)."""
-    params = _params_per_gpu(w) / (data if w.sharded_optimizer else 1)
+    ranks = data * w.context
+    shards = {"ddp": 1, "zero1": ranks, "zero2": ranks, "fsdp": ranks}.get(w.sharding)
+    params = _params_per_gpu(w) / (shards or _shards(w, data))
     return _stream_s(spec, 30.0 * params, kernels=4)
 
 
@@ -275,6 +487,8 @@ class StageTimes:
     optimizer_s: float
     overlap_window_s: float
     virtual_stages: int = 1
+    layer_forward_s: float = 0.0
+    layer_backward_s: float = 0.0
 
     @property
     def slot_s(self) -> float:
@@ -306,42 +520,68 @@ class StageTimes:
 def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes:
     """Compute and in-stage communication of one microbatch on the slowest pipeline stage.
 
-    Backward is twice the forward (data and weight gradients); full recomputation adds
-    one more forward. Tensor-parallel all-reduces: 2 in forward, 2 in backward (2 more
-    when recomputing), on the critical path as in Megatron. The overlap window is the
-    backward of the last microbatch after the first layer's gradients are ready: the
-    time a bucketed gradient reduction (PyTorch DDP's buckets, Li et al. VLDB 2020;
-    Megatron-Core's `overlap_grad_reduce`) can hide behind; with gradient accumulation
-    over microbatches nothing is reduced before the last one. With an interleaved
-    schedule the window is kept at one microbatch's backward of all the GPU's layers
-    (its chunks' last backwards all fall in the cool-down).
+    Backward is twice the forward's GEMMs (data and weight gradients); full
+    recomputation adds one more forward, selective recomputation the attention core's.
+    Tensor-parallel collectives: 2 in forward, 2 in backward (2 more when recomputing
+    fully), on the critical path as in Megatron. The slowest stage is the one with the
+    most layers, the last stage's logits counted. The overlap window is the backward of
+    the last microbatch after the first layer's gradients are ready: the time a bucketed
+    gradient reduction (PyTorch DDP's buckets, Li et al. VLDB 2020; Megatron-Core's
+    `overlap_grad_reduce`) can hide behind; with gradient accumulation over microbatches
+    nothing is reduced before the last one. With an interleaved schedule the window is
+    kept at one microbatch's backward of all the GPU's layers.
     """
-    layers = w.layers // w.pipeline
-    layer = _layer_forward_s(w, spec)
+    layer_f, layer_b = _layer_forward_s(w, spec)
+    attention_f, attention_b = _attention_s(w, spec)
+    exchange = _context_exchange_s(w, spec, attention_f)
+    layer_f += exchange
+    layer_b += 2 * exchange
+    if w.recompute == "full":
+        layer_b += layer_f
+    elif w.recompute == "selective":
+        layer_b += attention_f
     logits = _logits_forward_s(w, spec)
-    recompute = 1 if w.recompute == "full" else 0
-    forward = layers * layer + logits
-    backward = layers * layer * (2 + recompute) + 2 * logits
-    tp = _tp_allreduce_s(w, spec) * layers * (4 + 2 * recompute)
+    stages = w.stages()
+    times = [(n * layer_f, n * layer_b) for n in stages]
+    times[-1] = (times[-1][0] + logits, times[-1][1] + 2 * logits)
+    slowest = max(range(len(stages)), key=lambda k: times[k][0] + times[k][1])
+    forward, backward = times[slowest]
+    layers = stages[slowest]
+    extra = 2 if w.recompute == "full" else 0
+    tp = _tp_allreduce_s(w, spec) * layers * (4 + extra)
     window = 0.0
     if w.overlap_grad_reduce:
         window = backward * (layers - 1) / layers
     return StageTimes(
-        forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window, w.virtual_stages
+        forward, backward, tp, _p2p_s(w, spec), _optimizer_s(w, spec, data), window,
+        w.virtual_stages, layer_f, layer_b,
     )
 
 
-def data_parallel_allreduce_bytes(w: TrainingWorkload) -> float:
-    """Size of the ring all-reduce that moves what one iteration's gradient reduction moves.
+# -- data-parallel traffic ----------------------------------------------------------
 
-    All-reduce of the gradients (fp32 by default, as Megatron reduces bf16 training's
-    main gradients). A sharded optimizer reduce-scatters the gradients and all-gathers
-    the bf16 weights: (d-1)/d of each per hop in 2(d-1) steps, which is what an
-    all-reduce of half their sum moves.
+
+def sm_share(w: TrainingWorkload, spec: ClusterSpec) -> float:
+    """Fraction of a GPU's SMs that NCCL's kernels hold while a collective runs beside the
+    compute: one SM per channel (NCCL runs each channel as one thread block), with the
+    channels a data-parallel ring uses (`channels` per GPU of the group on a node)."""
+    gpu = spec.profile
+    channels = min(64, w.channels * max(1, gpu.gpus // (w.tensor * w.context)))
+    return min(0.5, channels / gpu.sms)
+
+
+def data_parallel_allreduce_bytes(w: TrainingWorkload) -> float:
+    """Size of the ring all-reduce that moves what one iteration's gradient reduction moves
+    (per GPU of the first stage).
+
+    DDP: all-reduce of the gradients (fp32 by default, as Megatron reduces bf16 training's
+    main gradients). ZeRO-1/2 reduce-scatter the gradients and all-gather the bf16
+    weights: (d-1)/d of each per hop in 2(d-1) steps, which is what an all-reduce of half
+    their sum moves. FSDP and HSDP: see `fabric_collectives`.
     """
     params = _params_per_gpu(w)
     grad = params * (4 if w.grad_reduce_dtype == "fp32" else 2)
-    if w.sharded_optimizer:
+    if w.sharding in ("zero1", "zero2"):
         return (grad + _BYTES * params) / 2
     return grad
 
@@ -352,22 +592,82 @@ def data_parallel_bytes_per_hop(w: TrainingWorkload, data: int) -> float:
 
 
 def _ranks(lay: Layout, order: str) -> np.ndarray:
-    """Global rank of every (tensor i, data j, pipeline k), shape (t, d, p)."""
-    i, j, k = np.meshgrid(
-        np.arange(lay.tensor), np.arange(lay.data), np.arange(lay.pipeline), indexing="ij"
+    """Global rank of every (tensor i, context c, data j, pipeline k), shape (t, c, d, p)."""
+    i, c, j, k = np.meshgrid(
+        np.arange(lay.tensor), np.arange(lay.context), np.arange(lay.data), np.arange(lay.pipeline),
+        indexing="ij",
     )
+    inner = i + lay.tensor * c
+    width = lay.tensor * lay.context
     if order == "tp-dp-pp":
-        return i + lay.tensor * (j + lay.data * k)
-    return i + lay.tensor * (k + lay.pipeline * j)
+        return inner + width * (j + lay.data * k)
+    return inner + width * (k + lay.pipeline * j)
 
 
 def data_parallel_groups(w: TrainingWorkload, lay: Layout) -> tuple[np.ndarray, np.ndarray]:
-    """(GPUs of each data-parallel group in rank order, shape (t*p, d); each group's stage).
+    """(GPUs of each gradient-reduction group in rank order, shape (t*p, c*d); each group's stage).
 
-    The GPUs with the same tensor and pipeline rank reduce their gradients together;
-    rank = global GPU id (node x GPUs per node + local GPU), laid out as `w.layout` says.
+    The GPUs with the same tensor and pipeline rank reduce their gradients together (over
+    the data and context ranks); rank = global GPU id (node x GPUs per node + local GPU),
+    laid out as `w.layout` says.
     """
-    ranks = _ranks(lay, w.layout)
-    groups = ranks.transpose(0, 2, 1).reshape(lay.tensor * lay.pipeline, lay.data)
+    ranks = _ranks(lay, w.layout)  # (t, c, d, p)
+    groups = ranks.transpose(0, 3, 2, 1).reshape(lay.tensor * lay.pipeline, lay.data * lay.context)
     stage = np.tile(np.arange(lay.pipeline), lay.tensor)
     return groups, stage
+
+
+@dataclass(frozen=True)
+class FabricCollective:
+    """One kind of data-parallel traffic: ring all-reduces over `groups` (rows, rank order)
+    moving `size_bytes` each, `repeat` times per iteration; `per_microbatch` traffic
+    (FSDP's gathers and scatters) runs beside the compute of every microbatch, the rest
+    (a gradient reduction) after the last backward."""
+
+    name: str
+    groups: np.ndarray
+    stage: np.ndarray
+    size_bytes: float
+    repeat: int
+    per_microbatch: bool
+
+
+def _split_groups(groups: np.ndarray, width: int) -> tuple[np.ndarray, np.ndarray]:
+    """HSDP: each gradient group split into shard groups of `width` consecutive ranks, and
+    the replica groups (the same shard position in every shard group)."""
+    n, d = groups.shape
+    blocks = groups.reshape(n, d // width, width)
+    shard = blocks.reshape(n * (d // width), width)
+    replica = blocks.transpose(0, 2, 1).reshape(n * width, d // width)
+    return shard, replica
+
+
+def fabric_collectives(w: TrainingWorkload, lay: Layout) -> list[FabricCollective]:
+    """The data-parallel traffic of one iteration, as ring all-reduces of equal bytes.
+
+    DDP and ZeRO-1/2: one reduction after the last backward (`data_parallel_allreduce_bytes`).
+    FSDP (ZeRO-3): every microbatch all-gathers the bf16 weights in forward and again in
+    backward and reduce-scatters the gradients: (d-1)/d of 2 W + G per hop, what a ring
+    all-reduce of (2 W + G) / 2 moves. HSDP: that inside each shard group, and an
+    all-reduce of the gradient shard (G / g) across the replicas after the last backward.
+    """
+    groups, stage = data_parallel_groups(w, lay)
+    if groups.shape[1] == 1:
+        return []
+    params = _params_per_gpu(w)
+    grad = params * (4 if w.grad_reduce_dtype == "fp32" else 2)
+    kind = w.sharding
+    if kind in ("ddp", "zero1", "zero2"):
+        return [FabricCollective("reduce", groups, stage, data_parallel_allreduce_bytes(w), 1, False)]
+    gathers = (2 * _BYTES * params + grad) / 2
+    if kind == "fsdp":
+        return [FabricCollective("shard", groups, stage, gathers, lay.micro_batches, True)]
+    width = _shards(w, lay.data)
+    shard, replica = _split_groups(groups, width)
+    parts = []
+    if width > 1:
+        shard_stage = np.repeat(stage, groups.shape[1] // width)
+        parts.append(FabricCollective("shard", shard, shard_stage, gathers, lay.micro_batches, True))
+    if groups.shape[1] // width > 1:
+        parts.append(FabricCollective("replica", replica, np.repeat(stage, width), grad / width, 1, False))
+    return parts
