@@ -139,7 +139,8 @@ def _train(document: dict) -> dict:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(errors):
             code = cloudtwin(["train", str(path), "--json"])
     if code != 0:
-        raise Refused(f"{document['name']}: {errors.getvalue().strip()}")
+        said = errors.getvalue().strip().replace(f"{path}:", f"{document['name']}.yaml:")
+        raise Refused(f"{document['name']}: {said}")
     return json.loads(out.getvalue())
 
 
@@ -249,11 +250,12 @@ def table(results: list[dict]) -> str:
     ]
     for r in results:
         if "refused" in r:
-            lines.append(f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:,.0f} | refused | | "
+            lines.append(f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:,.3g} | refused | | "
                          f"{'fit' if r['fit'] else 'validation'} |")
             continue
+        form = ",.3f" if r["metric"] in ("mfu", "hfu") else ",.0f"
         lines.append(
-            f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:,.0f} | {r['predicted']:,.0f} | "
+            f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:{form}} | {r['predicted']:{form}} | "
             f"{r['error']:+.1%} | {'fit' if r['fit'] else 'out of scope' if 'out_of_scope' in r else 'validation'} |"
         )
     fitted = [r for r in results if r["fit"] and "error" in r]

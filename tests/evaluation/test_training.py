@@ -193,3 +193,20 @@ def test_vela_reduction_is_four_gpus_rings_through_one_100g_nic() -> None:
     line_rate_s = 4 * hop / (100e9 * 0.99 / 8)
     assert line_rate_s == pytest.approx(4.21, rel=1e-2)
     assert line_rate_s + 0.23 < result.dp_reduction_s < 1.03 * (line_rate_s + 0.25)
+
+
+def test_weak_scaling_holds_the_batch_per_gpu_and_strong_the_global_batch() -> None:
+    small, full = predict(gpus=[16, 64])
+    # The strong base trains the whole global batch on one replica (16 GPUs): at 16 GPUs
+    # both bases are that run. At 64 GPUs the weak base keeps 16 GPUs' share of the batch
+    # per GPU: its micro-batches per pipeline are the full run's, so the bubble cancels.
+    assert small.scaling_efficiency == pytest.approx(1.0)
+    assert small.weak_scaling_efficiency == pytest.approx(1.0)
+    assert full.strong_base_gpus == full.weak_base_gpus == 16
+    assert full.layout.micro_batches == 8
+    assert full.weak_scaling_efficiency > full.scaling_efficiency
+    # By hand: the weak base is the 16-GPU run with global batch 32 / 4 = 8.
+    (base,) = predict("workload.global_batch=8", gpus=[16])
+    assert full.weak_scaling_efficiency == pytest.approx(
+        (full.tokens_per_s / 64) / (base.tokens_per_s / 16)
+    )

@@ -310,14 +310,14 @@ def predict_training(
         runs.append(_one(scenario, topology, spec, w, n, strategy, key))
     strong_gpus = _base_gpus(w, spec)
     _, strong_rate = _one(scenario, topology, spec, w, strong_gpus, strategy, key)
-    weak_rates: dict[int, tuple[float, int]] = {}
+    weak_rates: dict[tuple[int, int], float] = {}
     results = []
     for result, rate in runs:
         base, weak_gpus = _weak_base(w, spec, result.layout)
-        if weak_gpus not in weak_rates:
-            _, base_rate = _one(scenario, topology, spec, base, weak_gpus, strategy, key)
-            weak_rates[weak_gpus] = (base_rate, weak_gpus)
-        base_rate, _ = weak_rates[weak_gpus]
+        known = (weak_gpus, base.global_batch)
+        if known not in weak_rates:
+            weak_rates[known] = _one(scenario, topology, spec, base, weak_gpus, strategy, key)[1]
+        base_rate = weak_rates[known]
         results.append(replace(
             result, scaling_efficiency=rate / strong_rate, weak_scaling_efficiency=rate / base_rate,
             strong_base_gpus=strong_gpus, weak_base_gpus=weak_gpus,
