@@ -27,12 +27,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import io
 import json
 import math
 import sys
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 
 import yaml
@@ -54,7 +54,9 @@ FIT = (
 """The rows the framework constants (`workloads.training.FRAMEWORK`) were fitted on:
 small to large Megatron runs and one FSDP run. Every other row is validation."""
 
-NODES = {"a100-80g": "a100-80g-8", "a100-40g": "a100-40g-8", "h100-80g": "h100-80g-8", "h200-141g": "h200-141g-8"}
+NODES = {
+    "a100-80g": "a100-80g-8", "a100-40g": "a100-40g-8", "h100-80g": "h100-80g-8", "h200-141g": "h200-141g-8",
+}
 DEFAULT_NICS = {"a100-80g": (4, 100), "a100-40g": (8, 200), "h100-80g": (8, 100), "h200-141g": (8, 100)}
 LEAF_PORTS = 32  # NIC ports under one leaf; as many spines: non-blocking
 
@@ -77,7 +79,7 @@ def _workload(row: dict, recompute: str) -> dict:
     framework = row.get("framework") or ""
     sharding = par.get("sharding") or ("fsdp" if framework in ("fsdp", "torchtitan", "llm-foundry") else
                                        "hsdp" if framework == "hsdp" else "none")
-    data_parallel = {"none": "ddp", "zero1": "zero1", "zero2": "zero2", "fsdp": "fsdp", "hsdp": "hsdp"}[sharding]
+    data_parallel = "ddp" if sharding == "none" else sharding
     reduce = row.get("grad_reduce_dtype") or ("fp32" if row.get("precision") == "fp32" else "bf16")
     workload = {
         "kind": "training",
@@ -243,6 +245,10 @@ def fit(rows: list[dict]) -> model.Framework:
     return best[1]
 
 
+def _set(r: dict) -> str:
+    return "fit" if r["fit"] else "out of scope" if "out_of_scope" in r else "validation"
+
+
 def table(results: list[dict]) -> str:
     lines = [
         "| run | metric | GPUs | measured | predicted | error | set |",
@@ -255,8 +261,8 @@ def table(results: list[dict]) -> str:
             continue
         form = ",.3f" if r["metric"] in ("mfu", "hfu") else ",.0f"
         lines.append(
-            f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:{form}} | {r['predicted']:{form}} | "
-            f"{r['error']:+.1%} | {'fit' if r['fit'] else 'out of scope' if 'out_of_scope' in r else 'validation'} |"
+            f"| {r['id']} | {r['metric']} | {r['gpus']:,} | {r['measured']:{form}} | "
+            f"{r['predicted']:{form}} | {r['error']:+.1%} | {_set(r)} |"
         )
     fitted = [r for r in results if r["fit"] and "error" in r]
     held = [r for r in results if not r["fit"] and "error" in r and "out_of_scope" not in r]
@@ -269,7 +275,10 @@ def table(results: list[dict]) -> str:
     )
     if outside:
         reasons = sorted({r["out_of_scope"] for r in outside})
-        lines.append(f"Out of scope ({len(outside)} runs, mean absolute error {_mean(outside):.1%}): " + "; ".join(reasons) + ".")
+        lines.append(
+            f"Out of scope ({len(outside)} runs, mean absolute error {_mean(outside):.1%}): "
+            + "; ".join(reasons) + "."
+        )
     for r in refused:
         lines.append(f"Refused: {r['refused']}")
     return "\n".join(lines)
@@ -297,9 +306,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"fitted: {model.FRAMEWORK}", file=sys.stderr)
     results = evaluate(rows)
     if args.json:
-        print(json.dumps({"framework": vars(model.FRAMEWORK) if not hasattr(model.FRAMEWORK, "__dataclass_fields__")
-                          else {k: getattr(model.FRAMEWORK, k) for k in model.FRAMEWORK.__dataclass_fields__},
-                          "runs": results, "mae": mae(results)}, indent=2))
+        framework = dataclasses.asdict(model.FRAMEWORK)
+        print(json.dumps({"framework": framework, "runs": results, "mae": mae(results)}, indent=2))
     else:
         print(table(results))
     return 0

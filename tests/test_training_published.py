@@ -15,7 +15,8 @@ DOC = REPO / "docs" / "reproducing-vela.md"
 
 
 def _benchmark():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("training_published", REPO / "benchmarks" / "training_published.py")
+    path = REPO / "benchmarks" / "training_published.py"
+    spec = importlib.util.spec_from_file_location("training_published", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules["training_published"] = module

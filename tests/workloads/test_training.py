@@ -204,8 +204,8 @@ def test_bad_new_keys_name_the_field(update: dict, field: str) -> None:
 
 
 def test_the_slowest_uneven_stage_sets_the_pace() -> None:
-    from cloudtwin.cluster.spec import ClusterSpec
     from cloudtwin.cluster.profiles import A100_80G_8, BARE_METAL
+    from cloudtwin.cluster.spec import ClusterSpec
 
     spec = ClusterSpec(A100_80G_8, BARE_METAL, False, 4, 8, 200e9)
     even = TrainingWorkload(layers=8, hidden=1024, heads=8, sequence=512, tensor=1, pipeline=2)

@@ -144,7 +144,9 @@ class TrainingWorkload(_Model):
         if self.sharding_group is not None and self.sharding != "hsdp":
             raise ValueError("workload.sharding_group: only data_parallel hsdp has shard groups")
         if self.sequence_parallel and self.tensor == 1:
-            raise ValueError("workload.sequence_parallel: needs tensor > 1 (it splits the tensor group's work)")
+            raise ValueError(
+                "workload.sequence_parallel: needs tensor > 1 (it splits the tensor group's work)"
+            )
         return self
 
     def _check_stages(self) -> None:
@@ -159,7 +161,9 @@ class TrainingWorkload(_Model):
                     f"and add up to the {self.layers} layers"
                 )
             if self.virtual_stages > 1:
-                raise ValueError("workload.stage_layers: uneven stages with virtual_stages > 1 are not modelled")
+                raise ValueError(
+                    "workload.stage_layers: uneven stages with virtual_stages > 1 are not modelled"
+                )
             return
         if self.layers % self.pipeline:
             raise ValueError(
