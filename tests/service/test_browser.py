@@ -214,3 +214,51 @@ def test_the_report_puts_its_timelines_on_one_scale_and_fits_the_window(  # type
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     complexity = page.locator("#complexity")
     assert complexity.evaluate("e => getComputedStyle(e.parentElement).overflowX") == "auto"
+
+
+def test_the_cloud_report_draws_its_migrations_sites_and_wan(  # type: ignore[no-untyped-def]
+    tmp_path: Path, browser_page
+) -> None:
+    """report.html of the one-cloud example: each strategy's migrations (rounds, the stalls,
+    the gateway failover band), each site's completion without and with faults, the WAN's
+    throughput over time; the faults listed; no two columns of a table named alike."""
+    from cloudtwin.evaluation.cloud import cloud_html, evaluate_cloud
+    from cloudtwin.scenario.cloud import load_cloud
+
+    root = Path(__file__).resolve().parents[2]
+    cloud = load_cloud((root / "examples" / "one-cloud.yaml").read_text())
+    report = tmp_path / "report.html"
+    report.write_text(cloud_html(evaluate_cloud(cloud, ["ecmp", "pinning"])))
+    page = browser_page
+    page.goto(report.as_uri())
+    if SCREENSHOT is not None:
+        page.screenshot(path=str(SCREENSHOT / "cloud-report.png"), full_page=True)
+    migrations = page.locator("svg.migration-timeline")
+    assert migrations.count() == 2  # one per strategy
+    for plot in migrations.all():
+        assert plot.locator("text.lane").all_text_contents() == ["shop", "cache"]
+        phases = {r.get_attribute("data-phase") for r in plot.locator("rect.round").all()}
+        assert {"bulk", "stop-and-copy"} <= phases
+        assert plot.locator("rect.stall").count() == 2  # both streams stalled at east's gateway
+        band = plot.locator("rect.failover")
+        assert band.count() == 1 and "4.05 s" in (band.locator("title").text_content() or "")
+    sites = page.locator("svg.site-completion")
+    assert sites.count() == 1
+    for cls in ("clean", "faulted"):
+        bars = sites.locator(f"rect.{cls}")
+        assert bars.count() == 4  # two sites x two strategies
+        assert all(float(b.get_attribute("data-seconds") or 0) > 0 for b in bars.all())
+    wan = page.locator("svg.wan-timeline")
+    assert wan.count() == 2
+    for plot in wan.all():
+        assert plot.locator("polyline.baseline").count() == 1
+        assert plot.locator("polyline.faulted").count() == 1
+        assert "dashed grey: without faults" in (plot.locator("text.legend").text_content() or "")
+        assert len(plot.locator("text.ytick").all_text_contents()) >= 3
+    assert len({p.get_attribute("data-y-max") for p in wan.all()}) == 1  # one scale for all
+    assert page.locator("#faults tbody tr").count() == 2
+    for table in page.locator("table").all():
+        headers = table.locator("th").all_text_contents()
+        assert len(headers) == len(set(headers)), headers
+    assert "Recommendation:" in page.locator("p.recommendation").inner_text()
+    assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

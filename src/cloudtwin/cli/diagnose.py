@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -12,6 +13,9 @@ from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scen
 from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+
+if TYPE_CHECKING:
+    from cloudtwin.diagnosis.rank import Suspect
 
 __all__ = ["diagnose"]
 
@@ -72,9 +76,20 @@ def diagnose(
                      "error.")
         return
     suspects = diagnosis.suspects
-    table = Table(title="Likely root causes", title_justify="left")
-    for name in ("rank", "component", "kind", "score", "evidence"):
-        table.add_column(name, justify="right" if name in ("rank", "score") else "left")
+    table = Table(title="Likely root causes", title_justify="left", padding=(0, 1, 0, 0))
+    for name in ("#", "component", "score", "evidence"):
+        table.add_column(name, justify="right" if name in ("#", "score") else "left")
     for s in suspects:
-        table.add_row(str(s.rank), s.component, s.kind, f"{s.score:.3f}", s.evidence)
+        table.add_row(str(s.rank), f"{s.component}\n({s.kind})", f"{s.score:.2f}", _evidence(s))
     stdout.print(table)
+
+
+def _evidence(suspect: Suspect) -> str:
+    """The evidence, short enough for an 80-column terminal: samples, then each cited message."""
+    parts = []
+    if suspect.degraded_samples:
+        total = suspect.degraded_samples + suspect.healthy_samples
+        parts.append(f"{suspect.degraded_samples} of {total} flow samples degraded")
+    top = sorted(suspect.messages.items(), key=lambda kv: (-kv[1], kv[0]))[:3]
+    parts += [f"{m} x{n}" for m, n in top]
+    return "\n".join(parts) or "-"

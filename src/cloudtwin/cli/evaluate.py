@@ -154,9 +154,11 @@ def _wrote(folder: Path | None, stored: str) -> str:
 def _evaluate_cloud(
     scenario: Path, names: list[str], out: Path | None, db: Path | None, overrides: list[str], as_json: bool
 ) -> None:
-    """`evaluate` on one cloud: the report, and the operations data of its faulted run."""
+    """`evaluate` on one cloud: the report, the run in the store, the operations data of its
+    faulted run."""
     from cloudtwin.diagnosis.cloud import emit_cloud
     from cloudtwin.evaluation.cloud import cloud_html, evaluate_cloud
+    from cloudtwin.evaluation.usecases import record_cloud
 
     cloud = read_cloud(scenario, overrides)
     folder = _report_folder(out, db is None, cloud.name)
@@ -170,14 +172,33 @@ def _evaluate_cloud(
         write_text(folder / "report.html", cloud_html(evaluation))
         write_json(folder / "results.json", document)
     stored = ""
-    if db is not None and evaluation.runs is not None and evaluation.runs[1].traffic is not None:
+    if db is not None:
         with Store(db) as store:
-            emit_cloud(store, *evaluation.runs)
-        stored = f"; its operations data in {db} (cloudtwin diagnose --db {db})"
+            run_id = record_cloud(store, document)
+            stored = f"; stored as run {run_id} in {db}"
+            if evaluation.runs is not None and evaluation.runs[1].traffic is not None:
+                emit_cloud(store, *evaluation.runs)
+                stored += f", with its operations data (cloudtwin diagnose --db {db})"
     if as_json:
         emit_json(document)
         if folder is not None:
             typer.echo(_wrote(folder, stored), err=True)
         return
-    stdout.print(evaluation.markdown(), highlight=False, markup=False)
+    print_cloud(document)
     stdout.print(_wrote(folder, stored), highlight=False)
+
+
+def print_cloud(document: dict[str, object]) -> None:
+    """A cloud run's tables and notes, for a terminal."""
+    from cloudtwin.evaluation.cloud_report import cloud_notes, cloud_tables
+
+    stdout.print(f"{document['scenario']}: the cloud evaluated", style="bold", highlight=False)
+    for spec in cloud_tables(document):
+        table = Table(title=spec.title, title_justify="left")
+        for i, name in enumerate(spec.header):
+            table.add_column(name, justify="left" if i < 2 or name in ("what", "from", "to") else "right")
+        for row in spec.rows:
+            table.add_row(*row)
+        stdout.print(table)
+    for note in cloud_notes(document):
+        stdout.print(note, highlight=False, markup=False)

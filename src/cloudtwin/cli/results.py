@@ -55,7 +55,8 @@ def show(
     db: Path = _DB,
     as_json: bool = _JSON,
 ) -> None:
-    """Show one stored run: its trade-off table, conclusions and recommendation.
+    """Show one stored run: its trade-off table, conclusions and recommendation (a one-cloud
+    run: its comparison, faults, sites, federated traffic and migrations).
 
     Example:  cloudtwin results show 1 --json
     """
@@ -68,6 +69,12 @@ def show(
     document = stored.to_json()
     if as_json:
         emit_json(document)
+        return
+    if document.get("kind") == "cloud":  # a one-cloud run: its sites, traffic and migrations
+        from cloudtwin.cli.evaluate import print_cloud
+
+        stdout.print(f"run {run} ({document['created_at']} UTC)", highlight=False)
+        print_cloud(document)
         return
     print_document(stored.results, f"run {run}: {document['scenario']} ({document['created_at']} UTC)")
     stdout.print(f"{document['flow_rows']} per-flow rows stored.", highlight=False)

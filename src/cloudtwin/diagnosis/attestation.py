@@ -10,10 +10,12 @@ from __future__ import annotations
 from datetime import datetime
 
 from cloudtwin.diagnosis.rank import Suspect
+from cloudtwin.ops.record import LogRecord
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.smartnic.boot import BootReport
 from cloudtwin.store.attestation import read_attestation_failures, write_attestation_failures
 from cloudtwin.store.database import Store
+from cloudtwin.store.ops_ingest import ingest_records
 from cloudtwin.topology.builders import build_topology
 
 __all__ = ["attestation_suspects", "record_attestation"]
@@ -25,7 +27,10 @@ BOOT_TIME = datetime(2024, 1, 1)
 def record_attestation(store: Store, scenario: Scenario, reports: list[BootReport], prefix: str = "") -> int:
     """Write one line per NIC of every host whose chain failed; the number of lines.
 
-    `prefix` goes before every host and NIC name (a site's, in a cloud of several)."""
+    `prefix` goes before every host and NIC name (a site's, in a cloud of several). The
+    lines are also operations log lines (source `attestation/<scenario>/<prefix>`), so
+    `cloudtwin logs search ATTESTATION_FAILED` finds the evidence a diagnosis cites.
+    Recording the same boots again adds nothing."""
     topology = build_topology(scenario)
     rows = []
     for report in reports:
@@ -41,6 +46,8 @@ def record_attestation(store: Store, scenario: Scenario, reports: list[BootRepor
             who = prefix + report.host
             rows.append((BOOT_TIME, who, nic, str(report.failed_stage), str(report.reason), line))
     write_attestation_failures(store, rows)
+    records = [LogRecord(ts, who, "ERROR", "NIC", line) for ts, who, _, _, _, line in rows]
+    ingest_records(store, records, source="attestation/" + (prefix.rstrip(".") or scenario.name))
     return len(rows)
 
 

@@ -4,6 +4,8 @@ NIC named with its site, so that `diagnose` ranks from the same run `evaluate` r
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 
 from cloudtwin.diagnosis.attestation import record_attestation
@@ -39,8 +41,9 @@ def federation_view(clean: CloudRun, hit: CloudRun) -> FederationRun:
         [joined.sites[int(hit.plan.ep_site[s])].topology.nic_rate_bps for s in traffic.flows.src]
     )
     latency = np.bincount(paths.flow_of_entry, joined.latency_s[paths.link_ids], minlength=paths.flow_count)
+    named = hit.plan.scenario.model_copy(update={"name": hit.cloud.name})  # the run is the cloud's
     return FederationRun(
-        plan=hit.plan,
+        plan=replace(hit.plan, scenario=named),
         joined=joined,
         flows=traffic.flows,
         paths=paths,

@@ -246,12 +246,16 @@ def _log_evidence(
             named = inventory.references(device, content)
             mnemonic = _MNEMONIC.search(content)
             label = mnemonic.group(1) if mnemonic else content.split(":")[0][:30]
+            # a line below warning (a clock sync, a temperature reading) weighs a little in
+            # the score but is background, never cited as evidence
+            cited = (level or "").lower() in _SEVERE
             if not named:
                 per_device[device] += share
-                messages[device][label] += 1
+                if cited:
+                    messages[device][label] += 1
             for link in named:
                 per_link[link] += share / len(named)
-            for component in sorted({inventory.component[k][0] for k in named}):
+            for component in sorted({inventory.component[k][0] for k in named}) if cited else ():
                 messages[component][label] += 1
     return evidence
 

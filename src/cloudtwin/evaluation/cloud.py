@@ -10,19 +10,26 @@ stream; per site: the host cores its NICs' offload saves (`nic offload`'s accoun
 
 from __future__ import annotations
 
-import html
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
+from cloudtwin.engine.simulator import SimResult
+from cloudtwin.evaluation.complexity import profile_score
 from cloudtwin.evaluation.offload import nic_offload
-from cloudtwin.evaluation.results import MigrationSummary
+from cloudtwin.evaluation.resiliency import sample_timeline, step_value
+from cloudtwin.evaluation.results import MigrationSummary, Timeline
+from cloudtwin.intercloud.traffic import Failover
 from cloudtwin.mobility.precopy import PathEvent
+from cloudtwin.routing.facts import profile_of
 from cloudtwin.scenario.cloud import CloudScenario
+from cloudtwin.scenario.model import Scenario
 from cloudtwin.twin.cloud import CloudRun, SitePart, run_cloud
 from cloudtwin.twin.jobs import JobRequest
 from cloudtwin.twin.rings import training_step
+from cloudtwin.twin.run import resolve_strategy
+from cloudtwin.twin.timeline import bytes_behind
 
 __all__ = [
     "CloudEvaluation",
@@ -83,6 +90,10 @@ class MigrationOutcome:
     destination: str
     summary: MigrationSummary
     failover_stall_s: float
+    start_s: float = 0.0
+    over_limit: bool = False
+    faulted_over_limit: bool = False
+    faulted_rounds: tuple[dict[str, object], ...] = ()
 
     @property
     def converged(self) -> bool:
@@ -104,6 +115,59 @@ class MigrationOutcome:
             "to": self.destination,
             **self.summary.to_json(),
             "failover_stall_s": self.failover_stall_s,
+            "start_s": self.start_s,
+            "over_limit": self.over_limit,
+            "faulted_over_limit": self.faulted_over_limit,
+            "faulted_timeline": [
+                {k: r[k] for k in ("phase", "round", "start_s", "end_s", "bytes")}
+                for r in self.faulted_rounds
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class StrategyFigures:
+    """One strategy's cloud on the three axes single-fabric `evaluate` compares, so the store,
+    `results list` and the runs page read a cloud run as any other:
+
+    - performance: every byte the run moved (each site's jobs, the federated traffic, the
+      migrations) over when its last flow finished, without faults; and when the cloud's
+      work ends without and with them (`completion_s`, `faulted_completion_s`);
+    - resiliency: whether everything finished (and every migration converged) with the
+      faults; the longest gateway failover; the throughput over time of the federated
+      traffic and the migration streams, its deepest dip under the faults and the most
+      bytes it fell behind;
+    - complexity: the part of single-fabric `evaluate`'s score that the strategy's needs
+      give (controller, host cooperation, switch features, state growing with flows).
+    """
+
+    aggregate_gbps: float
+    completion_s: float
+    faulted_completion_s: float
+    recovered: bool
+    time_to_recover_s: float | None
+    dip: float
+    bytes_delayed: float
+    timeline: Timeline
+    complexity_score: float
+    ratio_to_first: float | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "performance": {
+                "aggregate_gbps": self.aggregate_gbps,
+                "ratio_to_first": self.ratio_to_first,
+                "completion_s": self.completion_s,
+                "faulted_completion_s": self.faulted_completion_s,
+            },
+            "resiliency": {
+                "recovered": self.recovered,
+                "time_to_recover_s": self.time_to_recover_s,
+                "dip": self.dip,
+                "bytes_delayed": self.bytes_delayed,
+                "timeline": self.timeline.model_dump(),
+            },
+            "complexity": {"score": self.complexity_score},
         }
 
 
@@ -116,9 +180,15 @@ class CloudOutcome:
     traffic: TrafficOutcome | None
     migrations: tuple[MigrationOutcome, ...]
     engine_events: int
+    head: StrategyFigures | None = None
+    failovers: tuple[Failover, ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
+            **(self.head.to_json() if self.head is not None else {}),
+            "failovers": [
+                {"site": f.site, "at_s": f.at_s, "total_s": f.total_s} for f in self.failovers
+            ],
             "sites": {s.site: s.to_json() for s in self.sites},
             "traffic": self.traffic.to_json() if self.traffic is not None else None,
             "migrations": {m.vm: m.to_json() for m in self.migrations},
@@ -135,11 +205,17 @@ class CloudEvaluation:
     scenario: str
     outcomes: tuple[CloudOutcome, ...]
     runs: tuple[CloudRun, CloudRun] | None = None
+    seed: int = 0
+    recommendation: str | None = None
+    faults: tuple[dict[str, object], ...] = ()
 
     def to_json(self) -> dict[str, object]:
         return {
             "scenario": self.scenario,
             "kind": "cloud",
+            "seed": self.seed,
+            "recommendation": self.recommendation,
+            "faults": list(self.faults),
             "strategies": {o.strategy: o.to_json() for o in self.outcomes},
         }
 
@@ -237,8 +313,120 @@ def _migrations(clean: CloudRun, hit: CloudRun) -> tuple[MigrationOutcome, ...]:
     outcomes = []
     for a, b in zip(clean.migrations.migrations, hit.migrations.migrations, strict=True):
         summary = MigrationSummary.of(a, b)
-        outcomes.append(MigrationOutcome(a.vm, a.source, a.destination, summary, _stall_s(b.path_events)))
+        outcomes.append(
+            MigrationOutcome(
+                a.vm,
+                a.source,
+                a.destination,
+                summary,
+                _stall_s(b.path_events),
+                start_s=a.start_s,
+                over_limit=a.result.over_limit,
+                faulted_over_limit=b.result.over_limit,
+                faulted_rounds=tuple(r.to_json() for r in b.result.timeline),
+            )
+        )
     return tuple(outcomes)
+
+
+def _moved_bytes(run: CloudRun) -> float:
+    moved = sum(float(p.jobs.size_bytes.sum()) for p in run.sites)
+    if run.traffic is not None:
+        moved += float(run.traffic.flows.size_bytes.sum())
+    if run.migrations is not None:
+        moved += sum(m.bytes for m in run.migrations.migrations)
+    return moved
+
+
+def _wan(run: CloudRun) -> SimResult:
+    """The run as the resiliency functions read it: its flows and the timeline of its
+    federated traffic and migration streams."""
+    return SimResult(
+        run.start_s,
+        run.finish_s,
+        run.events,
+        0,
+        timeline_s=run.wan_timeline_s,
+        timeline_bps=run.wan_timeline_bps,
+    )
+
+
+def _dip(clean: SimResult, hit: SimResult, failovers: Sequence[Failover]) -> float:
+    """1 - the lowest throughput of the federated traffic and migrations with the faults over
+    their throughput without them at the same instant, while a gateway fails over (0 without
+    failovers)."""
+    bt, bv, ft, fv = clean.timeline_s, clean.timeline_bps, hit.timeline_s, hit.timeline_bps
+    if bt is None or bv is None or ft is None or fv is None or not bt.size or not ft.size:
+        return 0.0
+    deepest = 0.0
+    for failover in failovers:
+        end = failover.at_s + failover.total_s
+        points = np.union1d(bt, ft)
+        points = np.union1d(points[(points >= failover.at_s) & (points < end)], [failover.at_s])
+        base, got = step_value(bt, bv, points), step_value(ft, fv, points)
+        share = np.divide(got, base, out=np.ones_like(got), where=base > 0)
+        deepest = max(deepest, float(1.0 - np.clip(share, 0.0, 1.0).min()))
+    return round(deepest, 6)
+
+
+def _figures(cloud: CloudScenario, clean: CloudRun, hit: CloudRun) -> StrategyFigures:
+    own = Scenario(name=cloud.name, seed=cloud.seed, routing=cloud.routing)
+    strategy = resolve_strategy(own, clean.strategy)
+    end = float(clean.finish_s.max()) if clean.finish_s.size else 0.0
+    base, faulted = _wan(clean), _wan(hit)
+    has_wan = base.timeline_s is not None and base.timeline_s.size > 0 and faulted.timeline_s is not None
+    marks = [m for f in hit.failovers for m in (f.at_s, f.at_s + f.total_s)]
+    migrations = hit.migrations.migrations if hit.migrations is not None else []
+    return StrategyFigures(
+        aggregate_gbps=_moved_bytes(clean) * 8 / end / 1e9 if end > 0 else 0.0,
+        completion_s=end,
+        faulted_completion_s=float(hit.finish_s.max()) if hit.finish_s.size else 0.0,
+        recovered=bool(np.isfinite(hit.finish_s).all()) and all(m.converged for m in migrations),
+        time_to_recover_s=max((f.total_s for f in hit.failovers), default=None),
+        dip=_dip(base, faulted, hit.failovers),
+        bytes_delayed=bytes_behind(base, faulted),
+        timeline=(
+            sample_timeline(base, faulted, marks)
+            if has_wan
+            else Timeline(t_s=[], baseline_gbps=[], faulted_gbps=[])
+        ),
+        complexity_score=round(profile_score(profile_of(strategy, cloud.reaction.pinning_install)), 3),
+    )
+
+
+def _recommend(outcomes: Sequence[CloudOutcome]) -> str | None:
+    """The strategy whose cloud ends first with its faults; ties go to the lower complexity."""
+    scored = [(round(o.head.faulted_completion_s, 9), o.head.complexity_score, o) for o in outcomes if o.head]
+    if not scored:
+        return None
+    _, _, best = min(scored, key=lambda x: (x[0], x[1]))
+    assert best.head is not None
+    others = "; ".join(f"{o.strategy} {t:.3f} s" for t, _, o in scored if o is not best)
+    tie = any(t == round(best.head.faulted_completion_s, 9) for t, _, o in scored if o is not best)
+    why = " (tied; the lower complexity wins)" if tie else ""
+    return (
+        f"{best.strategy}: with its faults the cloud's work ends first at "
+        f"{best.head.faulted_completion_s:.3f} s"
+        f"{why}" + (f" ({others})" if others else "")
+    )
+
+
+def cloud_faults(cloud: CloudScenario) -> tuple[dict[str, object], ...]:
+    """Every fault of the cloud: where, what, from when until when (s; None: for good)."""
+    faults: list[dict[str, object]] = []
+    for g in cloud.federation.gateway_faults:
+        what = "the active gateway fails; the standby takes over after the failover"
+        faults.append({"where": f"{g.site} gateway", "what": what, "at_s": g.at, "until_s": None})
+    for site in cloud.federation.sites:
+        for fault in site.faults:
+            target = fault.target or f"{fault.count} random {fault.of}"
+            what = f"{fault.kind} {target} " + ("degrades" if fault.capacity is not None else "goes down")
+            faults.append({"where": site.name, "what": what, "at_s": fault.at, "until_s": fault.until})
+        for boot in site.nic.boot_faults:
+            hosts = ",".join(str(h) for h in boot.hosts)
+            what = f"NIC {boot.stage} {boot.kind}: measured boot fails, the host is quarantined"
+            faults.append({"where": f"{site.name} host {hosts}", "what": what, "at_s": 0.0, "until_s": None})
+    return tuple(faults)
 
 
 def evaluate_cloud(
@@ -259,112 +447,36 @@ def evaluate_cloud(
             kept = (clean, hit)
         outcomes.append(
             CloudOutcome(
-                clean.strategy, _sites(clean, hit), _traffic(clean, hit), _migrations(clean, hit), hit.events
+                clean.strategy,
+                _sites(clean, hit),
+                _traffic(clean, hit),
+                _migrations(clean, hit),
+                hit.events,
+                _figures(cloud, clean, hit),
+                hit.failovers,
             )
         )
-    return CloudEvaluation(cloud.name, tuple(outcomes), kept)
-
-
-def _ms(value: float | None) -> str:
-    return "-" if value is None else f"{value * 1e3:.1f}"
-
-
-def _s(value: float | None) -> str:
-    return "-" if value is None else f"{value:.3f}"
+    first = outcomes[0].head.aggregate_gbps if outcomes and outcomes[0].head else 0.0
+    outcomes = [
+        replace(o, head=replace(o.head, ratio_to_first=o.head.aggregate_gbps / first if first else None))
+        if o.head is not None
+        else o
+        for o in outcomes
+    ]
+    return CloudEvaluation(
+        cloud.name, tuple(outcomes), kept, cloud.seed, _recommend(outcomes), cloud_faults(cloud)
+    )
 
 
 def cloud_markdown(evaluation: CloudEvaluation) -> str:
-    """Sites, federated traffic and migrations per strategy, as Markdown."""
-    lines = [f"# Cloud evaluation: {evaluation.scenario}", ""]
-    for outcome in evaluation.outcomes:
-        lines += [f"## {outcome.strategy}", "", "### Sites", ""]
-        lines += [
-            "| site | flows | completion s | with faults s | training step s | with faults s "
-            "| host cores saved | quarantined hosts |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for s in outcome.sites:
-            lines.append(
-                f"| {s.site} | {s.flows} | {_s(s.completion_s)} | {_s(s.faulted_completion_s)} | "
-                f"{_s(s.training_step_s)} | {_s(s.faulted_training_step_s)} | {s.host_cores_saved:.1f} | "
-                f"{s.quarantined_hosts} |"
-            )
-        hpl = [s for s in outcome.sites if s.hpl_tflops_per_gpu is not None]
-        if hpl:
-            lines += ["", "### HPL", "", "| site | TFLOPS per GPU | with faults |", "|---|---|---|"]
-            for s in hpl:
-                got, hurt = _s(s.hpl_tflops_per_gpu), _s(s.faulted_hpl_tflops_per_gpu)
-                lines.append(f"| {s.site} | {got} | {hurt} |")
-        if outcome.traffic is not None:
-            t = outcome.traffic
-            lines += [
-                "",
-                "### Federated traffic",
-                "",
-                "| flows | completion s | with faults s | flows stalled | failover s |",
-                "|---|---|---|---|---|",
-            ]
-            failovers = ", ".join(f"{f:.2f}" for f in t.failover_s) or "-"
-            lines.append(
-                f"| {t.flows} | {_s(t.completion_s)} | {_s(t.faulted_completion_s)} | {t.flows_stalled} "
-                f"| {failovers} |"
-            )
-        if outcome.migrations:
-            lines += [
-                "",
-                "### Live migrations",
-                "",
-                "| VM | from | to | time s | downtime ms | connectivity ms | GiB | rounds | with faults s "
-                "| failover stall s | slowdown |",
-                "|---|---|---|---|---|---|---|---|---|---|---|",
-            ]
-            for m in outcome.migrations:
-                r = m.summary
-                slowdown = "-" if r.slowdown is None else f"{r.slowdown:.2f}"
-                lines.append(
-                    f"| {m.vm} | {m.source} | {m.destination} | {_s(r.total_time_s)} | {_ms(r.downtime_s)} | "
-                    f"{_ms(r.connectivity_downtime_s)} | {r.bytes / 2**30:.2f} | {r.rounds} | "
-                    f"{_s(r.faulted_total_time_s)} | {_s(m.failover_stall_s)} | {slowdown} |"
-                )
-        lines.append("")
-    return "\n".join(lines)
+    """The report as Markdown (see `cloud_report`)."""
+    from cloudtwin.evaluation import cloud_report
+
+    return cloud_report.cloud_markdown(evaluation.to_json())
 
 
 def cloud_html(evaluation: CloudEvaluation) -> str:
-    """The report as one self-contained HTML page (the Markdown tables as HTML tables)."""
-    body: list[str] = []
-    rows: list[list[str]] = []
+    """The report as one self-contained HTML page with its plots (see `cloud_report`)."""
+    from cloudtwin.evaluation import cloud_report
 
-    def flush() -> None:
-        if not rows:
-            return
-        head, *rest = rows
-        body.append(
-            "<table><thead><tr>"
-            + "".join(f"<th>{html.escape(c)}</th>" for c in head)
-            + "</tr></thead><tbody>"
-        )
-        body.extend("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rest)
-        body.append("</tbody></table>")
-        rows.clear()
-
-    for line in cloud_markdown(evaluation).splitlines():
-        if line.startswith("|"):
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if not all(set(c) <= {"-"} for c in cells):
-                rows.append(cells)
-            continue
-        flush()
-        level = len(line) - len(line.lstrip("#"))
-        if level:
-            body.append(f"<h{level}>{html.escape(line[level:].strip())}</h{level}>")
-    flush()
-    style = (
-        "body{font-family:sans-serif;margin:2em;max-width:80em}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f4f4f4}"
-    )
-    title = html.escape(f"Cloud evaluation: {evaluation.scenario}")
-    return (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
-        f"<style>{style}</style></head><body>{''.join(body)}</body></html>\n"
-    )
+    return cloud_report.cloud_html(evaluation.to_json())

@@ -42,7 +42,7 @@ from cloudtwin.routing.facts import PLAIN_ECMP, Profile
 from cloudtwin.topology.paths import next_hop_candidates, surviving_topology
 from cloudtwin.topology.topology import NodeKind, Topology
 
-__all__ = ["Complexity", "complexity", "route_updates", "routing_state"]
+__all__ = ["Complexity", "complexity", "profile_score", "route_updates", "routing_state"]
 
 def routing_state(topology: Topology) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(switches, routes per switch, ECMP groups per switch) of the intact fabric."""
@@ -92,6 +92,15 @@ def _rules_per_switch(topology: Topology, flows: Flows, paths: Paths) -> np.ndar
     return np.bincount(topology.link_src[paths.link_ids[rule]], minlength=topology.node_count)
 
 
+def profile_score(profile: Profile) -> float:
+    """The part of the score a strategy's needs give, whatever the fabric: a controller (2),
+    host cooperation (1), each switch feature beyond plain ECMP (0.5), state that grows with
+    flows (1)."""
+    grows = profile.flow_rules or profile.flow_state or profile.host_steering
+    extra_features = [f for f in profile.switch_features if f != PLAIN_ECMP]
+    return 2 * profile.controller + 1 * profile.host_cooperation + 0.5 * len(extra_features) + 1 * grows
+
+
 def complexity(
     topology: Topology,
     flows: Flows,
@@ -117,15 +126,11 @@ def complexity(
     per_fault = (routed + flow_changes) / len(downs) if downs else 0.0
     per_job_mean = float(np.mean(per_job)) if per_job else 0.0
     grows = profile.flow_rules or profile.flow_state or profile.host_steering
-    extra_features = [f for f in profile.switch_features if f != PLAIN_ECMP]
     score = (
         math.log10(1 + int(entries.max(initial=0)))
         + math.log10(1 + per_fault)
         + math.log10(1 + per_job_mean)
-        + 2 * profile.controller
-        + 1 * profile.host_cooperation
-        + 0.5 * len(extra_features)
-        + 1 * grows
+        + profile_score(profile)
     )
     return Complexity(
         score=round(score, 3),

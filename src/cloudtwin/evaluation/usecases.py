@@ -317,6 +317,14 @@ def record_evaluation(store: Store, result: EvaluationReport) -> EvaluationRepor
     return replace(result, run_id=run_id)
 
 
+def record_cloud(store: Store, document: Document) -> int:
+    """Keep a cloud evaluation (its results document, `kind: cloud`) in the store beside
+    single-fabric runs; its run id."""
+    from cloudtwin.store.runs import save_run
+
+    return save_run(store, document, [])
+
+
 def _flow_rows(evaluation: Evaluation) -> list[Any]:
     from cloudtwin.store.runs import FlowRows
     from cloudtwin.twin import tenant_name

@@ -15,7 +15,8 @@ __all__ = ["Example", "default_examples_dir", "list_examples", "read_example"]
 
 @dataclass(frozen=True)
 class Example:
-    """One shipped scenario: its name (the file's stem), file and workload kind."""
+    """One shipped scenario: its name (the file's stem), file and workload kind (`cloud` for a
+    one-cloud file)."""
 
     name: str
     path: Path
@@ -44,6 +45,8 @@ def list_examples(directory: Path | None) -> tuple[Example, ...]:
             continue
         workload = data.get("workload") or {}
         kind = workload.get("kind", "perftest") if isinstance(workload, dict) else "perftest"
+        if "federation" in data:  # one cloud of federated sites: `evaluate` runs it whole
+            kind = "cloud"
         found.append(Example(path.stem, path, "workloads" if "workloads" in data else str(kind)))
     return tuple(found)
 

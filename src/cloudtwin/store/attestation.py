@@ -21,11 +21,18 @@ _DDL = [
 def write_attestation_failures(
     store: Store, rows: Sequence[tuple[datetime, str, str, str, str, str]]
 ) -> None:
-    """Append (ts, host, nic, stage, reason, line) rows in one transaction."""
+    """Add (ts, host, nic, stage, reason, line) rows in one transaction; a row the table
+    already holds is not added again (recording the same boots twice changes nothing)."""
     store.ensure_schema("attestation", ATTESTATION_SCHEMA_VERSION, _DDL)
+    unique = list(dict.fromkeys(rows))
     with store.transaction() as con:
-        if rows:
-            con.executemany("INSERT INTO ops_attestation VALUES (?, ?, ?, ?, ?, ?)", list(rows))
+        for row in unique:
+            con.execute(
+                "INSERT INTO ops_attestation SELECT ?, ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM "
+                "ops_attestation WHERE ts = ? AND host = ? AND nic = ? AND stage = ? AND reason = ? "
+                "AND line = ?)",
+                [*row, *row],
+            )
 
 
 def read_attestation_failures(store: Store) -> list[tuple[str, str, str, str]]:

@@ -122,6 +122,10 @@ class CloudRun:
     start_s: np.ndarray
     finish_s: np.ndarray
     events: int
+    #: the rate over time (engine breakpoints, bit/s) of the federated traffic and the
+    #: migration streams (each site's own jobs are not counted)
+    wan_timeline_s: np.ndarray | None = None
+    wan_timeline_bps: np.ndarray | None = None
 
 
 def identity_update_s(cloud: CloudScenario, vm: VmSpec, to: str, joined: SitesTopology) -> float:
@@ -224,7 +228,7 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
     driver = None
     if cloud.mobility.migrations:
         driver = FederatedMigrationDriver(cloud, plan, joined, parts, leg, base.size, traffic.failovers)
-    run = Run(np.concatenate([base, driver.links_bps]) if driver is not None else base)
+    run = Run(np.concatenate([base, driver.links_bps]) if driver is not None else base, timeline=True)
     placed = []
     for part in parts:
         ids = _add_site(run, part)
@@ -254,6 +258,8 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
         result.start_s,
         result.finish_s,
         result.events,
+        result.timeline_s,
+        result.timeline_bps,
     )
 
 
@@ -287,8 +293,9 @@ def _add_site(run: Run, part: SitePart) -> np.ndarray:
         jobs,
         paths=part.paths_to_run(jobs.paths),
         changes=[_change_to_run(c, part) for c in jobs.changes],
+        network=np.zeros(jobs.flow_count, dtype=bool),  # the WAN timeline leaves the site's jobs out
     )
-    return moved.add_to(run)
+    return moved.add_to(run, timeline=True)
 
 
 def _change_to_run(change, part: SitePart):  # noqa: ANN001, ANN202 - engine Change in, Change out

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cloudtwin.evaluation import usecases
-from cloudtwin.scenario.loader import load_scenario
+from cloudtwin.scenario.cloud import is_cloud, load_cloud
+from cloudtwin.scenario.loader import load_scenario, parse_yaml
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.service.auth import require_read, require_token
 from cloudtwin.service.deps import job_queue, settings
@@ -76,6 +77,9 @@ def examples(config: Settings) -> ExampleList:
 @router.post("/jobs", status_code=202, dependencies=[Depends(require_token)])
 def submit(body: JobRequest, queue: Queue, config: Settings, request: Request) -> JobDetail:
     """Queue a job (needs the token); its progress and result are at /api/jobs/{job_id}."""
+    text, source = _text(body, config)
+    if is_cloud(parse_yaml(text, source)[0]):  # one cloud of federated sites
+        return _submit_cloud(body, text, source, queue, config, request)
     scenario = _scenario(body, config)
     if body.kind == "nccl-tests":
         return _submit_nccl(body, scenario, queue)
@@ -115,13 +119,53 @@ def _job(queue: JobQueue, job_id: int) -> Job:
     return job
 
 
-def _scenario(body: JobRequest, config: ServiceSettings) -> Scenario:
-    overrides = [*body.overrides, *([f"seed={body.seed}"] if body.seed is not None else [])]
+def _overrides(body: JobRequest) -> list[str]:
+    return [*body.overrides, *([f"seed={body.seed}"] if body.seed is not None else [])]
+
+
+def _text(body: JobRequest, config: ServiceSettings) -> tuple[str, str]:
     if body.example is not None:
-        text, source = read_example(config.examples_dir, body.example)
-    else:
-        text, source = body.scenario_yaml or "", "scenario_yaml"
-    return load_scenario(text, source, overrides)
+        return read_example(config.examples_dir, body.example)
+    return body.scenario_yaml or "", "scenario_yaml"
+
+
+def _scenario(body: JobRequest, config: ServiceSettings) -> Scenario:
+    text, source = _text(body, config)
+    return load_scenario(text, source, _overrides(body))
+
+
+def _submit_cloud(
+    body: JobRequest, text: str, source: str, queue: JobQueue, config: ServiceSettings, request: Request
+) -> JobDetail:
+    """An evaluation of one cloud, stored as a run as `cloudtwin evaluate FILE` stores it;
+    the other kinds simulate one fabric and are refused naming the kind that runs a cloud."""
+    from cloudtwin.evaluation.cloud import evaluate_cloud
+
+    if body.kind != "evaluate":
+        raise ApiError(
+            400,
+            "kind",
+            f"kind: {body.kind} simulates one fabric; {source} is one cloud of federated sites "
+            "(federation:): kind evaluate runs it whole (`cloudtwin evaluate`), and "
+            f"`cloudtwin {'run' if body.kind == 'compare' else body.kind} FILE --site NAME` one site",
+        )
+    cloud = load_cloud(text, source, _overrides(body))
+    strategies = usecases.parse_strategies(body.strategies, unique=True)
+    usecases.check_strategies(strategies)
+    snapshots = request.app.state.snapshots
+
+    def work(progress: Progress) -> JsonObject:
+        def report(message: str) -> None:
+            progress(message.split(":")[0], 0, 0)
+
+        document = evaluate_cloud(cloud, strategies, report).to_json()
+        progress("store", 0, 0)
+        with Store(config.db) as store:  # held only while this run is written
+            run_id = usecases.record_cloud(store, document)
+        snapshots.refresh()
+        return finite_json({**document, "run_id": run_id})
+
+    return queue.submit("evaluate", cloud.name, strategies, work).detail()
 
 
 def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> JobDetail:

@@ -68,7 +68,7 @@ def runs_page(
     where = RunFilter(scenario or None, strategy or None)
     page = page_runs(store, where, sort, order == "desc", limit, offset)
     examples = [e for e in list_examples(request.app.state.settings.examples_dir)
-                if e.workload in ("perftest", "collective", "workloads")]
+                if e.workload in ("perftest", "collective", "workloads", "cloud")]
     query = {"scenario": scenario or "", "strategy": strategy or "", "sort": sort, "order": order,
              "limit": limit, "offset": offset}
     return _page(request, "index.html", page=page, query=query, examples=examples, strategies=BUILTIN,
@@ -77,8 +77,14 @@ def runs_page(
 
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
-    """One run: its trade-off table, conclusions and plots."""
+    """One run: its trade-off table, conclusions and plots (a one-cloud run: its report)."""
     document = run_document(store, run_id)
+    if document.get("kind") == "cloud":
+        from markupsafe import Markup
+
+        from cloudtwin.evaluation.cloud_report import cloud_body
+
+        return _page(request, "cloud_run.html", run=document, report=Markup(cloud_body(document)))  # noqa: S704 - escaped
     data = run_plots(store, run_id)
     aggregate = {n: s["performance"]["aggregate_gbps"] for n, s in document["strategies"].items()}
     order = list(document["strategies"])  # the database groups in no particular order
