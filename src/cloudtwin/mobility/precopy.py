@@ -35,7 +35,7 @@ with each round as a flow of the engine, sharing the path with tenant traffic.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from cloudtwin.mobility.memory import PAGE_BYTES, VmMemory
@@ -251,6 +251,17 @@ class Migration:
         transfer = self.pending
         if transfer is None:
             raise RuntimeError("no transfer in progress")
+        if self._past_timeout(transfer, end_s):
+            # the round would end after the timeout: the migration gives up at the timeout,
+            # with the part of the round that arrived by then (at the round's mean rate)
+            deadline = self.start_s + self.options.timeout_s
+            share = (deadline - self.began_s) / (end_s - self.began_s)
+            cut = replace(transfer, wire_bytes=transfer.wire_bytes * share)
+            self.bytes += cut.wire_bytes
+            self._record(cut, self.began_s, deadline)
+            self.began_s = deadline
+            self.abort(deadline, self.timeout_reason())
+            return
         self.final_bps = final_bps
         duration = end_s - self.began_s
         self.bytes += transfer.wire_bytes
@@ -265,6 +276,18 @@ class Migration:
             "disk-background": self._after_background,
         }[transfer.phase]
         handler(transfer, duration, end_s)
+
+    def _past_timeout(self, transfer: Transfer, end_s: float) -> bool:
+        """A pre-copy round (not post-copy, not the stop-and-copy) that ends past the timeout."""
+        return (
+            transfer.phase in ("disk", "bulk", "live")
+            and self.options.policy != "postcopy"
+            and end_s > self.start_s + self.options.timeout_s
+        )
+
+    def timeout_reason(self) -> str:
+        """Why a migration stopped at its timeout."""
+        return f"no convergence within the timeout ({self.options.timeout_s:g} s)"
 
     def abort(self, now_s: float, reason: str) -> None:
         """Give up (a phase failed, consent withdrawn): the VM keeps running at the source."""

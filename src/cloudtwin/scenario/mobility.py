@@ -213,6 +213,15 @@ class MigrationJob(MigrationOptionsSpec):
     start: Time = 0.0
     abort_at: Time | None = None
 
+    @model_validator(mode="after")
+    def _abort_after_start(self) -> MigrationJob:
+        if self.abort_at is not None and self.abort_at <= self.start:
+            raise ValueError(
+                f"abort_at: {self.abort_at:g} s is not after start ({self.start:g} s); consent is "
+                "withdrawn from a migration that has begun"
+            )
+        return self
+
 
 class Calibrated(_Model):
     """A mobility section that may load a migration profile (`calibration`: its file,

@@ -329,6 +329,8 @@ class FederatedMigrationDriver(MigrationDriver):
         self.leg = leg
         self.failover_list = failovers
         self.index = {p.name: p.index for p in parts}
+        # failovers under way per site: its standby carries nothing until the last one ends
+        self.failing = np.zeros(len(parts), dtype=np.int64)
         mobility = _mobility(cloud, parts)
         nic_bps = min(p.topology.nic_rate_bps for p in parts)
         self._setup(
@@ -357,6 +359,8 @@ class FederatedMigrationDriver(MigrationDriver):
     def _edge(self, a: int, b: int, down: np.ndarray) -> np.ndarray:
         """Gateway and WAN links from site a's border leaf to site b's (empty when a gateway pair
         or the WAN path is down)."""
+        if self.failing[a] or self.failing[b]:
+            return np.empty(0, dtype=np.int64)
         sa, sb = self.joined.sites[a], self.joined.sites[b]
         ga, gb = _active(sa, down), _active(sb, down)
         if ga is None or gb is None:
@@ -398,11 +402,17 @@ class FederatedMigrationDriver(MigrationDriver):
 
     def _faults(self) -> None:
         """Each gateway failure: the streams through it stall, and move to the standby once
-        its failover is over."""
+        its failover is over (and every other failover their new path needs is over too:
+        failures that overlap are all applied)."""
         for info in self.failover_list:
+            self.sim.schedule(info.at_s, partial(self._gateway_failed, info.site))
             self.sim.schedule(info.at_s + info.total_s, partial(self._failed_over, info.at_s, info.site))
 
+    def _gateway_failed(self, site: str, now_s: float) -> None:
+        self.failing[self.index[site]] += 1
+
     def _failed_over(self, at_s: float, site: str, now_s: float) -> None:
+        self.failing[self.index[site]] -= 1
         capacity = self.sim.link_capacity_bps
         down = np.zeros(self.down.size, dtype=bool)
         down[: self.base_links] = capacity[: self.base_links] <= 0
@@ -410,6 +420,8 @@ class FederatedMigrationDriver(MigrationDriver):
             if (
                 live.migration.outcome == "running"
                 and live.flow >= 0
+                and live.migration.start_s < now_s  # it lived through the failover
+                and not live.stalled
                 and down[live.path[live.path < down.size]].any()
             ):
                 since = max(at_s, live.migration.start_s)

@@ -66,6 +66,11 @@ class _Live:
     alone: MigrationResult | None = None
     reroutes: list[PathEvent] = field(default_factory=list)
 
+    @property
+    def stalled(self) -> bool:
+        """Whether the stream is stalled (its last path event says so)."""
+        return bool(self.reroutes) and str(self.reroutes[-1]["event"]).startswith("stalled")
+
 
 @dataclass(frozen=True)
 class VmMigration:
@@ -249,12 +254,24 @@ class MigrationDriver:
         for index, job in enumerate(self.mobility.migrations):
             if job.abort_at is not None:  # before a re-route due at the same instant
                 run.schedule(job.abort_at, partial(self._withdraw, index))
+            # the timeout holds inside a round too, not only at the syncs between rounds
+            run.schedule(job.start + job.timeout, partial(self._timed_out, index))
         self._faults()
         for index, job in enumerate(self.mobility.migrations):
             self._admit(index, job)
 
     def _withdraw(self, index: int, now_s: float) -> None:
         self._abort(self.live_by_index(index), now_s, "consent withdrawn")
+
+    def _timed_out(self, index: int, now_s: float) -> None:
+        """The timeout came during a pre-copy round: give up now, as a sync would have
+        (post-copy, the stop-and-copy and the background disk copy finish as they are)."""
+        live = self.live_by_index(index)
+        if live is None or live.migration.outcome != "running" or live.transfer is None:
+            return
+        options = live.migration.options
+        if live.transfer.phase in ("disk", "bulk", "live") and options.policy != "postcopy":
+            self._abort(live, now_s, live.migration.timeout_reason())
 
     def live_by_index(self, index: int) -> _Live | None:
         return next((m for m in self.live if m.index == index), None)
@@ -537,25 +554,29 @@ class MigrationDriver:
     def _move_streams(self, now_s: float, since_s: float, down: np.ndarray) -> None:
         """Streams on a link that is `down` (since `since_s`) move to a path that is up, now."""
         self.down = down
-        current_time_s = since_s
         for live in self.live:
             if live.migration.outcome != "running" or live.flow < 0:
                 continue
+            # a migration that starts after this moves silently: it never saw the fault
+            lived = live.migration.start_s < now_s
+            since = max(since_s, live.migration.start_s)
             if live.path.size and not down[live.path].any():
-                if live.reroutes and str(live.reroutes[-1]["event"]).startswith("stalled"):
+                if live.stalled:
                     # the links came back at this state's instant, and the stream with them
-                    live.reroutes.append({"time_s": current_time_s, "event": "resumed"})
+                    live.reroutes.append({"time_s": since, "event": "resumed"})
                 continue
             if live.transaction.phase.value not in ("transferring", "switching"):
                 continue
             new = self._path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
                 # the stream stopped when the links went down, not when this was noticed
-                live.reroutes.append({"time_s": current_time_s, "event": "stalled: no surviving path"})
+                if lived and not live.stalled:
+                    live.reroutes.append({"time_s": since, "event": "stalled: no surviving path"})
                 continue
             live.path = new
             self.sim.apply(Change(now_s, flows=np.array([live.flow]), paths=self._stream(new)))
-            live.reroutes.append({"time_s": now_s, "event": "re-routed", "links": int(new.size)})
+            if lived:
+                live.reroutes.append({"time_s": now_s, "event": "re-routed", "links": int(new.size)})
 
     # -- results -----------------------------------------------------------------------
 
