@@ -167,3 +167,20 @@ def test_without_root_or_trafgen_it_says_what_is_missing(monkeypatch: pytest.Mon
 
 def test_line_through_two_sizes() -> None:
     assert line({"64 B": 1064.0, "1400 B": 2400.0}) == (1000.0, 1.0)
+
+
+def test_the_docs_tables_are_the_shipped_profile() -> None:
+    """docs/smartnic.md shows the shipped profile's points and what --check prints for it."""
+    doc = (REPO / "docs" / "smartnic.md").read_text()
+    cycles = {(p["configuration"], p["label"]): p["cycles_per_packet"] for p in SHIPPED["points"]}
+    for name in ("veth", "bridge", "sg 10", "sg 200", "conntrack", "htb", "vxlan"):
+        shown = name if name != "vxlan" else "vxlan (whole chain)"
+        row = f"| {shown} | {cycles[name, '64 B']:,.0f} | {cycles[name, '1400 B']:,.0f} |"
+        assert row in doc, row
+    for row in calibrate.datapath_rows(SHIPPED, "shipped"):
+        label = str(row["configuration"]).replace("1400 B", "1,400 B")
+        line = (f"| {label} | {row['measured_pps_per_core']:,.0f} | {row['predicted_pps_per_core']:,.0f} | "
+                f"{row['error']:+.1%} |")
+        assert line in doc, line
+    machine = SHIPPED["machine"]
+    assert f"at {machine['clock_hz'] / 1e9:.2f} GHz, Linux {machine['kernel']}" in doc

@@ -59,7 +59,7 @@ def _within(measured: object, predicted: float, relative: float, absolute: float
     return abs(predicted - value) <= max(relative * value, absolute)
 
 
-def grade(held_out: object, calibration: MigrationCalibration, where: str = "held_out"
+def grade(held_out: object, calibration: MigrationCalibration | None, where: str = "held_out"
           ) -> list[dict[str, object]]:
     """Each held-out migration: its plan request, measured and predicted figures, and the
     targets met (None where there is nothing to compare: one side did not converge)."""

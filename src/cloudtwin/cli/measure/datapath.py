@@ -37,7 +37,9 @@ from cloudtwin.smartnic.calibration import FIT_SIZES, STAGES
 
 __all__ = ["HELD_OUT_SIZE", "MIX", "TOOLS", "Point", "machine", "missing", "run"]
 
-PREFIX = "ctdp"
+PREFIX = f"ctdp{os.getpid()}"
+"""Namespaces are named after this process: two measurements at once never tear down each
+other's namespaces (they still share the CPUs, so their figures are the worse for it)."""
 TX, MID, RX = f"{PREFIX}-tx", f"{PREFIX}-mid", f"{PREFIX}-rx"
 RX_MAC = "02:00:00:00:00:02"
 TX_MAC = "02:00:00:00:00:01"

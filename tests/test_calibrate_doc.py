@@ -1,0 +1,75 @@
+"""docs/calibrate.md: its commands run (the measuring ones parse; they run for real in the
+root and QEMU tests), and every figure it quotes is what the shipped profiles give now."""
+
+from __future__ import annotations
+
+import json
+import re
+import shlex
+
+import typer
+from tests.cli.cli_helpers import REPO, cloudtwin
+from tests.test_docs import console_commands
+
+from cloudtwin.cli.app import app
+from cloudtwin.cli.calibrate import datapath_rows, migration_rows
+from cloudtwin.mobility.check import grade, summary
+
+DOC = REPO / "docs" / "calibrate.md"
+TEXT = " ".join(DOC.read_text().split())
+MIGRATION = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback.json").read_text())
+DATAPATH = json.loads((REPO / "src" / "cloudtwin" / "smartnic" / "data" / "linux-kernel.json").read_text())
+
+
+def test_console_commands_run() -> None:
+    commands = console_commands(DOC)
+    assert len(commands) == 4
+    for command in commands:
+        done = cloudtwin(*shlex.split(command)[1:])
+        assert done.returncode == 0, f"{command}\n{done.stderr}"
+        assert done.stdout.strip()
+
+
+def test_measuring_commands_parse() -> None:
+    shown = re.findall(r"^(?:sudo )?(cloudtwin calibrate \S+ .*)$", DOC.read_text(), re.M)
+    assert len(shown) == 2
+    group = typer.main.get_command(app)
+    for line in shown:
+        words = shlex.split(line)[1:]
+        command = group.commands["calibrate"].commands[words[1]]  # type: ignore[attr-defined]
+        assert command.make_context(words[1], words[2:]).params["out"].name.endswith(".json")
+
+
+def test_the_quoted_datapath_points_are_the_check() -> None:
+    held = [r for r in datapath_rows(DATAPATH, "x") if r["held_out"]]
+    for row in held:
+        assert f"{row['measured_pps_per_core']:,.0f}" in TEXT
+        assert f"{row['predicted_pps_per_core']:,.0f}" in TEXT
+        assert f"({row['error']:+.1%})".replace("%", " %") in TEXT
+
+
+def test_the_quoted_migration_summary_is_the_check() -> None:
+    rows, totals = migration_rows(MIGRATION, "x")
+    assert (f"{totals['met_every_target']} of its {totals['migrations']} held-out migrations meet every "
+            "target") in TEXT
+    assert (f"{totals['classified_right']} of 10 classified right; of the {totals['compared']} that both "
+            f"converged, total time {totals['total_time_within_15pct']}, bytes "
+            f"{totals['bytes_within_15pct']} and downtime {totals['downtime_within_bound']} within their "
+            "bounds") in TEXT
+    before = summary(grade(MIGRATION["held_out"], None))
+    assert f"**{before['downtime_within_bound']} of {before['compared']}** downtimes" in TEXT
+
+
+def test_before_and_after_table_is_fresh() -> None:
+    plans = [c for c in console_commands(DOC) if c.startswith("cloudtwin migrate plan")]
+    assert len(plans) == 2
+    first = MIGRATION["held_out"][0]["measured"]
+    rows = [f"| QEMU | {first['total_time_s']:.3f} | {first['downtime_s'] * 1e3:.1f} | "
+            f"{first['bytes'] / 1e6:.1f} |"]
+    for label, command in zip(("flags alone", "with the profile"), plans, strict=True):
+        done = cloudtwin(*shlex.split(command)[1:], "--json")
+        plan = json.loads(done.stdout)
+        rows.append(f"| {label} | {plan['total_time_s']:.3f} | {plan['downtime_s'] * 1e3:.1f} | "
+                    f"{plan['bytes'] / 1e6:.1f} |")
+    for row in rows:
+        assert row in DOC.read_text(), row
