@@ -236,3 +236,18 @@ def test_a_random_grid_needs_its_draw_declared_in_a_commit(tmp_path: Path) -> No
     assert bench.undeclared(save, draw) is None
     assert "declares the draw" in (bench.undeclared(save, {"random": 10, "seed": 4243}) or "")
     assert "--save" in (bench.undeclared(None, draw) or "")
+
+
+@pytest.mark.slow
+def test_a_one_cloud_run_uses_the_calibration(tmp_path: Path) -> None:
+    """The cloud's migrations on the engine take the profile's knobs as if each set them."""
+    profile = tmp_path / "p.json"
+    profile.write_text(json.dumps(PROFILE))
+    knobs = [w for i in (0, 1) for key, value in (
+        ("final_bandwidth", "3.2Gbps"), ("resent_bandwidth", "12Gbps"), ("socket_buffer", "8MB"),
+        ("resume", "2ms")) for w in ("--set", f"mobility.migrations.{i}.{key}={value}")]
+    loaded = cloudtwin("migrate", "run", "examples/one-cloud.yaml", "--set",
+                       f"mobility.calibration={profile}", "--json")
+    by_hand = cloudtwin("migrate", "run", "examples/one-cloud.yaml", *knobs, "--json")
+    assert loaded.returncode == 0, loaded.stderr
+    assert json.loads(loaded.stdout)["migrations"] == json.loads(by_hand.stdout)["migrations"]

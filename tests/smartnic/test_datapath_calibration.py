@@ -184,3 +184,21 @@ def test_the_docs_tables_are_the_shipped_profile() -> None:
         assert line in doc, line
     machine = SHIPPED["machine"]
     assert f"at {machine['clock_hz'] / 1e9:.2f} GHz, Linux {machine['kernel']}" in doc
+
+
+def test_a_sweep_varies_profile_files_and_keys_its_points_on_their_content(tmp_path: Path) -> None:
+    from cloudtwin.sweep import Task
+
+    shutil.copy(LINUX_KERNEL_PROFILE, tmp_path / "hosts.json")
+    done = cloudtwin("sweep", str(REPO / "examples" / "leaf-spine-perftest.yaml"), "--vary",
+                     "nic.profile=linux-kernel,hosts.json", "--db", str(tmp_path / "s.duckdb"), "--json",
+                     cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["run"]["failed"] == 0
+    means = {g["values"]["nic.profile"]: g["mean"] for g in result["summary"]["groups"]}
+    assert means["hosts.json"] == means["linux-kernel"]  # the same measurement, by name or by file
+    text = (REPO / "examples" / "leaf-spine-perftest.yaml").read_text()
+    one = Task(text, "s.yaml", files=(("hosts.json", json.dumps(SHIPPED)),))
+    other = Task(text, "s.yaml", files=(("hosts.json", json.dumps({**SHIPPED, "base": {}})),))
+    assert one.digest != other.digest  # a re-measured profile is a new point, not a stored one

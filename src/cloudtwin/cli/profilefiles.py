@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from cloudtwin.scenario.mobility import Calibrated
     from cloudtwin.scenario.model import Scenario
 
-__all__ = ["MAX_PROFILE_BYTES", "read_json_file", "with_cloud_profiles", "with_profiles"]
+__all__ = ["MAX_PROFILE_BYTES", "read_json_file", "read_named_files", "with_cloud_profiles", "with_profiles"]
 
 MAX_PROFILE_BYTES = 16 << 20
 """The most bytes a profile file may hold (a migration profile with a hundred raw runs is
@@ -62,18 +62,26 @@ def _calibrated(mobility: Calibrated, scenario_path: Path, overrides: list[str])
     return mobility.with_calibration_data(data)
 
 
+def read_named_files(named: list[tuple[str, str]], scenario_path: Path, overrides: list[str]
+                     ) -> dict[str, object]:
+    """The content of each (key, path) profile file, by path as given."""
+    files: dict[str, object] = {}
+    for key, name in named:
+        if name not in files:
+            what, error = (("migration profile", MobilityError) if key == "mobility.calibration"
+                           else ("NIC profile", NicError))
+            files[name] = _read(name, key, scenario_path, overrides, what, error)
+    return files
+
+
 def with_profiles(scenario: Scenario, scenario_path: Path, overrides: list[str] | None) -> Scenario:
     """The scenario holding the content of the profile files it names."""
-    given = list(overrides or ())
-    files = {}
-    for name in scenario.nic.profile_files():
-        key = "nic.profile" if name == scenario.nic.profile else "nic.groups"
-        files[name] = _read(name, key, scenario_path, given, "NIC profile", NicError)
-    nic = scenario.nic.with_profile_data(files) if files else scenario.nic
-    mobility = _calibrated(scenario.mobility, scenario_path, given)
-    if nic is scenario.nic and mobility is scenario.mobility:
+    from cloudtwin.scenario.files import attach_files, named_files
+
+    named = named_files(scenario)
+    if not named:
         return scenario
-    return scenario.model_copy(update={"nic": nic, "mobility": mobility})
+    return attach_files(scenario, read_named_files(named, scenario_path, list(overrides or ())))
 
 
 def with_cloud_profiles(

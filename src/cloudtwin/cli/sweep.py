@@ -149,6 +149,26 @@ def _executor(name: ExecutorName, address: str | None, workers: int | None) -> E
 #: Checks of fewer points than this (about a second) show no progress.
 _QUIET_CHECKS = 5000
 
+def _profile_files(path: Path, text: str, sets: list[str], plan: Plan) -> tuple[tuple[str, str], ...]:
+    """The profile files the sweep's points name (the scenario's, with its sets, and every
+    varied value of a key that names one), read once here: path as given -> JSON text."""
+    import json
+
+    from cloudtwin.cli.profilefiles import read_named_files
+    from cloudtwin.scenario.files import FILE_KEYS, named_files
+    from cloudtwin.scenario.loader import parse_yaml, scenario_from_data
+
+    data, node = parse_yaml(text, str(path))
+    named = named_files(scenario_from_data(data, node, str(path), sets))
+    typed = list(sets)
+    for vary in plan.varies:
+        if vary.key.startswith(FILE_KEYS):
+            named += [(vary.key, value) for value in vary.values if value.endswith(".json")]
+            typed += [vary.overrides(i) for i in range(len(vary.values))]
+    files = read_named_files(named, path, typed)
+    return tuple((name, json.dumps(content, sort_keys=True)) for name, content in sorted(files.items()))
+
+
 def _check(plan: Plan, task: Task, limit_s: float, quiet: bool) -> None:
     """Check the sweep before it starts, with progress when that takes a while; say so on
     stderr when only each varied value was checked."""
@@ -320,8 +340,10 @@ def sweep(
         f"{scenario} --set seed=N`, or sweep one of its sites' scenarios",
     )
     names = tuple(s.strip() for s in (strategies or "").split(",") if s.strip())
-    task = Task(read_scenario_text(scenario), str(scenario), command.value, tuple(overrides or ()), names)
+    text = read_scenario_text(scenario)
     plan = Plan(tuple(parse_vary(v) for v in varies), zipped)
+    files = _profile_files(scenario, text, list(overrides or ()), plan)
+    task = Task(text, str(scenario), command.value, tuple(overrides or ()), names, files)
     others = [k for k in plan.keys if k != SEED]
     axis = x or (others[0] if others else plan.keys[0])
     if axis not in plan.keys:

@@ -19,6 +19,7 @@ import yaml
 from cloudtwin import __version__
 from cloudtwin.errors import SweepError, WorkloadError
 from cloudtwin.evaluation import usecases
+from cloudtwin.scenario.files import attach_files
 from cloudtwin.scenario.loader import YamlMapping, apply_overrides, parse_yaml, scenario_from_data
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.store.documents import Document
@@ -100,6 +101,7 @@ _RUNNERS: dict[str, Callable[[Task, Scenario], Document]] = {
 }
 
 _PARSED: dict[str, tuple[YamlMapping, yaml.Node | None]] = {}
+_FILES: dict[str, dict[str, object]] = {}
 
 
 @dataclass(frozen=True)
@@ -111,6 +113,8 @@ class Task:
     command: str = "run"
     sets: tuple[str, ...] = ()
     strategies: tuple[str, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
+    """The profile files the points name (path as given -> its JSON text), read by the CLI."""
     digest: str = field(init=False, default="")
 
     def __post_init__(self) -> None:
@@ -120,7 +124,7 @@ class Task:
             raise SweepError("strategies: run simulates the scenario's routing.strategy; vary that key")
         data, _ = parse_yaml(self.scenario_text, self.source)
         content = json.dumps(apply_overrides(data, self.sets), sort_keys=True, default=str)
-        what = json.dumps([__version__, self.command, list(self.strategies), content])
+        what = json.dumps([__version__, self.command, list(self.strategies), content, list(self.files)])
         object.__setattr__(self, "digest", hashlib.sha256(what.encode()).hexdigest())
 
     def scenario(self, overrides: Sequence[str]) -> Scenario:
@@ -128,7 +132,12 @@ class Task:
         if self.digest not in _PARSED:
             _PARSED[self.digest] = parse_yaml(self.scenario_text, self.source)
         data, node = _PARSED[self.digest]
-        return scenario_from_data(data, node, self.source, [*self.sets, *overrides])
+        scenario = scenario_from_data(data, node, self.source, [*self.sets, *overrides])
+        if not self.files:
+            return scenario
+        if self.digest not in _FILES:
+            _FILES[self.digest] = {name: json.loads(text) for name, text in self.files}
+        return attach_files(scenario, _FILES[self.digest])
 
     def check(self, overrides: Sequence[str]) -> None:
         """Raise the error a point would fail with, without running it."""
