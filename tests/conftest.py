@@ -3,6 +3,7 @@ Loghub-2k sample logs kept beside the repository; and the order in which files r
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from collections import Counter
@@ -15,8 +16,38 @@ import pytest
 from cloudtwin.scenario import Scenario, load_scenario
 from cloudtwin.topology import Paths, Topology
 
-#: The Loghub-2k sample logs, kept outside the repository (never copied into it).
-LOGHUB = (Path(__file__).resolve().parents[1] / ".." / "shared" / "datasets" / "loghub-2k").resolve()
+#: The shared datasets, kept beside the repository (never copied into it); a test run may
+#: point elsewhere with CLOUDTWIN_TEST_DATASETS.
+DATASETS = Path(
+    os.environ.get("CLOUDTWIN_TEST_DATASETS") or Path(__file__).resolve().parents[2] / "shared" / "datasets"
+)
+#: The Loghub-2k sample logs.
+LOGHUB = DATASETS / "loghub-2k"
+#: Set to 1 (CI does, in .ci/run), a test skipped for a missing dataset fails instead.
+REQUIRE_DATASETS = "CLOUDTWIN_REQUIRE_DATASETS"
+
+
+def dataset(name: str) -> Path:
+    """The shared dataset `name`; a test without it skips naming it (fails where CI requires it)."""
+    path = DATASETS / name
+    if not path.is_dir():
+        pytest.skip(f"{path} is missing (kept beside the repository as ../shared/datasets/{name})")
+    return path
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """With CLOUDTWIN_REQUIRE_DATASETS=1, a skip for a missing shared dataset is a failure: a
+    CI machine without `../shared/datasets` would otherwise pass by testing nothing."""
+    outcome = yield
+    report = outcome.get_result()  # type: ignore[attr-defined]
+    if not report.skipped or os.environ.get(REQUIRE_DATASETS) != "1":
+        return
+    longrepr = report.longrepr
+    reason = str(longrepr[2]) if isinstance(longrepr, tuple) else str(longrepr)
+    if "shared/datasets" in reason:
+        report.outcome = "failed"
+        report.longrepr = f"{REQUIRE_DATASETS}=1 and a dataset is missing: {reason}"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -71,10 +102,7 @@ def loghub() -> Path:
     A clone without `../shared/datasets/loghub-2k` beside it skips the tests that read the
     sample, naming the missing path, instead of failing them.
     """
-    if not LOGHUB.is_dir():
-        pytest.skip(f"{LOGHUB} is missing (the Loghub-2k sample is kept beside the repository "
-                    "as ../shared/datasets/loghub-2k)")
-    return LOGHUB
+    return dataset("loghub-2k")
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from tests.cli.cli_helpers import REPO
+from tests.conftest import LOGHUB
 
 from cloudtwin.cli.app import main
 from cloudtwin.errors import ScenarioError
@@ -172,7 +173,7 @@ def test_inputs_once_accepted_with_a_wrong_result_are_refused(
 
 
 def test_an_empty_mask_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    log = REPO / ".." / "shared" / "datasets" / "loghub-2k" / "HDFS" / "HDFS_2k.log"
+    log = LOGHUB / "HDFS" / "HDFS_2k.log"
     err = one_line_error(capsys, "logs", "parse", str(log), "-f", "hdfs", "--mask", "")
     assert "mask: an empty pattern" in err
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import io
 import struct
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.conftest import DATASETS
 from tests.smartnic.p4_helpers import EXAMPLES, shipped
 
 from cloudtwin.errors import NicError, P4Error
@@ -293,7 +293,7 @@ def test_pna_examples_give_the_same_file_from_heads_as_from_whole_packets(
     """The PNA examples whose parsers `parse_depth` bounds (14 to 54 bytes), TCP frames with
     payloads of 0 to 700 bytes both ways: batches of heads write the bytes and counts that
     batches of whole packets write (add-on-miss tables, direct counters and all)."""
-    examples = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "pna-examples" / "examples"
+    examples = DATASETS / "pna-examples" / "examples"
     if not examples.is_dir():
         pytest.skip("needs ../shared/datasets/pna-examples")
     from tests.smartnic.test_pna_examples import HOST_IP, NET_IP, tcp_frame

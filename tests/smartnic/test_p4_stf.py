@@ -13,13 +13,15 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import DATASETS, dataset
 
 from cloudtwin.errors import NicError, P4Error
+from cloudtwin.smartnic.p4.frontend import parse_program
 from cloudtwin.smartnic.p4.preprocess import preprocess
 from cloudtwin.smartnic.p4.run import load_datapath
-from cloudtwin.smartnic.p4.stf import Expect, StfResult, parse_stf, run_stf
+from cloudtwin.smartnic.p4.stf import Expect, StfResult, compare, parse_stf, run_stf
 
-SUITE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "p4c-stf"
+SUITE = DATASETS / "p4c-stf"
 
 PASS_FLOOR = 156
 """How many of the shared suite's tests pass (the rest are refused as unsupported)."""
@@ -115,7 +117,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 def _run(script: str) -> object:
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     return run_stf(PROGRAM, str(SUITE / "tests" / "inline.p4"), script, "inline.stf", (SUITE / "include",))
 
 
@@ -129,6 +131,43 @@ def test_runner_priorities_drop_and_differences() -> None:
     assert extra.status == "fail" and extra.unexpected == 1  # type: ignore[attr-defined]
 
 
+ENTRIES = "add t 1 h.a:0x10&&&0xF0 set(v:1, port:2)\nadd t 5 h.a:0x11 set(v:5, port:3)\n"
+
+
+def test_an_expected_packet_that_never_comes_out_fails() -> None:
+    # 0x20 matches no entry: the default drops it, so nothing comes out on port 2
+    missing = _run(ENTRIES + "packet 0 20 00\nexpect 2 20 01\n")
+    assert missing.status == "fail"  # type: ignore[attr-defined]
+    assert missing.reason == "port 2 packet 1: expected 2001, got nothing"  # type: ignore[attr-defined]
+    # two expected, one out: the second is missing
+    short = _run(ENTRIES + "packet 0 11 00\nexpect 3 11 05\nexpect 3 11 05\n")
+    assert short.status == "fail" and short.matched == 1  # type: ignore[attr-defined]
+    assert short.reason == "port 3 packet 2: expected 1105, got nothing"  # type: ignore[attr-defined]
+
+
+def test_an_expectation_on_the_wrong_port_fails() -> None:
+    # 0x11 leaves on port 3: expecting the same bytes on port 2 is a fail, both ways
+    wrong = _run(ENTRIES + "packet 0 11 00\nexpect 2 11 05\n")
+    assert wrong.status == "fail" and wrong.matched == 0 and wrong.unexpected == 1  # type: ignore[attr-defined]
+    assert wrong.reason == "port 2 packet 1: expected 1105, got nothing"  # type: ignore[attr-defined]
+
+
+def test_a_difference_deep_in_a_long_payload_fails() -> None:
+    # 64 bytes through (the payload after h is not parsed, carried as is): one nibble at
+    # byte 60 differs from what is expected
+    payload = bytes(range(62))
+    sent = "11 00 " + payload.hex()
+    right = "11 05 " + payload.hex()
+    wrong = bytearray(bytes.fromhex(right.replace(" ", "")))
+    wrong[60] ^= 0x01
+    ok = _run(ENTRIES + f"packet 0 {sent}\nexpect 3 {right} $\n")
+    assert ok.status == "pass", ok.reason  # type: ignore[attr-defined]
+    bad = _run(ENTRIES + f"packet 0 {sent}\nexpect 3 {wrong.hex()} $\n")
+    assert bad.status == "fail"  # type: ignore[attr-defined]
+    longer = _run(ENTRIES + f"packet 0 {sent}\nexpect 3 {right} 00 $\n")  # one byte too many
+    assert longer.status == "fail"  # type: ignore[attr-defined]
+
+
 def test_entry_that_does_not_fit_is_an_error_naming_the_line() -> None:
     with pytest.raises(NicError, match=r"^inline\.stf:1: .*does not fit bit<9>"):
         _run("add t h.a:1 set(v:1, port:512)\n")
@@ -140,12 +179,53 @@ def _reason(text: str | None) -> str:
     return re.sub(r"'[^']*'", "'…'", text)[:70]
 
 
+CHECKED_FLOOR = 153
+"""How many passes send at least one packet (3 of p4c's scripts send none: they pass on nothing)."""
+FLIPPED_FLOOR = 496
+"""How many expect lines of passing tests are flipped, each required to fail."""
+
+
+def _sends(text: str) -> bool:
+    return any(line.split()[:1] == ["packet"] for line in text.splitlines())
+
+
+def _flip(line: str) -> str:
+    """The expect line with its last significant nibble changed (a nibble deep in the packet)."""
+    words = line.split("#", 1)[0].rstrip()
+    for k in range(len(words) - 1, 0, -1):
+        ch = words[k]
+        if ch in "0123456789abcdefABCDEF" and words[k - 1] not in ("x", "X"):
+            return words[:k] + format(int(ch, 16) ^ 1, "X") + words[k + 1 :]
+    return words
+
+
+def _every_flipped_expectation_fails(script: Path, result: StfResult) -> int:
+    """Each expect line of a passing script, one at a time, with one nibble flipped in memory:
+    the packets that came out must then fail the comparison. How many lines were flipped."""
+    commands = parse_stf(script.read_text(), script.name)
+    expected = [c.expect for c in commands if c.kind == "expect" and c.expect is not None]
+    lines = script.read_text().splitlines()
+    flipped = 0
+    for k, command in enumerate(c for c in commands if c.kind == "expect"):
+        text = lines[command.line - 1]
+        if not text.split("#", 1)[0].strip().startswith("expect") or set(text.split()[2:]) <= {"*", "$"}:
+            continue
+        [changed] = parse_stf(_flip(text), script.name)
+        assert changed.expect is not None and changed.expect != expected[k], text
+        trial = [*expected[:k], changed.expect, *expected[k + 1 :]]
+        outcome = compare(trial, result.sent)
+        assert outcome.status == "fail", f"{script.name}:{command.line}: a flipped expectation passed"
+        flipped += 1
+    return flipped
+
+
 def test_the_shared_suite_passes_or_is_refused_never_fails() -> None:
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     status: Counter[str] = Counter()
     reasons: Counter[str] = Counter()
     failures = []
+    checked_passes = flipped = 0
     for script in sorted((SUITE / "tests").glob("*.stf")):
         program = script.with_suffix(".p4")
         try:
@@ -155,15 +235,20 @@ def test_the_shared_suite_passes_or_is_refused_never_fails() -> None:
         except NicError as err:  # an entry the program cannot take: refused, named
             result = StfResult("unsupported", reason=str(err))
         status[result.status] += 1
+        if result.status == "pass":
+            checked_passes += bool(result.sent) or _sends(script.read_text())
+            flipped += _every_flipped_expectation_fails(script, result)
         if result.status == "fail":
             failures.append(f"{script.name}: {result.reason}")
         elif result.status == "unsupported":
             reasons[_reason(result.reason)] += 1
-    print(f"\np4c STF suite: {dict(status)}")
+    print(f"\np4c STF suite: {dict(status)}; {checked_passes} passes send packets; "
+          f"{flipped} expectations flipped")
     for reason, count in reasons.most_common():
         print(f"{count:4d}  {reason}")
     assert not failures, failures
     assert status["pass"] >= PASS_FLOOR
+    assert checked_passes >= CHECKED_FLOOR and flipped >= FLIPPED_FLOOR, (checked_passes, flipped)
 
 
 FEATURES = """#include <core.p4>
@@ -205,7 +290,7 @@ def test_names_registers_functions_switch_and_multicast() -> None:
     """@name'd table and action by their control-plane names; a register carrying a value
     from one packet to the next; |+| saturating; replication with rids, ports ascending."""
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = (
         "add ingress.fwd h.a:1 ingress.go(port:3)\nadd ingress.fwd h.a:2 ingress.flood()\n"
         "mc_mgrp_create 1\nmc_node_create 7 6 5\nmc_node_associate 1 0\n"
@@ -234,7 +319,7 @@ def test_lookahead_and_advance() -> None:
         "packet 0 05 06\nexpect 4 05 09 $\n"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "look.p4"), script, "l.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -247,7 +332,7 @@ def test_typed_constants_keep_their_width_and_fold() -> None:
         "const bit<4> K = 0xF;\nconst bit<8> BYTES = 112 / 8;\ncontrol V(",
     ).replace("apply { t.apply(); }", "apply { h.h.a = (bit<8>)(K + K); h.h.b = BYTES; sm.egress_spec = 1; }")
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(
         program,
         str(SUITE / "tests" / "c.p4"),
@@ -309,7 +394,7 @@ PSA_Switch(ip, PacketReplicationEngine(), ep, BufferingQueueingEngine()) main;
 
 def _psa(script: str) -> StfResult:
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     return run_stf(PSA_PROGRAM, str(SUITE / "tests" / "psa.p4"), script, "psa.stf", (SUITE / "include",))
 
 
@@ -344,7 +429,7 @@ def test_psa_resubmit_runs_ingress_again_and_a_loop_is_refused() -> None:
         "    ostd.drop = false; h.h.a = 0x77; } else { send_to_port(ostd, 7); h.h.instance = 5; } }"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     again = run_stf(
         PSA_PROGRAM.replace("action mark() { m.seen = 1; }", once),
         str(SUITE / "tests" / "psa.p4"),
@@ -356,7 +441,7 @@ def test_psa_resubmit_runs_ingress_again_and_a_loop_is_refused() -> None:
     resubmit = "action mark() { ostd.resubmit = true; ostd.drop = false; }"
     program = PSA_PROGRAM.replace("action mark() { m.seen = 1; }", resubmit)
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     where = (str(SUITE / "tests" / "psa.p4"), "psa.stf", (SUITE / "include",))
     script = "add t h.a:1 fwd(port:5)\npacket 2 01 00 0000 00000000\nexpect 5 01 01 0000 00000002 $\n"
     assert run_stf(program, where[0], script, *where[1:]).status == "pass"
@@ -367,7 +452,7 @@ def test_psa_resubmit_runs_ingress_again_and_a_loop_is_refused() -> None:
 def test_nic_run_refuses_v1model_and_psa_programs(tmp_path: Path) -> None:
     """`nic run` runs the NIC's PNA pipeline; other architectures are one line naming it."""
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     for name in ("core.p4", "v1model.p4"):
         (tmp_path / name).write_text((SUITE / "include" / name).read_text())
     (tmp_path / "bmv2").mkdir()
@@ -401,7 +486,7 @@ def test_range_optional_keys_and_priorities() -> None:
         "packet 0 0d 09\nexpect 4 0d 04 $\n"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "r.p4"), script, "r.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
     assert (result.expected, result.matched, result.unexpected) == (6, 6, 0)
@@ -414,7 +499,7 @@ def test_division_and_modulo_round_down_and_refuse_zero() -> None:
         "apply { bit<8> q = h.h.a / h.h.b; h.h.b = h.h.a % h.h.b; h.h.a = q; sm.egress_spec = 1; }",
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     where = (str(SUITE / "tests" / "d.p4"), "d.stf", (SUITE / "include",))
     result = run_stf(program, where[0], "packet 0 c8 07\nexpect 1 1c 04 $\n", *where[1:])
     assert result.status == "pass", result.reason
@@ -446,7 +531,7 @@ def test_signed_int_wraps_saturates_shifts_compares_and_extends() -> None:
         "packet 0 70 20 00 00 00 00 0000\nexpect 1 70 20 90 7f 1c 00 0070 $\n"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "s.p4"), script, "s.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -455,7 +540,7 @@ def test_signed_int_is_refused_where_its_sign_would_be_lost() -> None:
     """A function returning int<N> (its sign is not carried through calls) is refused by name."""
     program = PROGRAM.replace("control V(", "int<8> f(in bit<8> x) { return (int<8>) x; }\ncontrol V(")
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "s.p4"), "", "s.stf", (SUITE / "include",))
     assert result.status == "unsupported"
     assert "function f return: a signed int<N> is outside the supported subset here" in (result.reason or "")
@@ -478,7 +563,7 @@ def test_header_equality_and_lookahead_statement() -> None:
         "packet 0 01 02\nexpect 2 01 02 $\n"  # too short for the lookahead: nothing extracted
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "e.p4"), script, "e.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -520,7 +605,7 @@ def test_varbit_extract_emit_checksum_and_errors() -> None:
         "packet 0 03 0000 aa\nexpect 3 03 0000 aa $\n"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(VARBIT, str(SUITE / "tests" / "v.p4"), script, "v.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
     bad = VARBIT.replace("if (h.v.isValid()) { h.v.len = 0x77; }", "h.v.len = (bit<8>) h.v.opts;")
@@ -568,7 +653,7 @@ def test_union_stacks_struct_lists_slice_out_arguments_and_type_arguments() -> N
         "packet 0 02 1234 ff\nexpect 7 22 bb ff $\n"
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(UNIONS, str(SUITE / "tests" / "u.p4"), script, "u.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -601,7 +686,7 @@ def test_functions_returning_headers_and_checksum_with_payload() -> None:
         "packet 0 07 00 0000\nexpect 1 07 09 f8f6 $\n"  # {7, 9}, no payload: ~0x0709
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "f.p4"), script, "f.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -632,7 +717,7 @@ def test_psa_meter_rates_from_stf() -> None:
         + packet.format(cell="01") + out.format(colour="03")  # both buckets of 1 spent
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "psa.p4"), script, "psa.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
 
@@ -672,7 +757,7 @@ def test_stf_range_entries() -> None:
         "packet 0 29 00\n"  # no entry: dropped
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     where = (str(SUITE / "tests" / "r.p4"), "r.stf", (SUITE / "include",))
     result = run_stf(program, where[0], script, *where[1:])
     assert result.status == "pass", result.reason
@@ -688,7 +773,7 @@ def test_control_variables_initialise_in_declaration_order() -> None:
         "    h_t x;\n    bit<8> v = x.a + 5;\n    apply { h.h.b = v; sm.egress_spec = 1; }",
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "o.p4"), "packet 0 01 02\nexpect 1 01 05 $\n", "o.stf",
                      (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -711,7 +796,7 @@ def test_sub_control_takes_a_struct_with_a_header_stack() -> None:
         .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = "packet 0 01 00 aa bb\nexpect 1 01 10 aa bb $\n"  # lastIndex 1 -> 0x10; s[1] = aa bb
     result = run_stf(program, str(SUITE / "tests" / "k.p4"), script, "k.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -729,7 +814,7 @@ def test_struct_inside_a_header_is_laid_out_field_by_field() -> None:
     program = program.replace("action set(bit<8> v, bit<9> port) { h.h.b = v; sm.egress_spec = port; }", "")
     program = program.replace("actions = { set; drop; }", "actions = { drop; }")
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = "packet 0 00 3f\nexpect 1 03 3f $\npacket 0 00 37\nexpect 1 00 37 $\n"
     result = run_stf(program, str(SUITE / "tests" / "n.p4"), script, "n.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -739,7 +824,7 @@ def test_extract_into_nothing_skips_a_header() -> None:
     """`p.extract<h_t>(_)` moves past two bytes, which are then not in the packet."""
     program = PROGRAM.replace("{ p.extract(h.h);", "{ p.extract<h_t>(_); p.extract(h.h);")
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = "add t h.a:1 set(v:9, port:2)\npacket 0 aa bb 01 02 03\nexpect 2 01 09 03 $\n"
     result = run_stf(program, str(SUITE / "tests" / "x.p4"), script, "x.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -756,7 +841,7 @@ def test_psa_internet_checksum_in_a_deparser() -> None:
         "            h.h.instance = ck.get(); c2.apply(p, h); }",
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     where = (str(SUITE / "tests" / "psa.p4"), "psa.stf", (SUITE / "include",))
     script = "add t h.a:1 fwd(port:5)\npacket 2 01 00 0000 00000000\nexpect 5 01 01 feff 00000002 $\n"
     result = run_stf(program, where[0], script, *where[1:])
@@ -781,7 +866,7 @@ def test_for_loops_with_break_and_continue_per_packet() -> None:
     )
     program = PROGRAM.replace("apply { t.apply(); }", loop)
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     where = (str(SUITE / "tests" / "l.p4"), "l.stf", (SUITE / "include",))
     cases = (("03", "04"), ("0a", "09"), ("00", "00"))
     script = "".join(f"packet 0 {a} 00\nexpect 1 {a} {s} $\n" for a, s in cases)
@@ -813,7 +898,7 @@ def test_v1model_top_level_register_is_shared_by_the_controls() -> None:
         )
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = "packet 0 07 07\nexpect 1 01 00 $\npacket 0 07 07\nexpect 1 02 01 $\n"
     result = run_stf(program, str(SUITE / "tests" / "g.p4"), script, "g.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -835,7 +920,7 @@ def test_stack_element_with_a_run_time_index_as_an_inout_argument() -> None:
         .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
     )
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     script = "packet 0 00 00 10 20 30 40\nexpect 1 01 00 10 21 30 40 $\n"
     result = run_stf(program, str(SUITE / "tests" / "b.p4"), script, "b.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
@@ -865,6 +950,46 @@ def test_signed_int_matches_twos_complement_reference(rows: list[tuple[int, int,
         lines.append(f"packet 0 {a:02x} {b:02x} {k:02x} 00 00 00 00\n")
         lines.append(f"expect 1 {a:02x} {b:02x} {k:02x} " + " ".join(f"{v:02x}" for v in out) + " $\n")
     if not SUITE.is_dir():
-        pytest.skip(f"{SUITE} is missing (p4c's STF tests are kept beside the repository)")
+        dataset("p4c-stf")
     result = run_stf(program, str(SUITE / "tests" / "p.p4"), "".join(lines), "p.stf", (SUITE / "include",))
     assert result.status == "pass", result.reason
+
+
+def test_compound_assignment_evaluates_a_run_time_index_once() -> None:
+    """`h.s[post(h.h.a) & 1].b += 1` twice: each statement calls post once (the element it
+    reads is the one it writes), so s[0].b and s[1].b each gain 1 and a ends at 2. Read
+    twice, the index would move between the read and the write."""
+    program = (
+        PROGRAM.replace("struct H { h_t h; }", "struct H { h_t h; h_t[2] s; }")
+        .replace("p.extract(h.h); transition",
+                 "p.extract(h.h); p.extract(h.s.next); p.extract(h.s.next); transition")
+        .replace("control V(", "bit<8> post(inout bit<8> x) { bit<8> was = x; x += 1; return was; }\n"
+                 "control V(")
+        .replace("apply { t.apply(); }",
+                 "apply { h.s[post(h.h.a) & 1].b += 1; h.s[post(h.h.a) & 1].b |+|= 0xf0;\n"
+                 "        sm.egress_spec = 1; }")
+        .replace("p.emit(h.h);", "p.emit(h.h); p.emit(h.s);")
+    )
+    if not SUITE.is_dir():
+        dataset("p4c-stf")
+    # s[0].b: 0x20 + 1 = 0x21; s[1].b: 0x40 |+| 0xf0 saturates at 0xff
+    script = "packet 0 00 00 10 20 30 40\nexpect 1 02 00 10 21 30 ff $\n"
+    result = run_stf(program, str(SUITE / "tests" / "o.p4"), script, "o.stf", (SUITE / "include",))
+    assert result.status == "pass", result.reason
+
+
+def test_an_include_found_nowhere_is_named_with_the_folders_searched(tmp_path: Path) -> None:
+    """v1model.p4 missing: named, with every folder searched, not a later 'no parser named'.
+    A <core.p4> found nowhere is named when the program then misses a declaration."""
+    program = tmp_path / "prog.p4"
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(P4Error) as info:
+        parse_program(PROGRAM, str(program), (empty,))
+    message = str(info.value)
+    searched = f"(looked in {empty}, {tmp_path})"
+    assert message.startswith(f"{program}:2: #include <v1model.p4> is not found {searched}")
+    assert "\n" not in message
+    bare = "#include <core.p4>\nV1Switch(P(), V(), I(), E(), C(), D()) main;\n"
+    with pytest.raises(P4Error, match=r"#include <core\.p4> is not found \(looked in .*\); the built-in"):
+        parse_program(bare, str(program), (empty,))

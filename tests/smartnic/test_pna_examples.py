@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tests.conftest import DATASETS
 
 from cloudtwin.errors import NicError, P4Error
 from cloudtwin.smartnic.p4.arch.pna import MAX_RECIRCULATIONS, NET_PORT, run_entries
@@ -22,7 +23,7 @@ from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
 from cloudtwin.smartnic.p4.frontend import parse_program
 from cloudtwin.smartnic.p4.program import Program
 
-EXAMPLES = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "pna-examples" / "examples"
+EXAMPLES = DATASETS / "pna-examples" / "examples"
 PROGRAMS = sorted(p.name for p in EXAMPLES.glob("*.p4")) if EXAMPLES.is_dir() else []
 S = 1_000_000_000  # one second in ns (profile p expires p seconds after it is set)
 

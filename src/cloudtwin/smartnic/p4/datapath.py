@@ -1212,6 +1212,8 @@ class _Compiler:
             return exit_
         if kind == "assign":
             return self.assign(node)
+        if kind == "opassign_element":
+            return self.opassign_element(node)
         if kind == "if_stmt":
             return self.if_stmt(node)
         if kind == "call_stmt":
@@ -1384,6 +1386,26 @@ class _Compiler:
                 rows = mask & (at == np.uint64(i))
                 if rows.any():
                     ctx.put(f"{stack}[{i}].{field_name}", computed, rows)
+
+        return run
+
+    def opassign_element(self, node: Tree) -> StmtFn:
+        """`s[e].f op= v` with a run-time index: `e` is evaluated once (it may call a
+        function that changes state), kept, and names the element read and written."""
+        target, operator, value_node = node.children
+        base, field_name = target.children
+        stack_ref, index_node = base.children
+        index = self.expr(index_node)
+        self.dp.sites += 1
+        key = f"opassign#{self.dp.sites}"
+        self.widths[key] = index.width or 64
+        element = Tree("member", [Tree("index", [stack_ref, _ref(key, index_node)], base.meta), field_name],
+                       target.meta)
+        store = self.assign_element(element, Tree(str(operator), [element, value_node], node.meta))
+
+        def run(ctx: _Ctx, mask: np.ndarray) -> None:
+            ctx.put(key, _column(index.fn(ctx, mask), ctx.n, index.width), mask)
+            store(ctx, mask)
 
         return run
 

@@ -1168,7 +1168,15 @@ def parse_program(
     except P4Error as err:
         if located is None:
             raise
-        raise P4Error(_relocate(str(err), source, located)) from err
+        message = _relocate(str(err), source, located)
+        if located.missing and any(hint in message for hint in _UNDECLARED):
+            # a name the architecture file would have declared: the likelier cause first
+            message = f"{located.missing[0]}; the built-in declarations stood in, and then: {message}"
+        raise P4Error(message) from err
+
+
+_UNDECLARED = ("not declared", "no parser named", "no control named", "unknown type")
+"""Front-end errors that a missing `<core.p4>` or `<pna.p4>` may explain."""
 
 
 def _blank_type_argument(match: re.Match[str]) -> str:

@@ -159,8 +159,12 @@ def _fold(node: Tree) -> Tree:
         if isinstance(inner, Tree) and inner.data == "call_expr":
             return Tree("call_stmt", [inner.children[0]], meta)
         return node
-    if kind == "opassign":  # `a op= b` is `a = a op b`
+    if kind == "opassign":  # `a op= b` is `a = a op b`, `a` evaluated once
         target, operator, value = children
+        if target.data == "member" and target.children[0].data == "index":
+            # s[e].f op= v: the run-time index e (maybe a call with side effects) is
+            # evaluated once; the datapath keeps it for the read and the write
+            return Tree("opassign_element", [target, Token("OP", _OPERATORS[str(operator)]), value], meta)
         binary = Tree(_OPERATORS[str(operator)], [target, value], meta)
         return _fold(Tree("assign", [target, binary], meta))
     if kind == "assign":

@@ -33,6 +33,9 @@ class Source:
     text: str
     origins: list[tuple[str, int]] = field(default_factory=list)
     included: set[str] = field(default_factory=set)
+    #: `<core.p4>` or `<pna.p4>` found nowhere (the built-in declarations stand in): where
+    #: each was asked for and the folders searched, to name it when the program fails
+    missing: list[str] = field(default_factory=list)
 
     def locate(self, line: int) -> tuple[str, int]:
         """The file and line of output line `line` (1-based)."""
@@ -48,8 +51,13 @@ class _State:
     lines: list[str] = field(default_factory=list)
     origins: list[tuple[str, int]] = field(default_factory=list)
     included: set[str] = field(default_factory=set)
+    missing: list[str] = field(default_factory=list)
     budget: int = MAX_INCLUDE_BYTES
     functions: dict[str, tuple[list[str], str]] = field(default_factory=dict)  # NAME(params) body
+
+
+BUILT_IN = frozenset({"core.p4", "pna.p4"})
+"""System includes the built-in PNA-like declarations stand in for when they are found nowhere."""
 
 
 def _strip_comments(text: str) -> str:
@@ -152,16 +160,21 @@ def _condition(expr: str, state: _State, where: str) -> bool:
 
 
 def _find(name: str, quoted: bool, here: Path, state: _State, where: str) -> Path | None:
-    """The file an `#include` names; None for a `<system>` one found nowhere (the built-in
-    PNA-like architecture stands in for `<core.p4>` and `<pna.p4>`)."""
+    """The file an `#include` names; None for `<core.p4>` or `<pna.p4>` found nowhere (the
+    built-in PNA-like architecture stands in for them; noted in `state.missing`). Any other
+    include found nowhere is an error naming it and the folders searched."""
     dirs = ((here,) if quoted else ()) + state.dirs + ((here,) if not quoted else ())
     for directory in dirs:
         candidate = directory / name
         if candidate.is_file():
             return candidate
-    if not quoted:
+    shown = f'"{name}"' if quoted else f"<{name}>"
+    searched = f"looked in {', '.join(dict.fromkeys(map(str, dirs)))}"
+    if not quoted and name in BUILT_IN:
+        state.missing.append(f"{where}: #include {shown} is not found ({searched})")
         return None
-    raise P4Error(f"{where}: #include {name!r} is not found (looked in {', '.join(map(str, dirs))})")
+    hint = "; give the folder of p4c's p4include with -I" if not quoted else ""
+    raise P4Error(f"{where}: #include {shown} is not found ({searched}){hint}")
 
 
 def _run(text: str, source: str, here: Path, state: _State, depth: int) -> None:
@@ -261,4 +274,4 @@ def preprocess(
     """`text` with its directives carried out; P4Error `file:line: what` on one outside the subset."""
     state = _State(tuple(include_dirs), {})
     _run(text, source, here if here is not None else Path(source).parent, state, 0)
-    return Source("\n".join(state.lines) + "\n", state.origins, state.included)
+    return Source("\n".join(state.lines) + "\n", state.origins, state.included, state.missing)

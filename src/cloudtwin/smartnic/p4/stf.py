@@ -18,7 +18,7 @@ line); running them against a program is `stf_run`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +34,7 @@ __all__ = [
     "Expect",
     "KeyMatch",
     "StfResult",
+    "compare",
     "parse_stf",
     "run_stf",
 ]
@@ -311,6 +312,8 @@ class StfResult:
     matched: int = 0
     unexpected: int = 0
     reason: str | None = None
+    #: the packets that came out, per port in order (what `compare` judged)
+    sent: dict[int, list[bytes]] = field(default_factory=dict, compare=False, repr=False)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -580,7 +583,7 @@ _HANDLERS = {
 }
 
 
-def _compare(expected: list[Expect], sent: dict[int, list[bytes]]) -> StfResult:
+def compare(expected: list[Expect], sent: dict[int, list[bytes]]) -> StfResult:
     """Per port, in order: every expected packet came out and nothing else did."""
     matched = unexpected = 0
     first: str | None = None
@@ -599,7 +602,7 @@ def _compare(expected: list[Expect], sent: dict[int, list[bytes]]) -> StfResult:
                 act = got[i].hex().upper() if i < len(got) else "nothing"
                 first = f"port {port} packet {i + 1}: expected {exp}, got {act}"
     status = "pass" if first is None else "fail"
-    return StfResult(status, len(expected), matched, unexpected, first)
+    return StfResult(status, len(expected), matched, unexpected, first, sent)
 
 
 def run_stf(
@@ -640,4 +643,4 @@ def _run(runner: _Runner, commands: list[Command]) -> StfResult:
             runner.flush()
             _HANDLERS[command.kind](runner, command)
     runner.flush()
-    return _compare(expected, runner.sent)
+    return compare(expected, runner.sent)
