@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 from tests.cli.cli_helpers import REPO, cloudtwin, run_documented
 
-DOCS = [REPO / "README.md", REPO / "docs" / "routing.md", REPO / "docs" / "smartnic.md"]
+DOCS = [
+    REPO / "README.md", REPO / "docs" / "routing.md", REPO / "docs" / "smartnic.md",
+    REPO / "docs" / "cloud-reference.md",
+]
 
 
 def console_commands(path: Path) -> list[str]:
@@ -74,3 +77,40 @@ def test_engine_doc_benchmark_command_runs() -> None:
         assert done.returncode == 0, done.stderr
         assert "100,000" not in done.stdout and "2,000 Poisson flows" in done.stdout
         assert "peak" in done.stdout
+
+
+PAGES = sorted((REPO / "docs").glob("*.md"))
+
+
+def _opening(path: Path) -> list[str]:
+    """The commands of a page's first ```console block, if it comes before the first section."""
+    text = path.read_text()
+    head = text.split("\n## ", 1)[0]
+    block = re.search(r"```console\n(.*?)```", head, re.S)
+    return [line[2:] for line in block.group(1).splitlines() if line.startswith("$ ")] if block else []
+
+
+def test_every_docs_page_opens_with_a_command() -> None:
+    assert len(PAGES) >= 15
+    missing = [p.name for p in PAGES if not _opening(p)]
+    assert missing == [], f"pages without a command before their first section: {missing}"
+
+
+def test_no_page_speaks_of_issue_numbers() -> None:
+    for path in [*PAGES, REPO / "README.md"]:
+        assert not re.search(r"issue [0-9]", path.read_text(), re.I), path.name
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("page", [p.name for p in PAGES])
+def test_a_page_opening_command_runs_from_a_clone(tmp_path: Path, page: str) -> None:
+    (tmp_path / "examples").symlink_to(REPO / "examples")
+    for command in _opening(REPO / "docs" / page):
+        if command.startswith("python "):
+            words = shlex.split(command)
+            done = subprocess.run(
+                [sys.executable, *words[1:]], cwd=REPO, capture_output=True, text=True, timeout=600
+            )
+        else:
+            done = run_documented(command, tmp_path)
+        assert done.returncode == 0, f"{page}: {command}\n{done.stderr}"

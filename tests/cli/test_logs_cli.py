@@ -172,6 +172,7 @@ def test_every_console_command_in_the_docs_runs(tmp_path: Path, loghub: Path) ->
     work = tmp_path / "main"
     work.mkdir()
     (tmp_path / "shared").symlink_to(loghub.parents[1])
+    (work / "examples").symlink_to(Path(__file__).resolve().parents[2] / "examples")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     commands = [
         line[2:] for block in _doc_blocks("console") for line in block.splitlines()

@@ -34,7 +34,8 @@ def test_documented_command_runs(tmp_path: Path, command: str) -> None:
     assert done.returncode == 0, f"{command}\n{done.stderr}"
     assert done.stdout.strip()
     if command.startswith("cloudtwin diagnose"):
-        assert "east.gw0" in done.stdout.splitlines()[4] and "gateway" in done.stdout.splitlines()[4]
+        first = done.stdout.splitlines()[4:6]  # the first row: the component, then its kind
+        assert "east.gw0" in first[0] and "(gateway)" in first[1]
 
 
 def test_benchmark_command_is_documented() -> None:
