@@ -155,6 +155,10 @@ def test_every_knob_of_the_model_is_reachable_from_a_plan() -> None:
     done = cloudtwin("migrate", "plan", "--memory", "1GiB", "--set", "sync_period=50ms", "--set",
                      "stall_rounds=3", "--set", "throttle_max=0.5", "--json")
     assert done.returncode == 0, done.stderr
+    for bad, says in (("mobility.wan.bandwidth=1Gbps", "sets one knob of the plan"),
+                      ("throttle_max=2", "throttle_max"), ("warp=1", "warp")):
+        refused = cloudtwin("migrate", "plan", "--memory", "1GiB", "--set", bad)
+        assert refused.returncode == 2 and says in refused.stderr and refused.stderr.count("\n") == 1
 
 
 def test_held_out_migrations_are_graded_through_migrate_plan(tmp_path: Path) -> None:

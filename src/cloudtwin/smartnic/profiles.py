@@ -265,7 +265,7 @@ MEASURED_FUNCTIONS = ("overlay", "security-groups", "conntrack", "rate-limiter")
 def _finite(value: object, where: str) -> float:
     """A measured cost as a float; NicError naming `where` when it is not a finite number."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise NicError(f"{where}: a cost is not a finite number (got {value!r})")
+        raise NicError(f"{where}: must be a finite number (got {value!r})")
     return float(value)
 
 
