@@ -7,6 +7,7 @@ import os
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -154,8 +155,15 @@ def write_text(path: Path, text: str) -> None:
 
 
 @contextmanager
-def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, int], None] | None]:
-    """A progress callback drawing on stderr when stderr is a terminal; None otherwise."""
+def progress_bar(
+    label: str, enabled: bool = True, unit: str | None = None
+) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback drawing a bar on stderr when stderr is a terminal (unless
+    `enabled` is False, as under --json). When it is not (a log, CI) and a `unit` is given,
+    lines on stderr at most once a second, as `sweep` prints them, from the first second on."""
+    if not sys.stderr.isatty() and unit is not None:
+        yield progress_lines(label, unit)
+        return
     if not enabled or not sys.stderr.isatty():
         yield None
         return
@@ -173,6 +181,28 @@ def progress_bar(label: str, enabled: bool = True) -> Iterator[Callable[[int, in
             progress.update(task, completed=done, total=total)
 
         yield update
+
+
+PROGRESS_INTERVAL_S = 1.0
+"""Seconds between two progress lines on a stderr that is not a terminal."""
+
+
+def progress_lines(label: str, unit: str = "") -> Callable[[int, int], None]:
+    """`LABEL: DONE/TOTAL UNIT` on stderr, at most once a second; a run over within its first
+    second prints nothing, one that printed ends with its last line."""
+    last = [time.monotonic()]
+    shown: list[tuple[int, int] | None] = [None]
+    suffix = f" {unit}" if unit else ""
+
+    def line(done: int, total: int) -> None:
+        if shown[0] == (done, total):
+            return
+        now = time.monotonic()
+        if now - last[0] >= PROGRESS_INTERVAL_S or (done == total and shown[0] is not None):
+            last[0], shown[0] = now, (done, total)
+            print(f"{label}: {done:,}/{total:,}{suffix}", file=sys.stderr, flush=True)
+
+    return line
 
 
 @contextmanager

@@ -108,7 +108,7 @@ def run(
 
     loaded = read_flow_file(_one_fabric(scenario, overrides, site, "run"), scenario)
     refuse_ignored_sections(loaded, "run", jobs_too=False)
-    with progress_bar(f"{loaded.name}: simulating", not as_json) as progress:
+    with progress_bar(f"{loaded.name}: simulating", not as_json, "flows finished") as progress:
         result = usecases.run(loaded, strategy, progress)
     document = result.to_json()
     rows = 0
