@@ -55,12 +55,15 @@ def test_a_scenario_validation_error_names_its_key_as_its_field() -> None:
     small = Path(__file__).parent / "service" / "small.yaml"
     with pytest.raises(ScenarioError) as bad:
         load_scenario(small.read_text(), "small.yaml", ["fabric.spinez=3"])
-    assert (bad.value.field, str(bad.value)) == ("fabric.spinez", "small.yaml:4: fabric.spinez: unknown key")
+    assert (bad.value.field, str(bad.value)) == (
+        "fabric.spinez", "small.yaml:4: fabric.spinez: unknown key (did you mean `spines`?)"
+    )
     example = Path(__file__).parents[1] / "examples" / "intercloud.yaml"
     with pytest.raises(ScenarioError) as federated:
         load_federation(example.read_text(), "intercloud.yaml", ["underlay_mtuu=9000"])
     assert federated.value.field == "underlay_mtuu"
-    assert str(federated.value) == "intercloud.yaml: underlay_mtuu: unknown key"
+    expected = "intercloud.yaml: underlay_mtuu: unknown key (did you mean `underlay_mtu`?)"
+    assert str(federated.value) == expected
 
 
 @pytest.mark.parametrize(

@@ -65,3 +65,14 @@ def test_nic_offload_runs_every_site() -> None:
     assert list(sites) == ["east", "west"]
     # west's host 7 fails measured boot (nic.boot_faults): quarantined there, nowhere else
     assert [sites[s]["totals"]["quarantined_hosts"] for s in ("east", "west")] == [0, 1]
+
+
+def test_an_unknown_strategy_is_blamed_on_the_flag() -> None:
+    done = cloudtwin("compare", "examples/leaf-spine-perftest.yaml", "--strategies", "ecmp,bogus")
+    assert done.returncode == 2
+    assert done.stderr.startswith("cloudtwin: error: --strategies: unknown strategy 'bogus'")
+
+
+def test_train_says_which_node_and_model_it_used() -> None:
+    done = cloudtwin("train", CLOUD)
+    assert "Used: node a100-80g-8, vm; model 24 layers, hidden 4096, 32 heads, sequence 2048." in done.stdout

@@ -97,7 +97,8 @@ def test_an_unknown_scenario_key_answers_400_naming_the_field(client: TestClient
     answer = client.post("/api/jobs", json={"scenario_yaml": text}, headers=auth())
     assert answer.status_code == 400
     assert answer.json()["error"] == {
-        "field": "fabric.spinez", "message": "scenario_yaml:8: fabric.spinez: unknown key"
+        "field": "fabric.spinez",
+        "message": "scenario_yaml:8: fabric.spinez: unknown key (did you mean `spines`?)",
     }
 
 

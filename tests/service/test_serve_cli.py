@@ -144,3 +144,17 @@ def test_a_db_that_is_a_folder_or_a_fifo_is_refused_naming_db(tmp_path: Path) ->
             check_store_file(path)
         assert caught.value.field == "db"
     check_store_file(tmp_path / "missing.duckdb")  # a store yet to be made
+
+
+def test_a_store_that_does_not_exist_is_said_to_be_new(db: Path, tmp_path: Path) -> None:
+    """A mistyped --db serves a new, empty store, and says so; an existing one is not new."""
+    typo = tmp_path / "typo.duckdb"
+    with running_server(typo, tmp_path):
+        pass
+    said = (tmp_path / "serve.log").read_text()
+    assert f"{typo} did not exist: serving a new, empty store" in said
+    again = tmp_path / "again"
+    again.mkdir()
+    with running_server(db, again):
+        pass
+    assert "did not exist" not in (again / "serve.log").read_text()

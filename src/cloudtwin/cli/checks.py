@@ -88,13 +88,20 @@ def check_out_dir(value: Path | None) -> Path | None:
 
 
 def check_strategy_list(value: str | None) -> str | None:
-    """`--strategies a,b`: no strategy twice (the second run would only repeat the first)."""
+    """`--strategies a,b`: each a strategy that loads, none twice (the second run would only
+    repeat the first)."""
     if value is None:
         return None
     names = [s.strip() for s in value.split(",") if s.strip()]
     twice = sorted({n for n in names if names.count(n) > 1})
     if twice:
         raise RoutingError(f"--strategies: {', '.join(twice)} named twice")
+    from cloudtwin.evaluation.usecases import check_strategies
+
+    try:
+        check_strategies(names)
+    except RoutingError as err:  # the flag, not the scenario key, named the unknown one
+        raise RoutingError(f"--strategies: {str(err).removeprefix('strategies: ')}") from None
     return value
 
 

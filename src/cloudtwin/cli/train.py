@@ -79,6 +79,20 @@ def _table(title: str, results: list[TrainingResult]) -> Table:
     return table
 
 
+def _assumptions(loaded: Scenario) -> str:
+    """One line: the node and model the prediction used, and which of them are defaults."""
+    cluster, w = loaded.cluster, loaded.workload
+    node = f"node {cluster.node}, {cluster.virtualization}" + (
+        "" if "cluster" in loaded.model_fields_set else " (defaults: the scenario has no cluster:)"
+    )
+    model = (
+        f"model {getattr(w, 'layers', '?')} layers, hidden {getattr(w, 'hidden', '?')}, "
+        f"{getattr(w, 'heads', '?')} heads, sequence {getattr(w, 'sequence', '?')}"
+    )
+    unset = sorted({"layers", "hidden", "heads", "sequence"} - w.model_fields_set)
+    return f"Used: {node}; {model}" + (f" ({', '.join(unset)}: defaults)" if unset else "") + "."
+
+
 def write_plot(path: Path, title: str, results: list[TrainingResult]) -> None:
     """The scaling plot in the format its suffix names (PNG, SVG, PDF; PNG otherwise)."""
     from cloudtwin.evaluation.plots import PLOT_FORMATS, scaling_plot
@@ -132,6 +146,7 @@ def train(
             wrote(shown)
         if not as_json:
             stdout.print(_table(f"{loaded.name}: training ({prediction.strategy})", results))
+            stdout.print(_assumptions(loaded), highlight=False, markup=False)
         return prediction.to_json()
 
     for_each_site(targets, one, as_json, out)

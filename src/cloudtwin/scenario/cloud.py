@@ -67,6 +67,8 @@ class CloudSite(Site):
             "faults": self.faults,
             "limits": limits,
         }
+        if "cluster" not in self.model_fields_set:  # the site's scenario says it has no cluster:
+            del data["cluster"]
         if self.workload is not None:
             data["workload"] = self.workload
         if self.workloads:
@@ -181,6 +183,32 @@ def _check_vms(cloud: CloudScenario) -> None:
             raise ValueError(
                 f"mobility.vms.{i}.network: federated network {vm.network!r} does not reach site {vm.cloud!r}"
             )
+        _check_tenant_host(i, vm, sites[vm.cloud], networks[vm.network].tenant)
+
+
+def _check_tenant_host(i: int, vm: CloudVm, site: CloudSite, tenant: str) -> None:
+    """A VM sits on a host of its network's tenant at its site (its port is in that tenant's overlay)."""
+    hosts = [h for t in site.tenants if t.name == tenant for h in t.hosts]
+    if vm.host not in hosts:
+        where = f"hosts {_ranges(hosts)}" if hosts else "no hosts"
+        raise ValueError(
+            f"mobility.vms.{i}.host: host {vm.host} of site {site.name!r} is not a host of tenant {tenant!r} "
+            f"(network {vm.network!r}); the tenant has {where} there"
+        )
+
+
+def _ranges(hosts: list[int]) -> str:
+    """`0-5,8` for [0, 1, 2, 3, 4, 5, 8]."""
+    parts, ordered = [], sorted(set(hosts))
+    start = prev = ordered[0]
+    for h in [*ordered[1:], None]:
+        if h is not None and h == prev + 1:
+            prev = h
+            continue
+        parts.append(f"{start}-{prev}" if prev > start else str(start))
+        if h is not None:
+            start = prev = h
+    return ",".join(parts)
 
 
 def _check_migrations(cloud: CloudScenario) -> None:

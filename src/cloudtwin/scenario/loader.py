@@ -6,12 +6,14 @@ line in the file when it is known) and the reason.
 
 from __future__ import annotations
 
+import difflib
 import re
+import typing
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.model import Scenario, check_listed_hosts
@@ -165,7 +167,7 @@ def _describe(
     field = ""
     message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
-        message = "unknown key"
+        message = "unknown key" + _nearest(err.title, loc)
     elif first["type"] == "union_tag_invalid":
         expected = message.split("tags: ")[-1]
         message = f"unknown kind {first['input'].get('kind')!r}; expected one of {expected}"
@@ -187,6 +189,38 @@ def _describe(
     if key and message.startswith(f"{key.split('.')[0]}.") is False and not message.startswith(key):
         return f"{where}: {key}: {message}", key
     return f"{where}: {message}", key or field
+
+
+def _root_model(title: str) -> type[BaseModel] | None:
+    """The model a validation error's title names (the scenario kinds a file can be)."""
+    from cloudtwin.scenario.cloud import CloudScenario
+    from cloudtwin.scenario.federation import FederationScenario
+
+    return {m.__name__: m for m in (Scenario, CloudScenario, FederationScenario)}.get(title)
+
+
+def _models_in(tp: Any) -> list[type[BaseModel]]:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return [tp]
+    return [m for arg in typing.get_args(tp) for m in _models_in(arg)]
+
+
+def _nearest(title: str, loc: list[Any]) -> str:
+    """` (did you mean `x`?)` for a mistyped key: the closest key the model at `loc` takes
+    ("" when none is close)."""
+    root = _root_model(title)
+    if root is None or not loc or not isinstance(loc[-1], str):
+        return ""
+    models = [root]
+    for part in loc[:-1]:
+        if isinstance(part, str):
+            fields = [m.model_fields[part] for m in models if part in m.model_fields]
+            models = [sub for f in fields for sub in _models_in(f.annotation)]
+    keys = sorted({name for m in models for name in m.model_fields})
+    close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
+    if close:
+        return f" (did you mean `{close[0]}`?)"
+    return f" (keys here: {', '.join(keys)})" if 0 < len(keys) <= 12 else ""
 
 
 def _clean_loc(loc: tuple[Any, ...], data: Mapping[str, Any]) -> list[Any]:

@@ -57,6 +57,7 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     """
     number = parse_port(port)
     check_store_file(db)  # before anything is written beside it
+    new_store = not db.exists()
     with needs_extra("web", "serve"):  # fastapi, uvicorn, jinja2, plotly
         import uvicorn
 
@@ -83,6 +84,12 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
         federation_state=federation_path_for(db),
     )
     app = create_app(settings)
+    if new_store:  # a mistyped --db would otherwise serve an empty store without a word
+        typer.echo(
+            f"cloudtwin: {db} did not exist: serving a new, empty store (runs appear as jobs or "
+            f"`cloudtwin evaluate ... --db {db}` store them)",
+            err=True,
+        )
     typer.echo(f"cloudtwin: serving {db} on http://{host}:{number}/ (API schema at /openapi.json)")
     # a request or a job still running a second after SIGTERM does not hold the exit up
     config = uvicorn.Config(app, host=host, port=number, log_level="warning", timeout_graceful_shutdown=1)
