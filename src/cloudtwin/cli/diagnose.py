@@ -50,7 +50,8 @@ def diagnose(
     max_cells: int = _MAX_CELLS,
     as_json: bool = _JSON,
 ) -> None:
-    """Rank likely root causes (links, NICs, switches) from logs and flow telemetry.
+    """Rank likely root causes (links, NICs, switches, gateways, WAN links) from logs and
+    flow telemetry, each with its evidence and the time window of its trouble.
 
     Example:  cloudtwin diagnose examples/diagnose.yaml --db diagnose.duckdb
     """
@@ -86,7 +87,7 @@ def diagnose(
 
 def _evidence(suspect: Suspect) -> str:
     """The evidence, short enough for an 80-column terminal: samples, then each cited message."""
-    parts = []
+    parts = [] if suspect.window == "-" else [suspect.window]
     if suspect.degraded_samples:
         total = suspect.degraded_samples + suspect.healthy_samples
         parts.append(f"{suspect.degraded_samples} of {total} flow samples degraded")

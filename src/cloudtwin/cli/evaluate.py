@@ -176,7 +176,7 @@ def _evaluate_cloud(
         with Store(db) as store:
             run_id = record_cloud(store, document)
             stored = f"; stored as run {run_id} in {db}"
-            if evaluation.runs is not None and evaluation.runs[1].traffic is not None:
+            if evaluation.runs is not None:
                 emit_cloud(store, *evaluation.runs)
                 stored += f", with its operations data (cloudtwin diagnose --db {db})"
     if as_json:

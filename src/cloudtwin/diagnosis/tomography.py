@@ -8,6 +8,11 @@ degraded flow votes its severity, split evenly over the links of its path (as in
 NSDI 2018), and a link's votes at that instant are weighted by the share of the flows
 crossing it that are degraded: a link that carries many healthy flows is not the cause.
 A link's score is the sum over instants.
+
+Given the links' capacities, a degraded sample that contention explains does not count:
+the flow is at its max-min bottleneck on a link that carries (nearly) its whole capacity
+(its rate is the largest of the flows there), so it lost rate to other traffic, not to a
+fault. A failed or degraded link carries less than its capacity, so its flows still vote.
 """
 
 from __future__ import annotations
@@ -16,7 +21,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["TomographyConfig", "degraded_samples", "link_scores"]
+__all__ = ["SATURATED", "TomographyConfig", "contended", "degraded_samples", "link_scores", "link_votes"]
+
+#: A link that carries this share of its capacity is saturated (tunnel headers and
+#: encryption take a few percent of a gateway's or WAN link's capacity).
+SATURATED = 0.9
 
 
 @dataclass(frozen=True)
@@ -50,6 +59,38 @@ def degraded_samples(
     return np.where(relative < config.degraded_below, 1.0 - relative, 0.0)
 
 
+def contended(
+    sample: np.ndarray,
+    rate_bps: np.ndarray,
+    path_indptr: np.ndarray,
+    path_links: np.ndarray,
+    capacity_bps: np.ndarray,
+) -> np.ndarray:
+    """Per sample: whether the flow sits at its bottleneck on a saturated link then (its
+    rate above 0 and the largest there, the link carrying `SATURATED` of its capacity).
+
+    >>> # one instant: flows 0 and 1 fill link 0 (10 bit/s); flow 2 crawls alone on link 1
+    >>> contended(np.zeros(3, dtype=int), np.array([5.0, 5.0, 1.0]), np.array([0, 1, 2, 3]),
+    ...           np.array([0, 0, 1]), np.array([10.0, 10.0])).tolist()
+    [True, True, False]
+    """
+    sample = np.asarray(sample, dtype=np.int64)
+    rate = np.asarray(rate_bps, dtype=float)
+    lengths = np.diff(path_indptr)
+    row = np.repeat(np.arange(sample.size), lengths)
+    link = np.asarray(path_links, dtype=np.int64)
+    links = int(capacity_bps.size)
+    key = sample[row] * links + link
+    size = (int(sample.max()) + 1 if sample.size else 0) * links
+    load = np.bincount(key, rate[row], minlength=size)
+    top = np.zeros(size)
+    np.maximum.at(top, key, rate[row])
+    at_bottleneck = (
+        (load[key] >= SATURATED * capacity_bps[link]) & (rate[row] > 0) & (rate[row] >= top[key] * (1 - 1e-9))
+    )
+    return np.bincount(row, at_bottleneck, minlength=sample.size) > 0
+
+
 def link_scores(
     sample: np.ndarray,
     flow: np.ndarray,
@@ -58,6 +99,7 @@ def link_scores(
     path_links: np.ndarray,
     link_count: int,
     config: TomographyConfig | None = None,
+    capacity_bps: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Score, degraded and healthy sample counts per link.
 
@@ -74,6 +116,16 @@ def link_scores(
     """
     sample = np.asarray(sample, dtype=np.int64)
     severity = degraded_samples(flow, rate_bps, config)
+    if capacity_bps is not None and sample.size:
+        severity = np.where(contended(sample, rate_bps, path_indptr, path_links, capacity_bps), 0.0, severity)
+    return link_votes(sample, severity, path_indptr, path_links, link_count)
+
+
+def link_votes(
+    sample: np.ndarray, severity: np.ndarray, path_indptr: np.ndarray, path_links: np.ndarray, link_count: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Score, degraded and healthy sample counts per link, from each sample's severity."""
+    sample = np.asarray(sample, dtype=np.int64)
     lengths = np.diff(path_indptr)
     row = np.repeat(np.arange(sample.size), lengths)
     link = np.asarray(path_links, dtype=np.int64)

@@ -282,6 +282,15 @@ def _check_wan(
     for i, fault in enumerate(scenario.gateway_faults):
         if fault.site not in sites:
             raise FederationError(f"gateway_faults.{i}.site", f"unknown site {fault.site!r}")
+    for i, wan_fault in enumerate(scenario.wan_faults):
+        for k, name in enumerate(wan_fault.between):
+            if name not in sites:
+                raise FederationError(f"wan_faults.{i}.between.{k}", f"unknown site {name!r}")
+        if scenario.wan and frozenset(wan_fault.between) not in listed:
+            raise FederationError(
+                f"wan_faults.{i}.between",
+                f"no WAN link joins {wan_fault.between[0]!r} and {wan_fault.between[1]!r} (see wan:)",
+            )
     if not scenario.wan:
         return  # no WAN list: every pair of sites has a default link
     a = np.asarray([sites[w.between[0]] for w in scenario.wan])

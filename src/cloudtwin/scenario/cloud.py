@@ -13,9 +13,9 @@ scenario must allow).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.scenario.cluster import Cluster
@@ -26,6 +26,7 @@ from cloudtwin.scenario.loader import apply_overrides, check_hosts, parse_yaml, 
 from cloudtwin.scenario.mobility import Admission, Calibrated, MigrationJob, VmSpec
 from cloudtwin.scenario.model import Job, Routing, Scenario, Workload
 from cloudtwin.scenario.nic import Nic
+from cloudtwin.scenario.units import parse_time
 
 __all__ = [
     "CloudFederation",
@@ -33,6 +34,8 @@ __all__ = [
     "CloudScenario",
     "CloudSite",
     "CloudVm",
+    "DEFAULT_TELEMETRY_SAMPLE_S",
+    "Telemetry",
     "is_cloud",
     "load_cloud",
 ]
@@ -106,6 +109,17 @@ class CloudMobility(Calibrated):
     allow_renumbering: bool = False
 
 
+#: Telemetry sample period: a fault of 100 ms spans at least one sample instant.
+DEFAULT_TELEMETRY_SAMPLE_S = 0.05
+
+
+class Telemetry(_Model):
+    """What the cloud's operations data samples: every flow's rate every `sample` (stored
+    when it changes) and the NIC counters over the same intervals."""
+
+    sample: Annotated[float, BeforeValidator(parse_time), Field(gt=0, le=60)] = DEFAULT_TELEMETRY_SAMPLE_S
+
+
 class CloudScenario(_Model):
     """A whole cloud: federated sites with their jobs, the routing strategy of every fabric,
     the repair model, the VMs that move between sites, and the run's limits."""
@@ -117,6 +131,7 @@ class CloudScenario(_Model):
     federation: CloudFederation
     mobility: CloudMobility = Field(default_factory=CloudMobility)
     limits: Limits = Field(default_factory=Limits)
+    telemetry: Telemetry = Field(default_factory=Telemetry)
 
     def site_index(self, name: str) -> int:
         """The index of site `name` (ScenarioError when there is none)."""

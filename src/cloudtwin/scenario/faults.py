@@ -18,6 +18,7 @@ __all__ = [
     "Fault",
     "Flap",
     "Reaction",
+    "parse_capacity",
 ]
 
 #: Loss of signal on the port plus hardware ECMP member removal (fast failover).
@@ -35,7 +36,7 @@ DEFAULT_CONTROLLER_COMPUTE_S = 10e-3
 DEFAULT_RULE_INSTALL_S = 1e-3
 
 
-def _parse_capacity(value: object) -> object:
+def parse_capacity(value: object) -> object:
     """A fraction (`0.5`, `50%`, `100%`) stays a float up to 1; a rate (`40Gbps`) becomes
     bit/s, and must be above 1 bit/s so that it cannot be read as a fraction."""
     if isinstance(value, str) and value.strip().endswith("%"):
@@ -95,7 +96,7 @@ class Fault(_Model):
     target: str | None = Field(None, min_length=1)
     at: Duration = 0.0
     until: Duration | None = None
-    capacity: Annotated[float, BeforeValidator(_parse_capacity), Field(gt=0)] | None = None
+    capacity: Annotated[float, BeforeValidator(parse_capacity), Field(gt=0)] | None = None
     flap: Flap | None = None
     count: int | None = Field(None, ge=1, le=100_000)
     of: Literal["link", "switch", "nic"] = "link"

@@ -13,9 +13,18 @@ import ipaddress
 from collections.abc import Iterable
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from cloudtwin.errors import ScenarioError
+from cloudtwin.scenario.faults import Flap, parse_capacity
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.loader import (
     YamlMapping,
@@ -44,6 +53,7 @@ __all__ = [
     "GatewaySpec",
     "Site",
     "SiteTenant",
+    "WanFault",
     "WanLink",
     "load_federation",
 ]
@@ -171,10 +181,57 @@ class FederatedNetworkSpec(_Model):
 
 
 class GatewayFault(_Model):
-    """The active gateway of `site` fails at `at` (the standby takes over after failover)."""
+    """The active gateway of `site` fails at `at` (the standby takes over after failover);
+    with `until` it is repaired then and stays the standby (no pre-emption)."""
 
     site: str
     at: Duration = 0.0
+    until: Duration | None = None
+
+    @model_validator(mode="after")
+    def _ordered(self) -> GatewayFault:
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"until: must be after at ({self.at} s)")
+        return self
+
+
+class WanFault(_Model):
+    """The WAN link `between` two sites is cut (or, with `capacity`, degraded to a fraction
+    like 0.3 or 30% or to a rate like 5Gbps) from `at` to `until`; `flap` repeats a cut
+    (`count` times, every `period`, `down` each time, default half the period).
+
+    A cut needs `until` or `flap`: the federation keeps one WAN path per pair of sites
+    and does not route around a cut link.
+    """
+
+    between: tuple[str, str]
+    at: Duration = 0.0
+    until: Duration | None = None
+    capacity: Annotated[float, BeforeValidator(parse_capacity), Field(gt=0)] | None = None
+    flap: Flap | None = None
+
+    _two_sites = field_validator("between")(WanLink._two_sites.__func__)  # type: ignore[attr-defined]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> WanFault:
+        if self.until is not None and self.until <= self.at:
+            raise ValueError(f"until: must be after at ({self.at} s)")
+        if self.flap is not None and self.until is not None:
+            raise ValueError("flap: a flapping WAN link has no until (each flap comes back up)")
+        if self.flap is not None and self.capacity is not None:
+            raise ValueError("flap: a flap cuts the link; drop capacity")
+        if self.capacity is None and self.until is None and self.flap is None:
+            raise ValueError(
+                "until: a cut WAN link needs until (or flap): the federation does not route around it"
+            )
+        return self
+
+    def windows(self) -> list[tuple[float, float]]:
+        """(from, to) of each time the link is cut or degraded (to may be inf)."""
+        if self.flap is not None:
+            period, down = self.flap.period, self.flap.down_s
+            return [(self.at + i * period, self.at + i * period + down) for i in range(self.flap.count)]
+        return [(self.at, float("inf") if self.until is None else self.until)]
 
 
 class FederatedTraffic(_Model):
@@ -201,6 +258,7 @@ class FederationScenario(_Model):
     wan: tuple[WanLink, ...] = ()
     networks: tuple[FederatedNetworkSpec, ...] = ()
     gateway_faults: tuple[GatewayFault, ...] = ()
+    wan_faults: tuple[WanFault, ...] = ()
     traffic: tuple[FederatedTraffic, ...] = ()
     limits: Limits = Field(default_factory=Limits)
 

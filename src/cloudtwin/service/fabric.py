@@ -1,4 +1,8 @@
-"""The fabric of the store's twin run, laid out in tiers, for drawing a diagnosis on it."""
+"""The fabric of the store's twin run, laid out in tiers, for drawing a diagnosis on it.
+
+A cloud of several sites (site-qualified names, `west.leaf1`) is drawn site by site, side
+by side, each site's gateways and WAN edge above its fabric, the WAN links between them.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,9 @@ from cloudtwin.store.database import Store
 __all__ = ["Fabric", "read_fabric"]
 
 #: Tier of each node kind, bottom (hosts) to top (core switches).
-_TIER = {"host": 0, "nic": 1, "leaf": 2, "tor": 2, "agg": 3, "spine": 3, "core": 4}
+_TIER = {"host": 0, "nic": 1, "leaf": 2, "tor": 2, "agg": 3, "spine": 3, "core": 4, "gateway": 5, "wan": 6}
+#: Empty columns between two sites.
+_SITE_GAP = 1.0
 
 
 def read_fabric(store: Store) -> Fabric:
@@ -19,15 +25,20 @@ def read_fabric(store: Store) -> Fabric:
     pairs = store.query(
         "SELECT DISTINCT least(src, dst), greatest(src, dst) FROM twin_links ORDER BY 1, 2"
     )[1]
-    tiers: dict[int, list[str]] = {}
+    sites: dict[str, dict[int, list[str]]] = {}
     kinds = {}
     for name, kind in nodes:
-        tiers.setdefault(_TIER.get(kind, 0), []).append(name)
+        site = name.split(".", 1)[0] if "." in name else ""
+        sites.setdefault(site, {}).setdefault(_TIER.get(kind, 0), []).append(name)
         kinds[name] = kind
-    widest = max((len(v) for v in tiers.values()), default=1)
     placed = []
-    for tier, names in sorted(tiers.items()):
-        step = widest / len(names)
-        for i, name in enumerate(names):
-            placed.append(FabricNode(name=name, kind=kinds[name], x=round((i + 0.5) * step, 3), y=tier))
+    left = 0.0
+    for tiers in sites.values():
+        widest = max((len(v) for v in tiers.values()), default=1)
+        for tier, names in sorted(tiers.items()):
+            step = widest / len(names)
+            for i, name in enumerate(names):
+                x = round(left + (i + 0.5) * step, 3)
+                placed.append(FabricNode(name=name, kind=kinds[name], x=x, y=tier))
+        left += widest + _SITE_GAP
     return Fabric(nodes=placed, cables=[(a, b) for a, b in pairs])

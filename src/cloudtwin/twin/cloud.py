@@ -19,7 +19,7 @@ from functools import partial
 
 import numpy as np
 
-from cloudtwin.engine.simulator import Change
+from cloudtwin.engine.simulator import Change, Dependencies
 from cloudtwin.errors import CloudtwinError, EngineError, FederationError, ScenarioError
 from cloudtwin.flows import Paths
 from cloudtwin.intercloud.plan import FederationPlan, plan_federation
@@ -47,10 +47,18 @@ from cloudtwin.topology.topology import Topology
 from cloudtwin.twin.federation import gateway_faults
 from cloudtwin.twin.migration import MigrationDriver, MigrationRun
 from cloudtwin.twin.routing import route_flows
-from cloudtwin.twin.run import EngineJobs, Run, nic_plan, resolve_strategy, scenario_engine_jobs
+from cloudtwin.twin.run import (
+    EngineJobs,
+    FinishHandler,
+    Run,
+    nic_plan,
+    resolve_strategy,
+    scenario_engine_jobs,
+)
+from cloudtwin.twin.wan import wan_fault_changes
 from cloudtwin.workloads import qp_flows
 
-__all__ = ["CloudRun", "SitePart", "TrafficPart", "run_cloud", "identity_update_s"]
+__all__ = ["CloudRun", "RunHistory", "SitePart", "TrafficPart", "run_cloud", "identity_update_s"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -105,6 +113,66 @@ class TrafficPart:
 
 
 @dataclass(frozen=True, eq=False)
+class RunHistory:
+    """What the run's engine was given, in run ids: every flow's first path, rate cap and
+    latency, and every change in the order applied, at the time it took effect (the
+    telemetry recomputes the engine's rates at any instant from it)."""
+
+    paths: Paths
+    rate_cap_bps: np.ndarray
+    latency_s: np.ndarray
+    changes: tuple[Change, ...]
+
+
+class _RecordedRun(Run):
+    """A run that keeps what it was given (flows, paths, changes) for the telemetry."""
+
+    def __init__(self, capacity_bps: np.ndarray, *, timeline: bool = False) -> None:
+        super().__init__(capacity_bps, timeline=timeline)
+        self._added: list[tuple[Paths, np.ndarray, np.ndarray]] = []
+        self._changes: list[Change] = []
+
+    def add_flows(
+        self,
+        paths: Paths,
+        size_bytes: np.ndarray,
+        start_s: np.ndarray,
+        rate_cap_bps: np.ndarray,
+        *,
+        latency_s: np.ndarray | None = None,
+        dependencies: Dependencies | None = None,
+        timeline_flows: np.ndarray | None = None,
+        on_finish: FinishHandler | None = None,
+    ) -> np.ndarray:
+        ids = super().add_flows(
+            paths, size_bytes, start_s, rate_cap_bps, latency_s=latency_s, dependencies=dependencies,
+            timeline_flows=timeline_flows, on_finish=on_finish,
+        )
+        count = paths.flow_count
+        cap = np.broadcast_to(np.asarray(rate_cap_bps, dtype=float), (count,))
+        latency = np.zeros(count)
+        if latency_s is not None:
+            latency = np.broadcast_to(np.asarray(latency_s, dtype=float), (count,))
+        self._added.append((paths, cap, latency))
+        return ids
+
+    def apply(self, change: Change) -> None:
+        super().apply(change)
+        self._changes.append(replace(change, time_s=max(float(change.time_s), self.now)))
+
+    def history(self) -> RunHistory:
+        if not self._added:
+            empty = Paths(np.zeros(1, dtype=np.int64), np.empty(0, dtype=np.int64))
+            return RunHistory(empty, np.empty(0), np.empty(0), tuple(self._changes))
+        return RunHistory(
+            Paths.concat([a[0] for a in self._added]),
+            np.concatenate([a[1] for a in self._added]),
+            np.concatenate([a[2] for a in self._added]),
+            tuple(self._changes),
+        )
+
+
+@dataclass(frozen=True, eq=False)
 class CloudRun:
     """The whole cloud after one run: per site its jobs' flows, the federated traffic, the
     migrations (with each site's own log), the gateway failovers, and the engine's result."""
@@ -126,6 +194,7 @@ class CloudRun:
     #: migration streams (each site's own jobs are not counted)
     wan_timeline_s: np.ndarray | None = None
     wan_timeline_bps: np.ndarray | None = None
+    history: RunHistory | None = None
 
 
 def identity_update_s(cloud: CloudScenario, vm: VmSpec, to: str, joined: SitesTopology) -> float:
@@ -203,6 +272,7 @@ def _traffic(
     if not faults:
         return TrafficPart(flows, paths, slice(0, 0), [], [], np.zeros((0, len(flows)), dtype=bool))
     changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, cloud.seed, leg)
+    changes += wan_fault_changes(cloud.federation, joined, tunnel_capacity(plan, joined))
     return TrafficPart(flows, paths, slice(0, 0), changes, failovers, stalled)
 
 
@@ -228,7 +298,8 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
     driver = None
     if cloud.mobility.migrations:
         driver = FederatedMigrationDriver(cloud, plan, joined, parts, leg, base.size, traffic.failovers)
-    run = Run(np.concatenate([base, driver.links_bps]) if driver is not None else base, timeline=True)
+    links = np.concatenate([base, driver.links_bps]) if driver is not None else base
+    run = _RecordedRun(links, timeline=True)
     placed = []
     for part in parts:
         ids = _add_site(run, part)
@@ -260,6 +331,7 @@ def run_cloud(cloud: CloudScenario, strategy: str | Strategy | None = None, faul
         result.events,
         result.timeline_s,
         result.timeline_bps,
+        run.history(),
     )
 
 

@@ -31,6 +31,7 @@ from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.sites import SitesTopology, join_sites
 from cloudtwin.twin.run import run_flows
 from cloudtwin.twin.timeline import bytes_behind
+from cloudtwin.twin.wan import wan_fault_changes
 
 __all__ = ["FederationRun", "gateway_faults", "simulate_federation"]
 
@@ -135,8 +136,10 @@ def gateway_faults(
 ) -> tuple[list[Change], list[Failover], np.ndarray]:
     """The scenario's gateway faults as engine changes: the active gateway's links go to 0 at
     the fault, the flows through it move to the standby after the failover; each failover,
-    and which flows each stalled."""
+    and which flows each stalled. A fault with `until` gives the gateway's links back then
+    (the repaired gateway stays the standby)."""
     index = {name: i for i, name in enumerate(plan.site_names)}
+    built = tunnel_capacity(plan, joined)
     active = np.zeros(len(plan.site_names), dtype=np.int64)
     changes, failovers, stalled = [], [], []
     for fault in sorted(plan.scenario.gateway_faults, key=lambda f: f.at):
@@ -151,6 +154,8 @@ def gateway_faults(
         new = route_federated(plan, joined, flows, active, seed, moved, leg)
         changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
         changes.append(Change(fault.at + info.total_s, flows=moved, paths=new))
+        if fault.until is not None:
+            changes.append(Change(fault.until, link_ids=dead, capacity_bps=built[dead]))
         paths = paths.replace(moved, new)
         failovers.append(info)
         stalled.append(crossing)
@@ -173,6 +178,7 @@ def simulate_federation(plan: FederationPlan, seed: int | None = None) -> Federa
     rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
     latency = _latency(paths, joined)
     changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, seed)
+    changes += wan_fault_changes(plan.scenario, joined, capacity)
     args = (paths, capacity, flows.size_bytes, flows.start_s, rate_cap)
     baseline = run_flows(*args, latency_s=latency, timeline=True)
     try:
