@@ -180,3 +180,16 @@ def test_diagnose_json_gives_each_suspects_time_window(
     assert done.returncode == 0, done.stderr
     suspects = json.loads(done.stdout)["suspects"]
     assert all("since" in s and "until" in s for s in suspects)
+
+
+def test_the_diagnosis_page_draws_the_sites_side_by_side(incident: tuple[Store, CloudRun]) -> None:
+    from cloudtwin.service.fabric import read_fabric
+
+    store, _ = incident
+    fabric = read_fabric(store)
+    east = [n for n in fabric.nodes if n.name.startswith("east.")]
+    west = [n for n in fabric.nodes if n.name.startswith("west.")]
+    assert east and west and max(n.x for n in east) < min(n.x for n in west)
+    tiers = {n.name: n.y for n in fabric.nodes}
+    assert tiers["east.leaf0"] < tiers["east.spine0"] < tiers["east.gw0"] < tiers["east.wan"]
+    assert ("east.wan", "west.wan") in {tuple(c) for c in fabric.cables}

@@ -251,6 +251,8 @@ class Suspect(_Answer):
     healthy_samples: int
     messages: dict[str, int]
     evidence: str
+    since: str | None = None
+    until: str | None = None
 
 
 class FabricNode(_Answer):
