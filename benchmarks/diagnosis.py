@@ -480,7 +480,7 @@ def main() -> None:
     parser.add_argument("--quiet", action="store_true", help="no line per incident on stderr")
     args = parser.parse_args()
     result = evaluate(args.incidents, args.seed, say=not args.quiet)
-    print(_table("K", result["by_k"]))
+    print(_table("K", {f"K={k}": row for k, row in result["by_k"].items()}))
     print()
     print(_table("fault kind", result["by_kind"]))
     print()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from datetime import timedelta
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -36,8 +37,22 @@ def _emit(tmp_path: Path, overrides: list[str]) -> tuple[Store, CloudRun]:
 
 
 @pytest.fixture(scope="module")
-def incident(tmp_path_factory: pytest.TempPathFactory) -> tuple[Store, CloudRun]:
-    return _emit(tmp_path_factory.mktemp("cloud"), THREE)
+def incident(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, CloudRun]]:
+    """The store of the three faults (each test opens it again: one process at a time holds
+    the file) and the faulted run."""
+    store, hit = _emit(tmp_path_factory.mktemp("cloud"), THREE)
+    store.close()
+    with Store(store.path, read_only=True) as reader:
+        yield reader, hit
+
+
+@pytest.fixture()
+def closed(incident: tuple[Store, CloudRun]) -> Iterator[Path]:
+    """The incident's store file, with nothing holding it for the length of one test."""
+    store, _ = incident
+    store.connection.close()
+    yield Path(store.path)
+    store.connection = Store(store.path, read_only=True).connection
 
 
 def test_every_site_writes_its_jobs_flows_and_its_switches_logs(incident: tuple[Store, CloudRun]) -> None:
@@ -171,12 +186,8 @@ def test_bad_new_fault_keys_are_one_line_naming_the_field(tmp_path: Path, overri
     assert field in message and "\n" not in message and "Traceback" not in message
 
 
-def test_diagnose_json_gives_each_suspects_time_window(
-    incident: tuple[Store, CloudRun], tmp_path: Path
-) -> None:
-    store, _ = incident
-    store.close()
-    done = cloudtwin("diagnose", "--db", str(store.path), "--top", "3", "--json")
+def test_diagnose_json_gives_each_suspects_time_window(closed: Path) -> None:
+    done = cloudtwin("diagnose", "--db", str(closed), "--top", "3", "--json")
     assert done.returncode == 0, done.stderr
     suspects = json.loads(done.stdout)["suspects"]
     assert all("since" in s and "until" in s for s in suspects)
