@@ -4,8 +4,8 @@ causes above the components they took down, with today's component names."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import numpy as np
