@@ -136,3 +136,36 @@ def test_diagnose_ranks_a_cloud_from_the_runs_evaluate_reports(
 
 def _changes(changes: list[Any]) -> list[tuple[float, list[int], list[float], list[int]]]:
     return [(c.time_s, c.link_ids.tolist(), c.capacity_bps.tolist(), c.flows.tolist()) for c in changes]
+
+
+def test_diagnose_ranks_from_the_run_evaluate_reports_with_its_migrations(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/migration.yaml: the tenants' flows share links with two migrations, so a
+    faulted run without them ends 0.80 s off evaluate's; diagnose must run them too."""
+    import cloudtwin.diagnosis.usecase as diagnosis
+
+    three_fold = importlib.import_module("cloudtwin.evaluation.evaluate")
+    seen: dict[str, Any] = {}
+    real_evaluate = three_fold.evaluate
+
+    def keep_evaluation(*args: Any, **kwargs: Any) -> Any:
+        seen["evaluation"] = real_evaluate(*args, **kwargs)
+        return seen["evaluation"]
+
+    def keep_run(store: object, run: object) -> None:
+        seen["run"] = run
+        raise _Stop
+
+    monkeypatch.setattr(three_fold, "evaluate", keep_evaluation)
+    monkeypatch.setattr(diagnosis, "emit_run", keep_run)
+    scenario = str(REPO / "examples" / "migration.yaml")
+    assert main(["evaluate", scenario, "--strategies", "ecmp", "--no-store", "--json",
+                 "--out", str(tmp_path / "report")]) == 0
+    with pytest.raises(_Stop):
+        main(["diagnose", scenario, "--db", str(tmp_path / "d.duckdb")])
+    run, evaluation = seen["run"], seen["evaluation"]
+    outcome = next(o for o in evaluation.outcomes if o.name == run.strategy)
+    assert outcome.migrations  # the scenario's migrations ran in evaluate's faulted run
+    assert np.array_equal(run.result.start_s, outcome.faulted.start_s)
+    assert np.array_equal(run.result.finish_s, outcome.faulted.finish_s)

@@ -4,6 +4,8 @@ capacity and every byte arrives; the NIC tiers and collectives hold beside migra
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,6 +13,7 @@ from hypothesis import strategies as st
 from tests.cli.cli_helpers import REPO
 from tests.conftest import scenario_from
 
+from cloudtwin.topology import build_topology
 from cloudtwin.twin import Run, run_migrations, run_scenario_jobs
 
 # Two leaves of four hosts, one spine: cloud a is leaf 0, cloud b leaf 1. The tenant's
@@ -125,6 +128,77 @@ def test_under_sharing_no_link_is_above_capacity_and_every_byte_arrives(seed, st
     for m in run.migrations:
         assert m.converged
         assert m.bytes == pytest.approx(sum(r.bytes for r in m.timeline), rel=1e-12)
+
+
+class Ledger:
+    """Every flow added to a run (its id, path and size as the engine got them), and the run."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.flows: list[tuple[int, list[int], float]] = []
+        self.runs: list[Run] = []
+        add = Run.add_flows
+
+        def recorded(run: Run, paths, size_bytes, *args, **kwargs):  # noqa: ANN001, ANN002, ANN003, ANN202
+            ids = add(run, paths, size_bytes, *args, **kwargs)
+            if run not in self.runs:
+                self.runs.append(run)
+            sizes = np.asarray(size_bytes, dtype=float)
+            for k, flow in enumerate(np.asarray(ids).tolist()):
+                links = paths.link_ids[paths.indptr[k] : paths.indptr[k + 1]].tolist()
+                self.flows.append((int(flow), links, float(sizes[k])))
+            return ids
+
+        monkeypatch.setattr(Run, "add_flows", recorded)
+
+
+def test_every_migration_byte_is_delivered_by_the_engine_on_a_pinned_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # SHARED without its fault: vm0 (host 1, cloud a, gateway 3) to cloud b (gateway 4);
+    # vm1 (host 6, cloud b) to cloud a. Hosts 0-3 hang off leaf0, 4-7 off leaf1. The
+    # destination cloud picks the host (by seed): the gateway host itself or another one.
+    crossed = {("a", "b"): 0, ("b", "a"): 0}  # streams that crossed the destination's fabric
+    for seed in (1, 2):
+        scenario = scenario_from("faults=[]", text=SHARED.replace("SEED", str(seed)))
+        topology = build_topology(scenario)
+        ledger = Ledger(monkeypatch)
+        run = run_migrations(scenario)
+        engine = ledger.runs[0]  # the run itself (the tenants' run alone comes after)
+        base = topology.link_count
+        wan = {("a", "b"): base, ("b", "a"): base + 1}  # one WAN link per ordered pair, after the fabric
+        assert engine.capacity_bps[base] == engine.capacity_bps[base + 1] == 10e9  # the scenario's WAN
+        remaining = engine.remaining_bytes
+        for m, pair in zip(run.migrations, wan, strict=True):
+            streams = [(f, links, size) for f, links, size in ledger.flows[: engine.flow_count]
+                       if wan[pair] in links]
+            # the engine delivered every byte of every stream, and they are the rounds' bytes
+            assert all(remaining[f] == 0.0 for f, _, _ in streams)
+            sent = sum(size for _, _, size in streams)
+            assert sent == pytest.approx(sum(r.bytes for r in m.timeline), rel=1e-12)
+            assert len(streams) == len([r for r in m.timeline if r.bytes > 0])
+            for _, links, _ in streams:
+                crossed[pair] += _pinned(topology, links, wan[pair], pair)
+    # cloud b puts vm0 on its gateway host; cloud a puts vm1 behind its leaf
+    assert crossed == {("a", "b"): 0, ("b", "a"): crossed[("b", "a")]} and crossed[("b", "a")] > 0
+
+
+def _pinned(topology, links: list[int], wan: int, pair: tuple[str, str]) -> bool:  # noqa: ANN001
+    """A stream's path, link by link: host -> its leaf -> gateway, the WAN, then gateway ->
+    its leaf -> the destination host unless the VM lands on the gateway host. Whether it
+    crossed the destination's fabric."""
+    names = [topology.link_name(k) if k != wan else "wan" for k in links]
+    if pair == ("a", "b"):
+        head, tail, hosts = ["host1/nic0->leaf0", "leaf0->host3/nic0", "wan"], "host4/nic0->leaf1", "[5-7]"
+        leaf = "leaf1"
+    else:
+        head, tail, hosts = ["host6/nic0->leaf1", "leaf1->host4/nic0", "wan"], "host3/nic0->leaf0", "[0-2]"
+        leaf = "leaf0"
+    assert names[:3] == head, names
+    if len(names) == 3:
+        return False
+    assert len(names) == 5 and names[3] == tail, names
+    assert re.fullmatch(rf"{leaf}->host{hosts}/nic0", names[4]), names
+    return True
 
 
 def test_migrate_run_and_run_give_the_tenants_the_same_finish_times_without_the_migration() -> None:

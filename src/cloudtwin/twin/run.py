@@ -92,6 +92,11 @@ class Run:
         return self._sim.final_rate_bps(flows)
 
     @property
+    def remaining_bytes(self) -> np.ndarray:
+        """Bytes each flow has still to send now (what the engine has not yet delivered)."""
+        return self._sim.remaining_bytes
+
+    @property
     def link_load_bps(self) -> np.ndarray:
         """What the flows in flight put on each link now."""
         return self._sim.link_load_bps
