@@ -44,6 +44,9 @@ def test_the_walk_through_runs_and_its_tables_are_current(tmp_path: Path) -> Non
     assert iteration and f"against {float(iteration.group(1)):.2f} s alone" in text
     saved = re.findall(r"([\d.]+) handed back by offload", done[5].stdout)
     assert len(saved) == 2 and f"{saved[0]} and {saved[1]} host cores" in text
+    pictures = re.findall(r"!\[[^]]*\]\(([\w.-]+\.png)\)", DOC.read_text())
+    assert pictures == ["one-cloud-report.png", "one-cloud-run.png", "one-cloud-diagnosis.png"]
+    assert all((DOC.parent / p).stat().st_size > 20_000 for p in pictures)
 
 
 def test_each_site_logs_only_its_own_names(tmp_path: Path) -> None:

@@ -178,7 +178,11 @@ def plan(
             plans = plan_scenario(read_scenario(scenario, overrides))
         named = [(p.vm, p.result) for p in plans]
         if as_json:
-            rows = [{"vm": p.vm, "from": p.source, "to": p.destination, **p.result.to_dict()} for p in plans]
+            rows = [
+                {"vm": p.vm, "from": p.source, "to": p.destination, "bandwidth_bps": p.bandwidth_bps,
+                 **p.result.to_dict()}
+                for p in plans
+            ]
             emit_json({"migrations": rows})
         else:
             stdout.print(_table("migration plans (each alone on its path)", named))
