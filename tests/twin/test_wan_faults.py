@@ -86,3 +86,25 @@ def test_bad_wan_and_gateway_faults_name_the_field(override: str, field: str) ->
     with pytest.raises(CloudtwinError) as caught:
         plan_federation(load_federation(TWO_SITES, overrides=[override]))
     assert field in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_cloud_run_cuts_its_wan_link_and_its_traffic_waits() -> None:
+    from pathlib import Path
+
+    from cloudtwin.scenario.cloud import load_cloud
+    from cloudtwin.twin.cloud import run_cloud
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "one-cloud.yaml").read_text()
+    base = run_cloud(load_cloud(text))
+    hit = run_cloud(
+        load_cloud(text, overrides=["federation.wan_faults=[{between: [east, west], at: 0.5s, until: 1.5s}]"])
+    )
+    assert hit.history is not None and hit.traffic is not None and base.traffic is not None
+    wan = {hit.joined.wan_links[(0, 1)], hit.joined.wan_links[(1, 0)]}
+    cuts = [
+        (c.time_s, float(c.capacity_bps.max()))
+        for c in hit.history.changes
+        if set(c.link_ids.tolist()) == wan
+    ]
+    assert cuts == [(0.5, 0.0), (1.5, float(hit.capacity_bps[min(wan)]))]
+    assert hit.finish_s[hit.traffic.ids].max() > base.finish_s[base.traffic.ids].max()
