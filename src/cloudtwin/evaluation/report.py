@@ -287,16 +287,26 @@ def _group_rows(document: Results, kind: Group) -> tuple[list[str], list[list[st
     return header, rows
 
 
+def _limit(over: bool, faulted_over: bool) -> str:
+    """Whether the pauses stayed within the VM's downtime limit, without / with the faults."""
+    if over or faulted_over:
+        return "OVER THE LIMIT" + (" (with faults)" if faulted_over and not over else "")
+    return "within"
+
+
 def migration_rows(document: Results) -> tuple[list[str], list[list[str]]]:
-    """Per strategy and migrated VM: total time, downtime and rounds without and with faults."""
+    """Per strategy and migrated VM: total time, downtime and rounds without and with faults;
+    `faults x` is the total time with the faults over the time without them, `downtime
+    limit` whether a pause passed the VM's limit."""
     header = [
         "strategy",
         "vm",
         "total s",
-        "with faults s",
-        "slowdown",
+        "total, faults s",
+        "faults x",
         "downtime ms",
-        "with faults ms",
+        "downtime, faults ms",
+        "downtime limit",
         "rounds",
         "GB sent",
     ]
@@ -316,6 +326,7 @@ def migration_rows(document: Results) -> tuple[list[str], list[list[str]]]:
                     "-" if m.slowdown is None else f"{m.slowdown:.3f}",
                     f"{m.downtime_s * 1e3:.1f}",
                     f"{m.faulted_downtime_s * 1e3:.1f}",
+                    _limit(m.over_limit, m.faulted_over_limit),
                     f"{m.rounds} / {m.faulted_rounds}",
                     f"{m.bytes / 1e9:.3f} / {m.faulted_bytes / 1e9:.3f}",
                 ]

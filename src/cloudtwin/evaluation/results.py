@@ -213,7 +213,9 @@ class Complexity(_Frozen):
 
 class MigrationSummary(_Frozen):
     """One live migration under one strategy: without the faults, with them (`faulted_*`),
-    the slowdown (None unless both converged) and the faulted run's path events."""
+    the slowdown (the total time with the faults over the time without them; None unless
+    both converged), the faulted run's path events, and whether each pause passed the
+    VM's downtime limit."""
 
     converged: bool
     total_time_s: float
@@ -228,6 +230,8 @@ class MigrationSummary(_Frozen):
     faulted_rounds: int
     slowdown: float | None
     path_events: list[PathEvent]
+    over_limit: bool = False
+    faulted_over_limit: bool = False
 
     def to_json(self) -> Document:
         return self.model_dump()
@@ -250,6 +254,8 @@ class MigrationSummary(_Frozen):
             faulted_rounds=faulted.rounds,
             slowdown=faulted.total_time_s / base.total_time_s if both else None,
             path_events=list(faulted.path_events),
+            over_limit=base.result.over_limit,
+            faulted_over_limit=faulted.result.over_limit,
         )
 
 
