@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.cluster import TrainingWorkload
@@ -215,3 +217,35 @@ def test_the_slowest_uneven_stage_sets_the_pace() -> None:
     logits = a.forward_s - 4 * layer  # the last stage's output layer
     assert b.forward_s == pytest.approx(max(5 * layer, 3 * layer + logits))
     assert b.forward_s != pytest.approx(a.forward_s)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    # From 2 layers: with one, full recomputation keeps its input beside the layer it recomputes.
+    layers=st.integers(2, 16), head_size=st.sampled_from([32, 64, 128]), heads=st.sampled_from([4, 8, 16]),
+    kv_div=st.sampled_from([1, 2, 4]), gated=st.booleans(),
+    recompute=st.sampled_from(["none", "full", "selective"]), flash=st.booleans(),
+    kind=st.sampled_from(["ddp", "zero1", "zero2", "fsdp"]), data=st.integers(1, 64),
+)
+def test_flops_and_memory_invariants(
+    layers: int, head_size: int, heads: int, kv_div: int, gated: bool, recompute: str, flash: bool,
+    kind: str, data: int,
+) -> None:
+    w = TrainingWorkload(
+        layers=layers, hidden=head_size * heads, heads=heads, kv_heads=heads // kv_div, sequence=256,
+        vocabulary=1000, global_batch=8, tensor=1, pipeline=1, recompute=recompute,
+        activation="swiglu" if gated else "gelu", attention="flash" if flash else "standard",
+        data_parallel=kind,
+    )
+    assert model.parameters(w) > 0
+    assert model.hardware_flops(w) >= model.model_flops(w) > 0
+    # Recomputation never keeps more activations; sharding never keeps more state.
+    none = w.model_copy(update={"recompute": "none"})
+    kept, plain = model.memory_per_gpu(w, data), model.memory_per_gpu(none, data)
+    assert kept.activations <= plain.activations * (1 + 1e-9)
+    ddp = model.memory_per_gpu(w.model_copy(update={"data_parallel": "ddp"}), data)
+    buffers = 2 * model._layer_params(w) * 2  # FSDP's two unsharded layers
+    assert kept.weights_and_optimizer <= ddp.weights_and_optimizer + buffers
+    # One more layer is more parameters and more FLOPs.
+    more = w.model_copy(update={"layers": layers + 1})
+    assert model.parameters(more) > model.parameters(w) and model.model_flops(more) > model.model_flops(w)
