@@ -233,8 +233,8 @@ def fit(rows: list[dict]) -> model.Framework:
     """The framework constants minimising the fit rows' mean absolute error (a grid)."""
     chosen = [r for r in rows if r["id"] in FIT]
     best: tuple[float, model.Framework] | None = None
-    for sustained in (0.78, 0.84, 0.90, 0.96):
-        for overhead_us in (0, 100, 200, 400):
+    for sustained in (0.66, 0.70, 0.74, 0.78, 0.84, 0.90, 0.96):
+        for overhead_us in (0, 100, 200, 300, 400):
             model.FRAMEWORK = model.Framework(sustained, overhead_us * 1e-6)
             error = mae(evaluate(chosen))
             print(f"  gemm_sustained {sustained:.2f}, layer_overhead {overhead_us:3d} us: MAE {error:.3%}",
