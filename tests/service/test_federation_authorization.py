@@ -6,10 +6,13 @@ sites still consent to needs the admin. Every refusal leaves the state as it was
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 from tests.service.conftest import TOKEN
+
+from cloudtwin.service import ServiceSettings, create_app
 
 TOKENS = {
     "admin": TOKEN,
@@ -26,6 +29,14 @@ def _headers(who: str) -> dict[str, str]:
 
 def _segment(network: str, site: int) -> dict[str, object]:
     return {"network": network, "tenant": "red", "vni": 1000 + site, "address": f"10.{site}.0.10/24"}
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[TestClient]:
+    """The service over a store with nothing in it (the federation needs none)."""
+    settings = ServiceSettings(db=tmp_path / "empty.duckdb", token=TOKEN, snapshot_dir=tmp_path)
+    with TestClient(create_app(settings)) as test_client:
+        yield test_client
 
 
 @pytest.fixture
