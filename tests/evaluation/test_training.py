@@ -210,3 +210,31 @@ def test_weak_scaling_holds_the_batch_per_gpu_and_strong_the_global_batch() -> N
     assert full.weak_scaling_efficiency == pytest.approx(
         (full.tokens_per_s / 64) / (base.tokens_per_s / 16)
     )
+
+
+FSDP_JOB = """
+workload: {kind: training, layers: 8, hidden: 2048, heads: 16, sequence: 1024, vocabulary: 32000,
+           global_batch: 64, micro_batch: 1, tensor: 1, pipeline: 1, data_parallel: fsdp,
+           grad_reduce_dtype: bf16, attention: flash}
+cluster: {node: a100-80g-8, virtualization: bare-metal}
+"""
+
+
+def test_a_training_job_runs_on_a_three_level_fat_tree() -> None:
+    scenario = load_scenario(
+        "seed: 1\nfabric: {kind: fat-tree, k: 8, host_link: 100Gbps}\nhosts: {nics: 4, gpus: 8}\n" + FSDP_JOB,
+        "fat-tree",
+    )
+    (result,) = predict_training(scenario, [64])
+    assert result.flows > 0 and result.tokens_per_s > 0
+
+
+def test_an_oversubscribed_fabric_slows_fsdp() -> None:
+    def tokens(spines: int) -> float:
+        fabric = f"fabric: {{kind: leaf-spine, leaves: 4, spines: {spines}, hosts_per_leaf: 2, host_link: 100Gbps}}"
+        scenario = load_scenario(f"seed: 1\n{fabric}\nhosts: {{nics: 8, gpus: 8}}\n" + FSDP_JOB, "fsdp")
+        (result,) = predict_training(scenario, [64])
+        return result.tokens_per_s
+
+    # 16 NIC ports per leaf: 16 spines is non-blocking, 2 spines is 8:1 oversubscribed.
+    assert tokens(2) < tokens(16)
