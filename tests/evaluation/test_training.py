@@ -231,7 +231,10 @@ def test_a_training_job_runs_on_a_three_level_fat_tree() -> None:
 
 def test_an_oversubscribed_fabric_slows_fsdp() -> None:
     def tokens(spines: int) -> float:
-        fabric = f"fabric: {{kind: leaf-spine, leaves: 4, spines: {spines}, hosts_per_leaf: 2, host_link: 100Gbps}}"
+        fabric = (
+            f"fabric: {{kind: leaf-spine, leaves: 4, spines: {spines}, hosts_per_leaf: 2, "
+            "host_link: 100Gbps}"
+        )
         scenario = load_scenario(f"seed: 1\n{fabric}\nhosts: {{nics: 8, gpus: 8}}\n" + FSDP_JOB, "fsdp")
         (result,) = predict_training(scenario, [64])
         return result.tokens_per_s
