@@ -128,6 +128,9 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
         page.screenshot(path=str(tmp_path / "run.png"), full_page=True)
         assert_laid_out(page, 3)
         assert page.locator("#plot-timeline .legend").count() == 1
+        assert "dotted line of the same colour the same run without them" in page.locator(
+            "#timeline-note"
+        ).inner_text()
         page.goto(server.url + "/")
         page.check("input.pick[value='1']")
         page.check("input.pick[value='3']")
@@ -262,3 +265,38 @@ def test_the_cloud_report_draws_its_migrations_sites_and_wan(  # type: ignore[no
         assert len(headers) == len(set(headers)), headers
     assert "Recommendation:" in page.locator("p.recommendation").inner_text()
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+
+
+def test_an_evaluated_cloud_appears_in_the_runs_table_and_its_page(  # type: ignore[no-untyped-def]
+    db: Path, tmp_path: Path, browser_page
+) -> None:
+    """Start an evaluation of the shipped cloud from the form: when it is done the runs table
+    shows the new run without a reload, and the run's page draws the cloud's plots in the
+    colours the dashboard gives each strategy."""
+    from cloudtwin.service.web.plots import colour
+
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/")
+        assert page.locator("#runs-table tbody tr").count() == 3
+        page.select_option("#example", "one-cloud")
+        page.select_option("#kind", "evaluate")
+        for name in ("ecmp-qp", "adaptive", "spray"):
+            page.uncheck(f"input[value={name}]")
+        page.fill("#token", server.token)
+        page.click("#start-button")
+        page.wait_for_function(
+            "document.getElementById('job-state').textContent === 'done'", timeout=300_000
+        )
+        page.wait_for_function("document.querySelectorAll('#runs-table tbody tr').length === 4")
+        first = page.locator("#runs-table tbody tr").first.locator("td").all_inner_texts()
+        assert first[1:4] == ["4", first[2], "one-cloud"]
+        assert first[2].count(":") == 2 and "." not in first[2]  # to the second, not the microsecond
+        page.click("#job-result a")
+        page.wait_for_selector("svg.site-completion")
+        for name in ("ecmp", "pinning"):
+            line = page.locator(f"svg.wan-timeline[data-strategy={name}] polyline.faulted")
+            assert line.get_attribute("stroke") == colour(name)
+        if SCREENSHOT is not None:
+            page.screenshot(path=str(SCREENSHOT / "cloud-run.png"), full_page=True)
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")

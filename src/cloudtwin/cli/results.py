@@ -43,7 +43,7 @@ def list_runs(db: Path = _DB, as_json: bool = _JSON) -> None:
         table.add_column(column)
     for run in runs:
         table.add_row(
-            str(run["run_id"]), run["created_at"], run["scenario"], str(run["seed"]),
+            str(run["run_id"]), str(run["created_at"])[:19], run["scenario"], str(run["seed"]),
             run["strategies"], (run["recommendation"] or "").split(":")[0],
         )
     stdout.print(table)

@@ -22,6 +22,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from cloudtwin.evaluation.colours import strategy_colour
+
 __all__ = [
     "CloudTable",
     "cloud_body",
@@ -34,8 +36,6 @@ __all__ = [
 
 Doc = Mapping[str, Any]
 
-#: One colour per strategy, in the order a document lists them (the first is the baseline).
-COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
 @dataclass(frozen=True)
@@ -417,9 +417,9 @@ def _completion_plot(document: Doc) -> str:
         _svg_open("site-completion", width, height, "each site's completion without and with faults"),
         _text(0, 14, "Each site's jobs: completion without faults (light) and with them (full), s", 12),
     ]
-    for k, (site, i, name, clean, hit) in enumerate(rows):
+    for k, (site, _, name, clean, hit) in enumerate(rows):
         y = 26 + k * row
-        color = COLORS[i % len(COLORS)]
+        color = strategy_colour(name)
         parts.append(_text(left - 6, y + 14, f"{site} · {name}", 11, "end", "lane"))
         for cls, value, dy, opacity in (("clean", clean, 2, 0.35), ("faulted", hit, 11, 1.0)):
             w = value / top_s * plot_w
@@ -527,7 +527,7 @@ def cloud_plots(document: Doc) -> str:
     top_gbps = _ticks(peak * 1.05 or 1.0)[-1] if peak else 1.0
     if top_gbps < peak:
         top_gbps += _step(peak)
-    colors = {name: COLORS[i % len(COLORS)] for i, name in enumerate(strategies)}
+    colors = {name: strategy_colour(name) for name in strategies}
     migration = [_migration_plot(n, s, colors[n]) for n, s in strategies.items()]
     wan = [_wan_plot(n, s, colors[n], t1, top_gbps) for n, s in strategies.items()]
     return (

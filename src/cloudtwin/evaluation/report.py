@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
+from cloudtwin.evaluation.colours import strategy_colour
 from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.evaluation.results import Conclusions, FaultEvent, Results, StrategyResult, TimelineBins
@@ -396,7 +397,6 @@ def render_markdown(document: Results) -> str:
     return "\n".join(parts)
 
 
-_COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf"]
 
 
 @dataclass(frozen=True)
@@ -512,7 +512,7 @@ def _bar_svg(title: str, values: dict[str, float], unit: str) -> str:
         bar = value / top * (width - 220)
         parts.append(f'<text x="0" y="{y + 14}" font-size="11">{html.escape(name)}</text>')
         parts.append(
-            f'<rect x="120" y="{y + 3}" width="{bar:.1f}" height="14" fill="{_COLORS[i % len(_COLORS)]}"/>'
+            f'<rect x="120" y="{y + 3}" width="{bar:.1f}" height="14" fill="{strategy_colour(name)}"/>'
         )
         parts.append(f'<text x="{125 + bar:.1f}" y="{y + 14}" font-size="11">{value:.2f} {unit}</text>')
     parts.append("</svg>")
@@ -537,8 +537,8 @@ def render_html(document: Results) -> str:
     marks = [f.at_s for f in document.faults]
     scale = _Scale.of([s.resiliency.timeline_binned for s in strategies.values()])
     timelines = "\n".join(
-        _timeline_svg(name, s.resiliency.timeline_binned, marks, _COLORS[i % len(_COLORS)], scale)
-        for i, (name, s) in enumerate(strategies.items())
+        _timeline_svg(name, s.resiliency.timeline_binned, marks, strategy_colour(name), scale)
+        for name, s in strategies.items()
     )
     bins = len(next(iter(strategies.values())).resiliency.timeline_binned.t_s)
     has_collective = any(s.performance.busbw for s in strategies.values())

@@ -6,19 +6,14 @@ from collections.abc import Mapping, Sequence
 
 from typing_extensions import TypedDict
 
+from cloudtwin.evaluation.colours import strategy_colour
 from cloudtwin.service.models import Anomaly, Fabric, FabricNode, FctQuantiles, LogTimeline, Suspect, Timeline
 
 __all__ = ["bar_figure", "fabric_figure", "fct_figure", "frame", "timeline_figure", "log_timeline_figure"]
 
-#: One colour per strategy on every plot (others take the next free colour).
-_COLOURS = {"ecmp": "#1f77b4", "ecmp-qp": "#9467bd", "adaptive": "#2ca02c", "spray": "#8c564b",
-            "pinning": "#ff7f0e"}
-_SPARE = ("#17becf", "#bcbd22", "#e377c2", "#7f7f7f", "#d62728")
-
-
 def colour(name: str) -> str:
-    """The colour of a strategy."""
-    return _COLOURS.get(name) or _SPARE[sum(map(ord, name)) % len(_SPARE)]
+    """The colour of a strategy: the one the reports draw it in."""
+    return strategy_colour(name)
 
 
 #: A plotly.js object (a trace, a layout, a marker): its keys are plotly's own, its values

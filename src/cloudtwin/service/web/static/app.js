@@ -89,6 +89,17 @@ function showEvaluation(result) {
   a.textContent = "run " + result.run_id;
   p.append("Stored as ", a, ". Recommendation: " + result.recommendation + ".");
   document.getElementById("job-result").replaceChildren(p);
+  refreshRuns();
+}
+
+// The runs table as the server renders it now (a stored job's run appears without a reload).
+async function refreshRuns() {
+  const table = document.querySelector("#runs-table tbody");
+  if (!table) return;
+  const response = await fetch(location.pathname + location.search);
+  const page = new DOMParser().parseFromString(await response.text(), "text/html");
+  const fresh = page.querySelector("#runs-table tbody");
+  if (fresh) table.replaceWith(fresh);
 }
 
 async function follow(jobId) {
