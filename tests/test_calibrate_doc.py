@@ -18,12 +18,13 @@ from cloudtwin.mobility.check import grade, summary
 DOC = REPO / "docs" / "calibrate.md"
 TEXT = " ".join(DOC.read_text().split())
 MIGRATION = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback.json").read_text())
+SECOND = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback-2.json").read_text())
 DATAPATH = json.loads((REPO / "src" / "cloudtwin" / "smartnic" / "data" / "linux-kernel.json").read_text())
 
 
 def test_console_commands_run() -> None:
     commands = console_commands(DOC)
-    assert len(commands) == 5  # the page's opening command, then the four of its sections
+    assert len(commands) == 6  # the page's opening command, then the four of its sections
     for command in commands:
         done = cloudtwin(*shlex.split(command)[1:])
         assert done.returncode == 0, f"{command}\n{done.stderr}"
@@ -73,3 +74,18 @@ def test_before_and_after_table_is_fresh() -> None:
                     f"{plan['bytes'] / 1e6:.1f} |")
     for row in rows:
         assert row in DOC.read_text(), row
+
+
+def test_the_quoted_second_run_is_its_check() -> None:
+    _, totals = migration_rows(SECOND, "x")
+    assert f"seed {SECOND['provenance']['seed']}" in TEXT
+    assert (f"**{totals['met_every_target']} of its {totals['migrations']} held-out migrations meet every "
+            f"target** ({totals['classified_right']} of 10 classified right; of the "
+            f"{totals['compared']} that both converged, total time "
+            f"{totals['total_time_within_15pct']}, bytes {totals['bytes_within_15pct']} and downtime "
+            f"{totals['downtime_within_bound']} within their bounds)") in TEXT
+    before = summary(grade(SECOND["held_out"], None))
+    assert (f"without the profile, {before['met_every_target']} of 10 (downtime "
+            f"**{before['downtime_within_bound']} of {before['compared']}**)") in TEXT
+    first, second = (d["parameters"]["final_bandwidth_bps"] / 8e6 for d in (MIGRATION, SECOND))
+    assert f"first-time rate of {second:.0f} MB/s" in TEXT and f"{first:.0f} MB/s under this load" in TEXT
