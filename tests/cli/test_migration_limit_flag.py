@@ -30,3 +30,14 @@ def test_a_pause_over_the_limit_is_flagged_in_the_json_and_the_report(tmp_path: 
     assert over["downtime_s"] > 0.262 and over["over_limit"] and over["faulted_over_limit"]
     row = next(line for line in report.splitlines() if line.startswith("| ecmp | web1 |"))
     assert "| OVER THE LIMIT |" in row
+
+
+def test_migrate_run_json_counts_whole_bytes() -> None:
+    done = cloudtwin("migrate", "run", SCENARIO, "--json")
+    assert done.returncode == 0, done.stderr
+    migrations = json.loads(done.stdout)["migrations"]
+    counts = [m["bytes"] for m in migrations] + [r["bytes"] for m in migrations for r in m["timeline"]]
+    assert counts and all(isinstance(c, int) for c in counts)
+    # whole bytes, and the rounds still add up to the migration's total (to a byte per round)
+    for m in migrations:
+        assert abs(sum(r["bytes"] for r in m["timeline"]) - m["bytes"]) <= len(m["timeline"])

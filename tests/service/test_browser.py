@@ -138,6 +138,10 @@ def test_a_run_page_draws_its_plots_and_sorting_the_table_works(  # type: ignore
         page.wait_for_selector("#plot-aggregate .main-svg")
         assert page.url.endswith("/compare?runs=3,1")
         assert page.locator("#compare-table tbody tr").count() == 5  # 3 + 2 strategies
+        # the time to recover in one unit: the table's column and the plot's axis
+        assert "recover ms" in page.locator("#compare-table thead").inner_text()
+        page.wait_for_selector("#plot-recovery .main-svg")
+        assert page.locator("#plot-recovery .ytitle").text_content() == "ms"
         assert_laid_out(page, 2)
 
 
@@ -292,6 +296,7 @@ def test_an_evaluated_cloud_appears_in_the_runs_table_and_its_page(  # type: ign
         first = page.locator("#runs-table tbody tr").first.locator("td").all_inner_texts()
         assert first[1:4] == ["4", first[2], "one-cloud"]
         assert first[2].count(":") == 2 and "." not in first[2]  # to the second, not the microsecond
+        assert page.locator("#job-plot").evaluate("e => e.getBoundingClientRect().height") == 0  # no band
         page.click("#job-result a")
         page.wait_for_selector("svg.site-completion")
         for name in ("ecmp", "pinning"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from pydantic import ValidationError
@@ -335,7 +335,7 @@ def run(
         with progress_bar("migrating", not as_json) as progress:
             outcome = run_migrations(loaded, progress=progress)
         name = loaded.name
-    document = outcome.to_dict()
+    document = _whole_bytes(outcome.to_dict())
     if db is not None:
         from cloudtwin.store.database import Store
         from cloudtwin.store.migrations import save_migration_run
@@ -390,3 +390,20 @@ def list_runs(db: Path = _DB_READ, as_json: bool = _JSON) -> None:
             str(row["rounds"]),
         )
     stdout.print(table)
+
+
+def _whole_bytes(value: object) -> Any:
+    """The document with every byte count (`bytes`, `*_bytes`) a whole number: the model's
+    fluid rounds carry fractions of a byte that a wire never does."""
+    if isinstance(value, dict):
+        return {
+            k: round(v) if isinstance(v, float) and _is_bytes(k) else _whole_bytes(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_whole_bytes(v) for v in value]
+    return value
+
+
+def _is_bytes(key: str) -> bool:
+    return key == "bytes" or key.endswith("_bytes")

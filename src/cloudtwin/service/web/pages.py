@@ -107,11 +107,11 @@ def compare_page(
     compared = compare_runs(store, parse_run_ids(runs)).runs
     groups = {f"run {r.run_id}": {n: s.aggregate_gbps for n, s in r.strategies.items()}
               for r in compared}
-    recovery = {f"run {r.run_id}": {n: s.time_to_recover_s for n, s in r.strategies.items()}
+    recovery = {f"run {r.run_id}": {n: _ms(s.time_to_recover_s) for n, s in r.strategies.items()}
                 for r in compared}
     figures = {
         "aggregate": plots.grouped_bar_figure("Aggregate throughput", groups, "Gbps"),
-        "recovery": plots.grouped_bar_figure("Time to recover", recovery, "s"),
+        "recovery": plots.grouped_bar_figure("Time to recover", recovery, "ms"),  # as the table
     }
     return _page(request, "compare.html", runs=compared, figures=figures)
 
@@ -168,3 +168,8 @@ def diagnosis_page(request: Request, store: StoreDep) -> HTMLResponse:
         found, problem = None, str(err)
     figure = plots.fabric_figure(found.fabric, found.suspects) if found else None
     return _page(request, "diagnosis.html", found=found, figure=figure, problem=problem)
+
+
+def _ms(seconds: float | None) -> float | None:
+    """Seconds as milliseconds (the unit the compare table gives the time to recover in)."""
+    return None if seconds is None else 1e3 * seconds
