@@ -135,6 +135,23 @@ def test_todays_component_names_and_fault_keys_keep_working(tmp_path: Path) -> N
     assert names.get("west.host7/nic0") == "nic"
 
 
+def test_a_flapping_gateway_is_named_each_time_it_fails(tmp_path: Path) -> None:
+    # east's gateways fail in turn at 1.5 s (gw0), 11.5 s (gw1, which took over), 21.5 s (gw0)
+    store, hit = _emit(
+        tmp_path, ["federation.gateway_faults=[{site: east, at: 1.5s, flap: {period: 10s, count: 3}}]"]
+    )
+    assert [f.at_s for f in hit.failovers] == [1.5, 11.5, 21.5]
+    suspects = diagnose(store)
+    found = {s.component: s for s in suspects[:8]}
+    assert found["east.gw0"].kind == found["east.gw1"].kind == "gateway"
+    start = read_meta(store).start + timedelta(seconds=1.0)  # the run starts 1 s into the log
+    assert found["east.gw0"].since == start + timedelta(seconds=1.5)
+    assert found["east.gw1"].since == start + timedelta(seconds=11.5)
+    rank = {s.component: s.rank for s in suspects}
+    for gw in ("east.gw0", "east.gw1"):  # each gateway above the cables it took down
+        assert rank[gw] < min(rank[f"east.leaf1-{gw}"], rank[f"{gw}-east.wan"])
+
+
 def test_the_same_cloud_and_seed_give_the_same_operations_data(tmp_path: Path) -> None:
     first, _ = _emit(tmp_path / "a", THREE) if (tmp_path / "a").mkdir() is None else (None, None)
     second, _ = _emit(tmp_path / "b", THREE) if (tmp_path / "b").mkdir() is None else (None, None)
@@ -175,6 +192,18 @@ def test_a_version_1_store_is_upgraded_in_place(tmp_path: Path) -> None:
             "federation.wan_faults.0.between.1",
         ),
         ("federation.gateway_faults.0.until=1s", "federation.gateway_faults.0.until"),
+        (
+            "federation.gateway_faults=[{site: east, at: 1s, until: 2s, flap: {period: 1s, count: 2}}]",
+            "federation.gateway_faults.0.flap",
+        ),
+        (
+            "federation.gateway_faults=[{site: east, flap: {period: 1s, count: 2, down: 2s}}]",
+            "federation.gateway_faults.0.flap",
+        ),
+        (
+            "federation.gateway_faults=[{site: east, flap: {period: 1s, count: 0}}]",
+            "federation.gateway_faults.0.flap.count",
+        ),
         ("telemetry.sample=0", "telemetry.sample"),
     ],
 )

@@ -1,6 +1,6 @@
 """A migration's timeout holds inside a round, `abort_at` comes after `start`, gateway
-failures that overlap are all applied, and a migration reports only the faults it lived
-through."""
+failures that overlap are all applied, a flapping gateway stalls a migration once per flap,
+and a migration reports only the faults it lived through."""
 
 from __future__ import annotations
 
@@ -85,6 +85,23 @@ def test_a_gateway_failure_while_stalled_keeps_the_stream_waiting_for_its_failov
     assert run.migrations is not None
     for m in run.migrations.migrations:
         assert m.path_events[-1] == {"time_s": west.at_s + west.total_s, "event": "re-routed", "links": 7}
+
+
+def test_a_flapping_gateway_stalls_the_migration_for_each_failover() -> None:
+    # east's failover: 50 ms detection + 30 ms election + no tunnel set-up (VXLAN) + 20 ms routes
+    run = _cloud_run(
+        "federation.sites.0.gateway.detection=50ms",
+        "federation.sites.0.gateway.election=30ms",
+        "federation.sites.0.gateway.route_propagation=20ms",
+        "mobility.migrations=[{vm: shop, to: west}]",
+        "federation.gateway_faults=[{site: east, at: 1.5s, flap: {period: 1s, count: 3}}]",
+    )
+    assert [f.at_s for f in run.failovers] == [1.5, 2.5, 3.5]
+    assert [f.total_s for f in run.failovers] == pytest.approx([0.1, 0.1, 0.1])
+    assert run.migrations is not None
+    [m] = run.migrations.migrations
+    assert [e["event"] for e in m.path_events] == ["stalled: gateway of east failed", "re-routed"] * 3
+    assert [e["time_s"] for e in m.path_events] == pytest.approx([1.5, 1.6, 2.5, 2.6, 3.5, 3.6])
 
 
 def test_a_migration_reports_only_the_faults_it_lives_through() -> None:

@@ -1,5 +1,6 @@
 """WAN faults and gateway repair on the engine: a cut link stalls what crosses it for exactly
-its length, a degraded one slows it, a repaired gateway gets its links back."""
+its length, a degraded one slows it, a repaired gateway gets its links back, a flapping
+gateway costs one failover per flap."""
 
 from __future__ import annotations
 
@@ -68,6 +69,41 @@ def test_a_repaired_gateway_gets_its_links_back_and_stays_the_standby() -> None:
     assert moved.paths is not None  # the traffic stays on the standby: nothing moves back
 
 
+#: east's failover: 10 ms detection + 6 ms election + no tunnel set-up (VXLAN) + 4 ms routes.
+FAST_FAILOVER = "sites.0.gateway={capacity: 40Gbps, detection: 10ms, election: 6ms, route_propagation: 4ms}"
+
+
+def test_a_flapping_gateway_stalls_each_flow_for_one_failover_per_flap() -> None:
+    base = _finish(FAST_FAILOVER)
+    repaired = _finish(FAST_FAILOVER, "gateway_faults=[{site: east, at: 0.1s, until: 0.15s}]")
+    np.testing.assert_allclose(repaired - base, 0.02, rtol=1e-9)  # both flows cross east: 20 ms each
+    flaps = _finish(FAST_FAILOVER, "gateway_faults=[{site: east, at: 0.1s, flap: {period: 100ms, count: 3}}]")
+    np.testing.assert_allclose(flaps - base, 3 * 0.02, rtol=1e-9)
+
+
+def test_each_flap_fails_the_gateway_active_then_and_repairs_it_as_the_standby() -> None:
+    scenario = load_federation(
+        TWO_SITES,
+        overrides=[
+            FAST_FAILOVER,
+            "gateway_faults=[{site: east, at: 0.1s, flap: {period: 100ms, count: 3, down: 30ms}}]",
+        ],
+    )
+    run = simulate_federation(plan_federation(scenario))
+    assert [(f.site, f.at_s, f.total_s) for f in run.failovers] == [
+        ("east", 0.1, pytest.approx(0.02)),
+        ("east", 0.2, pytest.approx(0.02)),
+        ("east", pytest.approx(0.3), pytest.approx(0.02)),
+    ]
+    dead = [c for c in run.changes if c.paths is None and not c.capacity_bps.any()]
+    back = [c for c in run.changes if c.paths is None and c.capacity_bps.any()]
+    assert [c.time_s for c in back] == pytest.approx([0.13, 0.23, 0.33])
+    # gw0 fails, then gw1 (which took over), then gw0 again; each is repaired 30 ms later
+    gw0, gw1, gw0_again = (set(c.link_ids.tolist()) for c in dead)
+    assert gw0 == gw0_again and not gw0 & gw1
+    assert [set(c.link_ids.tolist()) for c in back] == [gw0, gw1, gw0]
+
+
 @pytest.mark.parametrize(
     ("override", "field"),
     [
@@ -80,6 +116,11 @@ def test_a_repaired_gateway_gets_its_links_back_and_stays_the_standby() -> None:
             "wan_faults.0",
         ),
         ("gateway_faults=[{site: east, at: 2s, until: 2s}]", "gateway_faults.0.until"),
+        (
+            "gateway_faults=[{site: east, at: 1s, until: 2s, flap: {period: 1s, count: 2}}]",
+            "gateway_faults.0.flap",
+        ),
+        ("gateway_faults=[{site: east, flap: {period: 1s, count: 2, down: 1s}}]", "gateway_faults.0.flap"),
     ],
 )
 def test_bad_wan_and_gateway_faults_name_the_field(override: str, field: str) -> None:

@@ -234,7 +234,7 @@ def _gateway_events(cloud: _Cloud) -> None:
     joined, run = cloud.joined, cloud.run
     index = {s.name: i for i, s in enumerate(joined.sites)}
     active = {s.name: 0 for s in joined.sites}
-    faults = sorted(run.cloud.federation.gateway_faults, key=lambda f: f.at)
+    faults = run.cloud.federation.gateway_failures()
     for fault, info in zip(faults, run.failovers, strict=True):
         site = joined.sites[index[info.site]]
         gone, standby = site.gateways[active[info.site]], site.gateways[1 - active[info.site]]
@@ -328,7 +328,7 @@ def _down(cloud: _Cloud) -> dict[int, list[tuple[float, float]]]:
     joined = cloud.joined
     index = {s.name: i for i, s in enumerate(joined.sites)}
     active = {s.name: 0 for s in joined.sites}
-    for fault in sorted(cloud.run.cloud.federation.gateway_faults, key=lambda f: f.at):
+    for fault in cloud.run.cloud.federation.gateway_failures():
         site = joined.sites[index[fault.site]]
         down[site.gateways[active[fault.site]]].append(
             (fault.at, np.inf if fault.until is None else fault.until)

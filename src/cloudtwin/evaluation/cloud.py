@@ -414,9 +414,9 @@ def _recommend(outcomes: Sequence[CloudOutcome]) -> str | None:
 def cloud_faults(cloud: CloudScenario) -> tuple[dict[str, object], ...]:
     """Every fault of the cloud: where, what, from when until when (s; None: for good)."""
     faults: list[dict[str, object]] = []
-    for g in cloud.federation.gateway_faults:
+    for g in cloud.federation.gateway_failures():
         what = "the active gateway fails; the standby takes over after the failover"
-        faults.append({"where": f"{g.site} gateway", "what": what, "at_s": g.at, "until_s": None})
+        faults.append({"where": f"{g.site} gateway", "what": what, "at_s": g.at, "until_s": g.until})
     for site in cloud.federation.sites:
         for fault in site.faults:
             target = fault.target or f"{fault.count} random {fault.of}"

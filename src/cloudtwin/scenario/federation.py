@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterable
-from typing import Annotated, Literal
+from typing import Annotated, Literal, NamedTuple
 
 from pydantic import (
     BaseModel,
@@ -49,6 +49,7 @@ __all__ = [
     "FederatedTraffic",
     "FederationScenario",
     "Flavour",
+    "GatewayFailure",
     "GatewayFault",
     "GatewaySpec",
     "Site",
@@ -180,19 +181,42 @@ class FederatedNetworkSpec(_Model):
     vni: int | None = Field(None, ge=1, le=(1 << 24) - 1)
 
 
+class GatewayFailure(NamedTuple):
+    """One failure of a site's active gateway, at `at`, repaired at `until` (None: never)."""
+
+    site: str
+    at: float
+    until: float | None
+
+
 class GatewayFault(_Model):
     """The active gateway of `site` fails at `at` (the standby takes over after failover);
-    with `until` it is repaired then and stays the standby (no pre-emption)."""
+    with `until` it is repaired then and stays the standby (no pre-emption). `flap` repeats
+    the failure and repair (`count` times, every `period`, `down` each time, default half the
+    period); each failure takes the gateway active then, so every flap costs one failover."""
 
     site: str
     at: Duration = 0.0
     until: Duration | None = None
+    flap: Flap | None = None
 
     @model_validator(mode="after")
     def _ordered(self) -> GatewayFault:
         if self.until is not None and self.until <= self.at:
             raise ValueError(f"until: must be after at ({self.at} s)")
+        if self.flap is not None and self.until is not None:
+            raise ValueError("flap: a flapping gateway has no until (each flap is repaired)")
         return self
+
+    def failures(self) -> list[GatewayFailure]:
+        """Each time the site's active gateway fails, and when it is repaired."""
+        if self.flap is not None:
+            period, down = self.flap.period, self.flap.down_s
+            return [
+                GatewayFailure(self.site, self.at + i * period, self.at + i * period + down)
+                for i in range(self.flap.count)
+            ]
+        return [GatewayFailure(self.site, self.at, self.until)]
 
 
 class WanFault(_Model):
@@ -269,6 +293,10 @@ class FederationScenario(_Model):
             return str(ipaddress.IPv4Network(value))
         except ValueError as err:
             raise ValueError(f"{value!r} is not an IPv4 prefix like 100.64.0.0/10") from err
+
+    def gateway_failures(self) -> list[GatewayFailure]:
+        """Every gateway failure of `gateway_faults` (each flap its own), in time order."""
+        return sorted((f for fault in self.gateway_faults for f in fault.failures()), key=lambda f: f.at)
 
     def site(self, name: str) -> Site:
         """The site called `name`."""

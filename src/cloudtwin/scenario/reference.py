@@ -85,6 +85,7 @@ MEANINGS: dict[str, str] = {
     "GatewayFault.site": "the site whose active gateway fails",
     "GatewayFault.at": "when it fails",
     "GatewayFault.until": "when it is repaired (it stays the standby; default: never)",
+    "GatewayFault.flap": "fail and repair repeatedly: period, count, down (one failover each)",
     "WanFault.between": "the two sites of the WAN link",
     "WanFault.at": "when it is cut or degraded",
     "WanFault.until": "when it is back (a cut needs until or flap)",

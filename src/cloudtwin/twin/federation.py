@@ -137,12 +137,12 @@ def gateway_faults(
     """The scenario's gateway faults as engine changes: the active gateway's links go to 0 at
     the fault, the flows through it move to the standby after the failover; each failover,
     and which flows each stalled. A fault with `until` gives the gateway's links back then
-    (the repaired gateway stays the standby)."""
+    (the repaired gateway stays the standby); a flapping fault is each of its failures."""
     index = {name: i for i, name in enumerate(plan.site_names)}
     built = tunnel_capacity(plan, joined)
     active = np.zeros(len(plan.site_names), dtype=np.int64)
     changes, failovers, stalled = [], [], []
-    for fault in sorted(plan.scenario.gateway_faults, key=lambda f: f.at):
+    for fault in plan.scenario.gateway_failures():
         site = index[fault.site]
         gone = joined.sites[site].gateways[int(active[site])]
         dead = joined.links_of(gone)
