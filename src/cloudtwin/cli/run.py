@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.table import Table
@@ -17,12 +17,14 @@ from cloudtwin.cli.checks import (
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
+    is_cloud_file,
     progress_bar,
     stage_progress,
     stdout,
     write_json,
 )
 from cloudtwin.cli.sites import SITE
+from cloudtwin.errors import ScenarioError
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
@@ -106,6 +108,11 @@ def run(
     from cloudtwin.cli.flowfiles import read_flow_file, write_flows
     from cloudtwin.evaluation import usecases
 
+    if site is None and is_cloud_file(scenario):  # the whole cloud, without its faults
+        if flows_out is not None:
+            raise ScenarioError("--flows-out: a cloud's run writes no flow file; name a site (--site NAME)")
+        _run_cloud(scenario, overrides, [strategy] if strategy else None, as_json, out)
+        return
     loaded = read_flow_file(_one_fabric(scenario, overrides, site, "run"), scenario)
     refuse_ignored_sections(loaded, "run", jobs_too=False)
     with progress_bar(f"{loaded.name}: simulating", not as_json, "flows finished") as progress:
@@ -126,18 +133,70 @@ def run(
         stdout.print(f"{rows:,} flows written to {flows_out}")
 
 
+_CLOUD_ROWS = [
+    ("work ends (s)", lambda d: f"{d['completion_s']:.3f}"),
+    ("moved Gbps", lambda d: f"{d['moved_gbps']:.1f}"),
+]
+
+
+def _cloud_rows(document: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = [(label, cell(document)) for label, cell in _CLOUD_ROWS]
+    for name, site in document["sites"].items():
+        rows.append((f"{name}: completion (s)", f"{site['completion_s']:.3f}"))
+        if site["training_step_s"] is not None:
+            rows.append((f"{name}: training step (s)", f"{site['training_step_s']:.3f}"))
+    if document["traffic"] is not None:
+        rows.append(("federated traffic: completion (s)", f"{document['traffic']['completion_s']:.3f}"))
+    for vm, m in document["migrations"].items():
+        limit = ", OVER THE LIMIT" if m["over_limit"] else ""
+        pause = f"{m['total_time_s']:.3f} / {m['downtime_s'] * 1e3:.1f}{limit}"
+        rows.append((f"{vm}: total (s) / downtime (ms)", pause))
+    return rows
+
+
+def _run_cloud(
+    scenario: Path,
+    overrides: list[str] | None,
+    names: list[str] | None,
+    as_json: bool,
+    out: Path | None,
+    compared: bool = False,
+) -> None:
+    """`run` and `compare` on a one-cloud file: the whole cloud (every site, the federated
+    traffic, the migrations) on one engine run per strategy, without its faults."""
+    from cloudtwin.cli.output import read_cloud
+    from cloudtwin.evaluation.cloud import cloud_summary
+
+    cloud = read_cloud(scenario, overrides)
+    summaries = [cloud_summary(cloud, name) for name in names] if names else [cloud_summary(cloud)]
+    document: dict[str, Any] = (
+        {"scenario": cloud.name, "strategies": {str(s["strategy"]): s for s in summaries}}
+        if compared
+        else summaries[0]
+    )
+    if out is not None:
+        write_json(out, document)
+    if as_json:
+        emit_json(document)
+        return
+    title = f"{cloud.name}: the whole cloud without its faults (cloudtwin evaluate adds them)"
+    table = Table(title=title, title_justify="left")
+    table.add_column("metric")
+    columns = [_cloud_rows(s) for s in summaries]
+    for s in summaries:
+        table.add_column(str(s["strategy"]), justify="right")
+    for i, (label, _) in enumerate(columns[0]):
+        table.add_row(label, *(c[i][1] for c in columns))
+    stdout.print(table)
+
+
 def _one_fabric(scenario: Path, overrides: list[str] | None, site: str | None, command: str) -> Scenario:
     """The scenario file, or the site of a one-cloud file that --site names (the whole cloud
     runs under `evaluate`)."""
     from cloudtwin.cli.sites import refuse_cloud, site_scenarios
 
     if site is None:
-        refuse_cloud(
-            scenario,
-            command,
-            f"`cloudtwin evaluate {scenario}` runs the whole cloud (every site, the federated traffic "
-            f"and the migrations); `cloudtwin {command} {scenario} --site NAME` one site's fabric",
-        )
+        refuse_cloud(scenario, command, f"`cloudtwin {command} {scenario} --site NAME` runs one site")
     return site_scenarios(scenario, overrides, site, command)[0].scenario
 
 
@@ -165,6 +224,9 @@ def compare(
     from cloudtwin.evaluation import usecases
 
     names = usecases.parse_strategies(strategies)
+    if site is None and is_cloud_file(scenario):  # the whole cloud under each strategy, without faults
+        _run_cloud(scenario, overrides, names, as_json, out, compared=True)
+        return
     loaded = read_flow_file(_one_fabric(scenario, overrides, site, "compare"), scenario)
     refuse_ignored_sections(loaded, "compare", jobs_too=False)
     with stage_progress(loaded.name, not as_json) as progress:

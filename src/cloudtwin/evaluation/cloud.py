@@ -39,6 +39,7 @@ __all__ = [
     "TrafficOutcome",
     "cloud_html",
     "cloud_markdown",
+    "cloud_summary",
     "evaluate_cloud",
 ]
 
@@ -466,6 +467,39 @@ def evaluate_cloud(
     return CloudEvaluation(
         cloud.name, tuple(outcomes), kept, cloud.seed, _recommend(outcomes), cloud_faults(cloud)
     )
+
+
+def cloud_summary(cloud: CloudScenario, strategy: str | None = None) -> dict[str, object]:
+    """The cloud without faults under one strategy (`cloudtwin run` on a cloud file): when
+    its work ends, each site's completion (and training step), the federated traffic's
+    completion, each migration's total time, downtime and bytes."""
+    run = run_cloud(cloud, strategy, faults=False)
+    sites = {}
+    for part in run.sites:
+        sites[part.name] = {
+            "flows": part.flows.stop - part.flows.start,
+            "completion_s": _finish(run, part.flows),
+            "training_step_s": _training_step(run, part),
+        }
+    traffic = None
+    if run.traffic is not None:
+        traffic = {"flows": len(run.traffic.flows), "completion_s": _finish(run, run.traffic.ids)}
+    migrations = {}
+    for m in run.migrations.migrations if run.migrations is not None else []:
+        migrations[m.vm] = {
+            "from": m.source, "to": m.destination, "converged": m.converged, "total_time_s": m.total_time_s,
+            "downtime_s": m.downtime_s, "bytes": m.bytes, "over_limit": m.result.over_limit,
+        }
+    return {
+        "scenario": cloud.name,
+        "strategy": run.strategy,
+        "completion_s": float(run.finish_s.max()) if run.finish_s.size else 0.0,
+        "moved_gbps": _moved_bytes(run) * 8 / float(run.finish_s.max()) / 1e9 if run.finish_s.size else 0.0,
+        "sites": sites,
+        "traffic": traffic,
+        "migrations": migrations,
+        "engine_events": run.events,
+    }
 
 
 def cloud_markdown(evaluation: CloudEvaluation) -> str:
