@@ -142,12 +142,17 @@ def _submit_cloud(
     from cloudtwin.evaluation.cloud import evaluate_cloud
 
     if body.kind != "evaluate":
+        cli = (
+            "`cloudtwin compare FILE` the whole cloud without its faults and `cloudtwin compare FILE "
+            "--site NAME` one site"
+            if body.kind == "compare"
+            else "`cloudtwin nccl-tests FILE --site NAME` one site's collective"
+        )
         raise ApiError(
             400,
             "kind",
-            f"kind: {body.kind} simulates one fabric; {source} is one cloud of federated sites "
-            "(federation:): kind evaluate runs it whole (`cloudtwin evaluate`), and "
-            f"`cloudtwin {'run' if body.kind == 'compare' else body.kind} FILE --site NAME` one site",
+            f"kind: a {body.kind} job shows one fabric; {source} is one cloud of federated sites "
+            f"(federation:): kind evaluate runs it whole (as `cloudtwin evaluate`), and {cli}",
         )
     cloud = load_cloud(text, source, _overrides(body))
     strategies = usecases.parse_strategies(body.strategies, unique=True)
