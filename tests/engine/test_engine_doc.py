@@ -29,8 +29,10 @@ def test_documented_cloudtwin_command_runs(tmp_path: Path, command: str) -> None
     (tmp_path / "examples").symlink_to(REPO / "examples")
     done = run_documented(command, tmp_path)
     assert done.returncode == 0, done.stderr
-    assert "1,000 flows written to flows.parquet" in done.stdout
-    assert (tmp_path / "flows.parquet").stat().st_size > 0
+    words = shlex.split(command)
+    written = words[words.index("--flows-out") + 1]
+    assert f"1,000 flows written to {written}" in done.stdout
+    assert (tmp_path / written).stat().st_size > 0
 
 
 @pytest.mark.slow

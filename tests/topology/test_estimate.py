@@ -84,7 +84,7 @@ def test_a_memory_error_is_one_line_at_the_cli(
     def exhausted(*args: object, **kwargs: object) -> None:
         raise MemoryError
 
-    monkeypatch.setattr(run_commands, "read_scenario", exhausted)
+    monkeypatch.setattr(run_commands, "_one_fabric", exhausted)  # where `run` reads its scenario
     code = main(["run", str(tmp_path / "s.yaml")])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "") and err.count("\n") == 1 and "out of memory" in err
