@@ -54,7 +54,7 @@ qemu:
 	  || { $$SUDO apt-get update && $$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $(QEMU_PACKAGES); }; \
 	fi
 
-# benchmarks/linux_datapath.py measures the kernel's datapath (the linux-kernel NIC profile)
+# `cloudtwin calibrate datapath` measures the kernel's datapath (the linux-kernel NIC profile)
 # with Debian's netsniff-ng (trafgen) and nftables; not needed by the tests. Root only.
 datapath-tools:
 	@if ! command -v trafgen >/dev/null || ! command -v nft >/dev/null; then \
