@@ -241,3 +241,15 @@ def test_an_oversubscribed_fabric_slows_fsdp() -> None:
 
     # 16 NIC ports per leaf: 16 spines is non-blocking, 2 spines is 8:1 oversubscribed.
     assert tokens(2) < tokens(16)
+
+
+def test_the_16384_gpu_h100_example_lays_out_and_fits() -> None:
+    from pathlib import Path
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / "llama3-405b-h100.yaml").read_text()
+    (result,) = predict_training(load_scenario(text, "llama3-405b-h100.yaml"))
+    assert result.gpus == 16384
+    assert (result.layout.tensor, result.layout.pipeline, result.layout.data) == (8, 16, 128)
+    assert result.memory_gb < 80
+    # zero2: weights kept for the whole iteration, so the gradient reduction happens once.
+    assert result.sharded_exposed_s == 0 and result.dp_reduction_s > 0
