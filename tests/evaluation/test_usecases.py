@@ -107,3 +107,10 @@ def test_the_default_strategies_are_the_clis_and_the_registrys() -> None:
     assert tuple(BUILTIN_STRATEGIES.split(",")) == usecases.BUILTIN_STRATEGIES
     every = [*usecases.BUILTIN_STRATEGIES, *usecases.BASELINE_STRATEGIES]
     assert sorted(every) == sorted(strategy_names())
+
+
+def test_report_headers_stay_whole() -> None:
+    from cloudtwin.evaluation.report import _html_table
+
+    table = _html_table(["strategy", "routes_per_switch_max"], [["ecmp", "12"]])
+    assert "<th>routes_per_switch_max</th>" in table and "<wbr>" not in table

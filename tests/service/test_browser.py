@@ -221,6 +221,10 @@ def test_the_report_puts_its_timelines_on_one_scale_and_fits_the_window(  # type
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     complexity = page.locator("#complexity")
     assert complexity.evaluate("e => getComputedStyle(e.parentElement).overflowX") == "auto"
+    # a snake_case header is one line: its height is one header row's, not three
+    heights = complexity.locator("th").evaluate_all("ths => ths.map(th => th.getBoundingClientRect().height)")
+    assert max(heights) == min(heights)
+    assert complexity.locator("th").first.evaluate("e => getComputedStyle(e).whiteSpace") == "nowrap"
 
 
 def test_the_cloud_report_draws_its_migrations_sites_and_wan(  # type: ignore[no-untyped-def]

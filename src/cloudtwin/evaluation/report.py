@@ -521,8 +521,9 @@ def _bar_svg(title: str, values: dict[str, float], unit: str) -> str:
 
 def _html_table(header: list[str], rows: list[list[str]], table_id: str | None = None) -> str:
     """A table in a box of its own that scrolls sideways when the window is narrower than
-    the table (headers like `routes_per_switch_max` may also break after an underscore)."""
-    head = "".join(f"<th>{html.escape(h).replace('_', '_<wbr>')}</th>" for h in header)
+    the table; a header like `routes_per_switch_max` stays on one line (a JSON name broken
+    at its underscores reads as three words)."""
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
     body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
     named = f' id="{table_id}"' if table_id else ""
     table = f"<table{named}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
@@ -577,6 +578,7 @@ th, td {{ border: 1px solid #ccc; padding: 3px 7px; text-align: right; }}
 th:first-child, td:first-child {{ text-align: left; }}
 .plots svg {{ margin: 0 1em 1em 0; }}
 .wide {{ overflow-x: auto; max-width: 100%; }}
+.wide th {{ white-space: nowrap; }}
 </style></head>
 <body>
 <h1>{title}</h1>
