@@ -141,6 +141,35 @@ def test_a_point_over_the_limits_is_refused_before_any_point_runs(
     assert done.stdout == "" and not db.exists()
 
 
+def test_a_million_points_with_checks_above_the_limit_are_refused_before_anything_runs(
+    small: Path, tmp_path: Path
+) -> None:
+    # 1,000 x 1,000 points: too many to check one by one, so the range ends and the largest
+    # point are checked (4 checks of well over a microsecond each), which the limit refuses.
+    # The timeout only turns a sweep that goes on to run its points into a failure (and
+    # kills its session, workers included).
+    db = tmp_path / "s.duckdb"
+    args = ["sweep", str(small), "--vary", "fabric.spines=1..1000", "--vary", "fabric.leaves=1..1000",
+            "--check-limit", "0.000001", "--db", str(db)]
+    with subprocess.Popen([str(CLOUDTWIN), *args], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          text=True, start_new_session=True) as child:
+        try:
+            out, err = child.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            pytest.fail("the sweep was not refused: it was still running after 60 s")
+    done = subprocess.CompletedProcess(args, child.returncode, out, err)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr.startswith(
+        "cloudtwin: error: checks: checking the sweep (4 checks, one per varied value, instead of "
+        "1,000,000 point by point; about "
+    ), done.stderr
+    assert "more than the 1e-06 s limit; --check-limit " in done.stderr and " lifts it" in done.stderr
+    assert " would take about 0 s" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == "" and not db.exists()
+
+
 PICKY = """from cloudtwin.routing.strategy import load_strategy
 
 

@@ -109,7 +109,13 @@ def _refuse_above(count: int, per_check_s: float, full: int, limit_s: float, lim
         raise LimitError(
             f"checks: checking the sweep ({count:,} checks, one per varied value, instead of "
             f"{full:,} point by point; about {per_check_s * 1000:.1f} ms each) would take about "
-            f"{estimate_s:,.0f} s, "
+            f"{_seconds(estimate_s)} s, "
             f"more than the {limit_s:g} s limit; {limit_name} {math.ceil(estimate_s * 1.5)} lifts it",
             limit=limit_name,
         )
+
+
+def _seconds(value: float) -> str:
+    """Whole seconds from 10 s up, two significant digits below (a sub-second estimate
+    against a sub-second limit reads 0.00042, not 0)."""
+    return f"{value:,.0f}" if value >= 10 else f"{value:.2g}"
