@@ -17,9 +17,10 @@ from pathlib import Path
 
 import numpy as np
 
-from cloudtwin.smartnic.p4.datapath import Datapath, PacketBatch
-from cloudtwin.smartnic.p4.frontend import parse_program
-from cloudtwin.smartnic.p4.run import install
+from cloudtwin.p4.batch import PacketBatch
+from cloudtwin.p4.datapath import Datapath
+from cloudtwin.p4.frontend import parse_program
+from cloudtwin.p4.run import install
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "pna-examples" / "examples"
 ETH = bytes.fromhex("020000000002020000000001") + b"\x08\x00"

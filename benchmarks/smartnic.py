@@ -37,9 +37,9 @@ import yaml
 
 from cloudtwin.cli.nic import run_file
 from cloudtwin.evaluation.offload import nic_offload
+from cloudtwin.p4 import index_pcap, load_datapath
+from cloudtwin.p4.pcap import dense_rows, pcap_parts, spliced_block
 from cloudtwin.scenario import load_scenario
-from cloudtwin.smartnic.p4 import index_pcap, load_datapath
-from cloudtwin.smartnic.p4.pcap import dense_rows, pcap_parts, spliced_block
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples" / "p4"

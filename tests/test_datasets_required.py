@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.conftest import REQUIRE_DATASETS
 
 REPO = Path(__file__).resolve().parents[1]
-ONE_TEST = "tests/smartnic/test_p4_stf.py::test_runner_priorities_drop_and_differences"
+ONE_TEST = "tests/p4/test_stf.py::test_runner_priorities_drop_and_differences"
 
 
 def _pytest(tmp_path: Path, require: bool) -> subprocess.CompletedProcess[str]:

@@ -1,5 +1,6 @@
-"""The package layering of DESIGN.md, checked on the source: imports go one way, and only
-`twin/run.py` (besides the engine itself) calls the engine's simulation entry points."""
+"""The package layering of DESIGN.md, checked on the source: imports go one way, only
+`twin/run.py` (besides the engine itself) calls the engine's simulation entry points, and
+the P4 package is reached through its face."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ DESIGN = Path(__file__).resolve().parents[2] / "shared" / "DESIGN.md"
 FLOORS: list[tuple[str, ...]] = [
     ("errors", "files", "flows", "hashing", "headers"),
     ("scenario",),
-    ("ops",),
+    ("ops", "p4"),
     ("topology", "cluster", "store"),
     ("tenancy",),
     ("engine",),
@@ -28,13 +29,16 @@ FLOORS: list[tuple[str, ...]] = [
     ("sweep",),
     ("cli", "service"),
 ]
-#: Modules of the bottom floor that DESIGN.md's table may not list yet (it lives outside
-#: the repository; the lead engineer adds them there).
-UNLISTED = {"files"}
+#: Names that DESIGN.md's table may not list yet (it lives outside the repository; the lead
+#: engineer adds them there): a module of the bottom floor, and the P4 package, which DESIGN
+#: places on the floor of `ops/`.
+UNLISTED = {"files", "p4"}
 FLOOR = {name: i for i, row in enumerate(FLOORS) for name in row}
 ENTRY_POINTS = {"simulate", "Simulation"}
 MAY_SIMULATE = {"engine"}
 THE_DOOR = Path("twin") / "run.py"
+#: A package that others import through its `__init__` only (its face).
+FACED = {"p4"}
 
 
 def _package(module: str) -> str | None:
@@ -133,3 +137,62 @@ def test_every_name_in_designs_table_is_in_the_tree() -> None:
         if not (SRC / name).is_dir() and not (SRC / f"{name}.py").is_file()
     ]
     assert missing == []
+
+
+
+def _is_face_name(module: str) -> bool:
+    """`cloudtwin.p4.run_pcap` (a name of the face, as `_imports` lists `from cloudtwin.p4
+    import run_pcap`) rather than a module or package inside the package."""
+    parts = module.split(".")
+    inside = SRC.joinpath(*parts[1:])
+    return len(parts) == 3 and not inside.with_suffix(".py").exists() and not inside.is_dir()
+
+
+def _around_the_face(sources: list[tuple[str, Path]]) -> list[str]:
+    """Imports of a module inside a faced package from outside it."""
+    bad = []
+    for package, path in sources:
+        for module, _, line in _imports(path):
+            target = _package(module)
+            inside = len(module.split(".")) > 2 and not _is_face_name(module)
+            if target in FACED and target != package and inside:
+                bad.append(f"{path.name}:{line} imports {module}")
+    return bad
+
+
+def _private_crossings(sources: list[tuple[str, Path]]) -> list[str]:
+    """Private (underscore) names imported from a module of a faced package, or by one."""
+    bad = []
+    for package, path in sources:
+        for module, names, line in _imports(path):
+            if module.startswith("cloudtwin.") and (_package(module) in FACED or package in FACED):
+                private = [n for n in names if n.startswith("_")]
+                if private:
+                    bad.append(f"{path.name}:{line} imports {private} from {module}")
+    return bad
+
+
+def test_faced_packages_are_reached_through_their_face() -> None:
+    assert _around_the_face(_sources()) == []
+
+
+def test_no_private_name_crosses_a_module_of_a_faced_package() -> None:
+    assert _private_crossings(_sources()) == []
+
+
+def test_the_face_checks_see_a_violation(tmp_path: Path) -> None:
+    source = tmp_path / "x.py"
+    source.write_text(
+        "from cloudtwin.p4 import run_pcap\n"
+        "from cloudtwin.p4.arch import pna\n"
+        "from cloudtwin.p4.datapath import Datapath, _private\n"
+    )
+    assert _around_the_face([("smartnic", source)]) == [
+        "x.py:2 imports cloudtwin.p4.arch",
+        "x.py:2 imports cloudtwin.p4.arch.pna",
+        "x.py:3 imports cloudtwin.p4.datapath",
+        "x.py:3 imports cloudtwin.p4.datapath.Datapath",
+        "x.py:3 imports cloudtwin.p4.datapath._private",
+    ]
+    assert _around_the_face([("p4", source)]) == []  # inside the package: any of its modules
+    assert _private_crossings([("p4", source)]) == ["x.py:3 imports ['_private'] from cloudtwin.p4.datapath"]

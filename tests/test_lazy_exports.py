@@ -12,7 +12,7 @@ import pytest
 
 from cloudtwin import _type_checking_imports
 
-LAZY = ["cloudtwin.scenario", "cloudtwin.store"]
+LAZY = ["cloudtwin.p4", "cloudtwin.scenario", "cloudtwin.store"]
 
 
 @pytest.mark.parametrize("package", LAZY)
@@ -33,7 +33,7 @@ def test_nic_run_starts_without_the_other_commands_or_the_scenario_models() -> N
         "import sys\n"
         "from cloudtwin.cli.app import _click_command\n"
         "_click_command('nic')\n"
-        "import cloudtwin.smartnic.p4\n"
+        "from cloudtwin.p4 import load_datapath, run_pcap, run_stf\n"
         "heavy = ['cloudtwin.scenario.model', 'cloudtwin.store.database', 'cloudtwin.cli.logs',\n"
         "         'cloudtwin.cli.federate', 'cloudtwin.engine', 'duckdb']\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"

@@ -39,7 +39,7 @@ EXTRA_MODULES = (
     "cloudtwin.service.",
     "cloudtwin.intercloud.api",
     "cloudtwin.intercloud.client",
-    "cloudtwin.smartnic.p4",
+    "cloudtwin.p4",
     "cloudtwin.smartnic.control",
 )
 

@@ -12,11 +12,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from scapy.all import IP, UDP, VXLAN, Ether, Raw
-from tests.smartnic.p4_helpers import shipped
+from tests.p4.helpers import shipped
 
 from cloudtwin.errors import NicError
+from cloudtwin.p4 import PacketBatch, TableEntry
 from cloudtwin.smartnic.control import ControlPlane, Origin, Role, Update, UpdateKind
-from cloudtwin.smartnic.p4 import PacketBatch, TableEntry
 
 VNI_OF = {1: 1001, 2: 2002}
 MAC_OF = {1: "0a:00:00:00:10:01", 2: "0a:00:00:00:20:01"}

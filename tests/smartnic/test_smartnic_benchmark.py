@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cloudtwin.smartnic.p4 import index_pcap
+from cloudtwin.p4 import index_pcap
 
 REPO = Path(__file__).resolve().parents[2]
 

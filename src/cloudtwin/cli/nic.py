@@ -68,7 +68,7 @@ def run_file(datapath: Any, pcap: Path, out: Path | None, direction: int, input_
     """`nic run`'s path from file to file: the capture read a block at a time, each block's
     output records written as they are made (to a temporary file that replaces `out` only
     once the whole capture ran), so memory follows the block, not the capture."""
-    from cloudtwin.smartnic.p4 import run_pcap
+    from cloudtwin.p4 import run_pcap
 
     with open_bounded(pcap, PCAP_BYTES, "pcap", NicError) as source:
         if out is None:
@@ -117,7 +117,7 @@ def run(
     --out encapsulated.pcap
     """
     with needs_extra("nic", "nic run", NicError):  # lark parses the P4 program
-        from cloudtwin.smartnic.p4 import load_datapath
+        from cloudtwin.p4 import load_datapath
 
     if from_ not in ("network", "host"):
         raise NicError(f"from: {from_!r} is neither network nor host")
@@ -180,7 +180,7 @@ def stf(
     ../shared/datasets/p4c-stf/tests/arith-bmv2.stf
     """
     with needs_extra("nic", "nic stf", NicError):  # lark parses the P4 program
-        from cloudtwin.smartnic.p4.stf import run_stf
+        from cloudtwin.p4 import run_stf
 
     text = read_text_bounded(program, PROGRAM_BYTES, "P4 program", NicError)
     script_text = read_text_bounded(script, STF_BYTES, "STF script", NicError)

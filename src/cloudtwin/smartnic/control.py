@@ -15,8 +15,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
 from cloudtwin.errors import NicError
-from cloudtwin.smartnic.p4.datapath import Datapath, TableEntry
-from cloudtwin.smartnic.p4.program import Program
+from cloudtwin.p4 import Datapath, Program, TableEntry, compile_program
 
 __all__ = [
     "ControlPlane",
@@ -128,8 +127,6 @@ class ControlPlane:
         self._check_primary(session)
         if session.role != Role.PROVIDER:
             raise NicError("set_pipeline: only the provider may replace the pipeline")
-        from cloudtwin.smartnic.p4.datapath import compile_program
-
         self.datapath = compile_program(program)
         self.tables_of = {Role.PROVIDER: frozenset(self.datapath.tables), Role.TENANT: frozenset()}
         self.stalls_s.append(self.swap_stall_s)
@@ -145,7 +142,7 @@ class ControlPlane:
                 f"(election id {session.election_id})"
             )
 
-    def _table(self, name: str):  # noqa: ANN202 - a _TableState, private to the datapath
+    def _table(self, name: str):  # noqa: ANN202 - one of `Datapath.tables`
         short = name.split(".")[-1]
         if short not in self.datapath.tables:
             raise NicError(f"table {name!r}: no such table")

@@ -1,0 +1,141 @@
+"""The P4 front end: the subset parses, and anything outside it is one `file:line:col` line."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from tests.p4.helpers import EXAMPLES, PROGRAMS
+
+from cloudtwin.errors import NicError, P4Error
+from cloudtwin.p4 import Datapath, PacketBatch, parse_entries, parse_program, read_pcap, write_pcap
+
+GATEWAY = (EXAMPLES / "vxlan_gateway.p4").read_text()
+
+
+@pytest.mark.parametrize("name", PROGRAMS)
+def test_shipped_programs_parse(name: str) -> None:
+    program = parse_program((EXAMPLES / f"{name}.p4").read_text(), f"{name}.p4")
+    assert program.emit_order and program.parser.states["start"] is not None
+
+
+def _error(text: str) -> str:
+    with pytest.raises(P4Error) as info:
+        parse_program(text, "prog.p4")
+    message = str(info.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    ("edit", "line", "what"),
+    [
+        (("size = 4096;", "size = 4096; register<bit<8>>(1) r;"), None, "unexpected"),
+        (("transition parse_inner;", "transition parse_nowhere;"), None, "unknown state 'parse_nowhere'"),
+        (
+            ("hdr.vxlan.flags = 0x08;", "hdr.vxlan.bogus = 0x08;"),
+            None,
+            "'hdr.vxlan.bogus' cannot be assigned",
+        ),
+        (("istd.input_port: exact;", "istd.input_port: selector;"), None, "match kind 'selector'"),
+        (("actions = { set_vni; drop; }", "actions = { set_vni; launch; }"), None, "unknown action 'launch'"),
+        (
+            ("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = hdr.vxlan.flags[9:2];"),
+            None,
+            "slice [9:2] is outside bit<8>",
+        ),
+        (("typedef bit<48> mac_t;", "typedef bit<0> mac_t;"), None, "bit<0>"),
+        (("hdr.vxlan.setValid();", "hdr.vxlan.frobnicate();"), None, "outside the supported subset"),
+        (("    state parse_vlan {", "    state parse_vlan { for (;;) { }"), None, "a for loop in a parser"),
+    ],
+)
+def test_outside_the_subset_names_file_line_column(
+    edit: tuple[str, str], line: int | None, what: str
+) -> None:
+    old, new = edit
+    assert old in GATEWAY
+    message = _error(GATEWAY.replace(old, new, 1))
+    assert re.match(r"^prog\.p4:\d+:\d+: ", message), message
+    assert what in message
+    expected_line = GATEWAY[: GATEWAY.index(old)].count("\n") + 1
+    assert int(message.split(":")[1]) in range(expected_line - 3, expected_line + 2), message
+
+
+def test_unexpected_character_and_end_of_file() -> None:
+    assert _error("header h { bit<8> a; } $").startswith("prog.p4:1:24: unexpected character '$'")
+    assert "end of file" in _error("header h { bit<8> a;")
+
+
+def test_header_of_odd_bits_is_refused() -> None:
+    assert "not a whole number of bytes" in _error("header h { bit<7> a; }")
+
+
+def test_program_without_main_is_refused() -> None:
+    assert "PNA_NIC" in _error("header h { bit<8> a; }")
+
+
+def _datapath() -> Datapath:
+    return Datapath(parse_program(GATEWAY, "gw.p4"))
+
+
+@pytest.mark.parametrize(
+    ("document", "what"),
+    [
+        ({"tables": {"nope": []}}, "tables.nope: the program has no table 'nope'"),
+        (
+            {"tables": {"vf_vni": [{"match": {"istd.input_port": 1}, "action": "fly"}]}},
+            "tables.vf_vni.0.action",
+        ),
+        (
+            {"tables": {"vf_vni": [{"match": {"istd.input_port": 1 << 40}, "action": "drop"}]}},
+            "does not fit in bit<32>",
+        ),
+        ({"tables": {"vf_vni": [{"match": {"hdr.x": 1}, "action": "drop"}]}}, "has no key 'hdr.x'"),
+        ({"tables": {"vf_vni": [{"match": {}, "action": "drop"}]}}, "exact key 'istd.input_port' is missing"),
+        (
+            {
+                "tables": {
+                    "vf_vni": [{"match": {"istd.input_port": 1}, "action": "set_vni", "params": {"vni": 1}}]
+                }
+            },
+            "parameter 'local_ip'",
+        ),
+        (
+            {"tables": {"vtep": [{"match": {"meta.vni": 1, "hdr.ethernet.dst": "zz:00"}, "action": "drop"}]}},
+            "not a number, MAC or IP",
+        ),
+        ({"nonsense": 1}, "entries: a mapping"),
+    ],
+)
+def test_entries_that_do_not_fit_the_program(document: object, what: str) -> None:
+    with pytest.raises(NicError) as info:
+        parse_entries(_datapath(), document)
+    assert what in str(info.value)
+
+
+def test_pcap_round_trip_and_truncation() -> None:
+    frames = [bytes(range(60)), bytes(range(100))]
+    data = write_pcap(frames)
+    assert read_pcap(data).packets == frames
+    with pytest.raises(NicError, match="record 1 is truncated"):
+        read_pcap(data[:-1], "in.pcap")
+    with pytest.raises(NicError, match="record 1 is truncated in its header"):
+        read_pcap(data[: 24 + 16 + 60 + 5], "in.pcap")
+    with pytest.raises(NicError, match="not a pcap file"):
+        read_pcap(b"hello world, this is not a capture", "in.pcap")
+
+
+def test_scapy_reads_what_we_write() -> None:
+    from scapy.all import Ether, IP, rdpcap  # noqa: I001
+    import tempfile
+
+    frames = [bytes(Ether() / IP(dst="10.0.0.9"))]
+    with tempfile.NamedTemporaryFile(suffix=".pcap") as handle:
+        handle.write(write_pcap(frames))
+        handle.flush()
+        assert [bytes(p) for p in rdpcap(handle.name)] == frames
+
+
+def test_batch_of_no_packets() -> None:
+    result = _datapath().process(PacketBatch.from_packets([]))
+    assert result.packets() == []
