@@ -833,7 +833,7 @@ class PnaRuntime:
                 current.timestamp_ns[again],
             )
             origin = origin[again]
-        return gather(n, outputs)
+        return _gather(n, outputs)
 
     def rounds(self, batch: PacketBatch, recirculated: bool) -> BatchResult:
         """One pass of `batch`, in rounds when entries change in the data plane (see above)."""
@@ -855,7 +855,7 @@ class PnaRuntime:
             self.commit()
             parts.append(result)
             start = stop
-        return concat_bits(parts)
+        return _concat(parts)
 
     def one_pass(self, batch: PacketBatch, recirculated: bool, offset: int) -> BatchResult:
         dp = self.dp
@@ -1083,7 +1083,7 @@ def _rows(batch: PacketBatch, start: int, stop: int) -> PacketBatch:
     )
 
 
-def concat_bits(parts: list[BatchResult]) -> BatchResult:
+def _concat(parts: list[BatchResult]) -> BatchResult:
     if len(parts) == 1:
         return parts[0]
     width = max(p.data.shape[1] for p in parts)
@@ -1097,7 +1097,7 @@ def concat_bits(parts: list[BatchResult]) -> BatchResult:
     )
 
 
-def gather(n: int, outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]]) -> BatchResult:
+def _gather(n: int, outputs: list[tuple[np.ndarray, BatchResult, np.ndarray]]) -> BatchResult:
     """Each original packet's final pass, back in its row."""
     if len(outputs) == 1:
         return outputs[0][1]
