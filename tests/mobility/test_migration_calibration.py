@@ -20,6 +20,8 @@ from cloudtwin.mobility.calibration import (
     calibration_from_data,
     fit_parameters,
     guest_resident_bytes,
+    setup_time_s,
+    sync_time_s,
 )
 from cloudtwin.mobility.check import grade, summary
 from cloudtwin.mobility.plan import options_of, plan_request
@@ -60,6 +62,27 @@ def test_the_fit_by_hand() -> None:
     assert fitted["socket_buffer_bytes"] == 5e6
     # the guest holds its idle pages, less the idle dirtier's 1 MiB, plus its working set
     assert guest_resident_bytes(idle["256"], 8 << 20) == (2000 - 256) * 4096 + (8 << 20)
+
+
+def _capped(setup_ms: float, total_ms: float, downtime_ms: float, sending_s: float, syncs: int,
+            status: str = "completed") -> dict[str, object]:
+    return {"status": status, "setup-time": setup_ms, "total-time": total_ms, "downtime": downtime_ms,
+            "live_cap_mib_s": 32, "calibrates": "first",
+            "ram": {"downtime-bytes": 1e6, "precopy-bytes": sending_s * 32 * (1 << 20),
+                    "dirty-sync-count": syncs}}
+
+
+def test_setup_and_sync_times_by_hand() -> None:
+    runs = [
+        _capped(2, 1300, 1000, 0.1, 3),  # live 0.298 s, 0.1 s of it sending: 0.198 s for its one sync
+        _capped(0, 14000, 100, 13.8, 6),  # 13.9 s live, 13.8 s sending, 4 syncs: 25 ms each
+        _capped(4, 14000, 200, 13.7, 6),  # 13.796 s live, 13.7 s sending: 24 ms each
+        _capped(9, 5000, 100, 0.5, 2),  # no sync of a live round: not a sync's cost
+        _capped(9, 5000, 0, 0.5, 9, status="cancelled"),
+    ]
+    assert sync_time_s(runs) == pytest.approx(0.025)  # the median run
+    assert setup_time_s(runs) == pytest.approx(0.004)  # the median of 2, 0, 4, 9, 9 ms
+    assert sync_time_s(runs[3:]) == 0.0 and setup_time_s([]) == 0.0
 
 
 def test_a_calibration_fills_what_a_migration_does_not_set() -> None:
@@ -149,7 +172,7 @@ def test_every_knob_of_the_model_is_reachable_from_a_plan() -> None:
                "device_state_bytes": "device_state",
                "max_downtime_s": "max_downtime", "downtime_step_s": "downtime_step",
                "xbzrle_cache_bytes": "xbzrle_cache", "stream_bps": "stream_bandwidth", "rtt_s": "rtt",
-               "sync_period_s": "sync_period"}
+               "sync_period_s": "sync_period", "setup_s": "setup_time", "sync_s": "sync_time"}
     missing = [f.name for f in fields(MigrationOptions) if spelled.get(f.name, f.name) not in keys]
     assert missing == []
     done = cloudtwin("migrate", "plan", "--memory", "1GiB", "--set", "sync_period=50ms", "--set",

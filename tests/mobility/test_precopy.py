@@ -218,6 +218,28 @@ def test_qemu_syncs_by_hand() -> None:
     assert by_rules[-1]["pending"] == pytest.approx(p2, rel=1e-12)
 
 
+def test_setup_and_sync_times_by_hand() -> None:
+    # the case above with a 20 ms set-up and 50 ms per sync: the first pass starts at 20 ms
+    # and dirties as before; the second round waits for the 50 ms sync, and the VM dirties
+    # through it: 10 MB/s x (0.05 + 0.3 F) s, of which (1 - 26.17/100) is new. The sync that
+    # stops it takes another 50 ms before the pause; the downtime is as without them.
+    mb = 1e6
+    p1 = 20 * mb + 0.95 * 38 * F * mb
+    u1 = p1 - 30 * mb
+    p2 = u1 + (0.05 + 0.3 * F) * 10 * mb * (1 - u1 / (100 * mb))
+    assert p2 < 30 * mb
+    vm = VmMemory(memory_bytes=400_000_000, working_set_bytes=100_000_000, dirty_rate_bps=80e6)
+    options = MigrationOptions(bandwidth_bps=800e6, protected=False, final_bandwidth_bps=8e9,
+                               setup_s=0.02, sync_s=0.05)
+    plan = plan_migration(vm, options)
+    assert plan.converged and plan.rounds == 2
+    assert [e.bytes for e in plan.timeline] == pytest.approx([380 * mb * F, 30 * mb * F, p2 * F], rel=1e-12)
+    starts = [0.02, 0.07 + 3.8 * F, 0.12 + 4.1 * F]
+    assert [e.start_s for e in plan.timeline] == pytest.approx(starts, rel=1e-12)
+    assert plan.downtime_s == pytest.approx(p2 * F / 1e9 + 0.01, rel=1e-12)
+    assert plan.total_time_s == pytest.approx(0.12 + 4.1 * F + p2 * F / 1e9 + 0.01, rel=1e-12)
+
+
 @settings(max_examples=200, deadline=None)
 @given(
     memory_mib=st.integers(64, 16384),

@@ -9,7 +9,11 @@ processes and writes what the pre-copy model cannot know from a VM's description
 - `socket_buffer_bytes`: what the path buffers between the two QEMU processes (QEMU's
   downtime ends when the last byte is written into it);
 - `resume_s`: the fixed part of a pause (stop the vCPUs, save and load the devices);
-- `path_bandwidth_bps`: how fast the path migrates at all (an uncapped idle guest).
+- `path_bandwidth_bps`: how fast the path migrates at all (an uncapped idle guest);
+- `setup_s`: QEMU's set-up before the first page (dirty logging on, the first sync);
+- `sync_s`: what one dirty-log sync of a live round costs (the migration thread sends
+  nothing meanwhile): the live time of a capped migration beyond its bytes at the cap,
+  per sync.
 
 A scenario (`mobility.calibration`) and `migrate plan --calibration` load it; what a
 migration sets itself wins over it.
@@ -45,6 +49,8 @@ CALIBRATED = (
     "path_bandwidth_bps",
 )
 """The parameters a migration profile holds (its `parameters` section)."""
+OPTIONAL = ("setup_s", "sync_s")
+"""Parameters a profile may lack (written by an earlier cloudtwin): 0 then."""
 
 
 @dataclass(frozen=True)
@@ -56,6 +62,8 @@ class MigrationCalibration:
     socket_buffer_bytes: float
     resume_s: float
     path_bandwidth_bps: float
+    setup_s: float = 0.0
+    sync_s: float = 0.0
     source: str = ""
 
 
@@ -70,7 +78,9 @@ def calibration_from_data(data: object, where: str) -> MigrationCalibration:
         raise MobilityError(f"{where}: parameters: missing (a profile written by cloudtwin calibrate "
                             "migration has it)")
     values = {}
-    for key in CALIBRATED:
+    for key in CALIBRATED + OPTIONAL:
+        if key in OPTIONAL and key not in parameters:
+            continue
         value = parameters.get(key)
         if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
             raise MobilityError(f"{where}: parameters.{key}: must be a finite number, got {value!r}")
@@ -137,11 +147,39 @@ def floor_s(idle: Mapping[str, Mapping[str, Any]]) -> float:
     return min(downtimes, default=0.0) / 1000
 
 
+def setup_time_s(switchover: list[dict[str, object]]) -> float:
+    """QEMU's set-up time: the median `setup-time` of the stop-and-copy calibration runs."""
+    times = [float(s["setup-time"]) for s in switchover if s.get("setup-time") is not None]  # type: ignore[arg-type]
+    return float(np.median(times)) / 1000 if times else 0.0
+
+
+def sync_time_s(switchover: list[dict[str, object]]) -> float:
+    """What one sync of a live round costs: over the completed stop-and-copy calibration
+    runs (their live rounds capped at `live_cap_mib_s`), the live time (total less set-up
+    and downtime) beyond the pre-copy bytes at the cap, per sync of a live round (QEMU's
+    `dirty-sync-count` less the set-up's and the pause's); the median run, 0 at least."""
+    per_sync = []
+    for s in switchover:
+        ram, cap = s.get("ram"), s.get("live_cap_mib_s")
+        done = s.get("status") == "completed" and bool(s.get("total-time"))
+        if not done or not isinstance(ram, Mapping) or not cap:
+            continue
+        live_syncs = int(ram.get("dirty-sync-count", 0)) - 2
+        if live_syncs < 1:
+            continue
+        live_s = (float(s["total-time"]) - float(s.get("downtime") or 0)  # type: ignore[arg-type]
+                  - float(s.get("setup-time") or 0)) / 1000  # type: ignore[arg-type]
+        sending_s = float(ram["precopy-bytes"]) / (float(cap) * MIB)  # type: ignore[arg-type]
+        per_sync.append((live_s - sending_s) / live_syncs)
+    return max(0.0, float(np.median(per_sync))) if per_sync else 0.0
+
+
 def fit_parameters(calibration: Mapping[str, object]) -> dict[str, float]:
     """The profile's parameters from its calibration runs (`idle` guests by memory size,
     `switchover` runs of first-time and re-sent pages, `socket_buffer_bytes`): the median
     try of the largest pauses for each stop-and-copy rate (re-sent pages: the first-time
-    rate when none completed), the smallest idle pause, the median idle guest's rate."""
+    rate when none completed), the smallest idle pause, the median idle guest's rate, the
+    median set-up and the median cost of a sync of the stop-and-copy runs."""
     idle = calibration["idle"]
     switchover = calibration["switchover"]
     assert isinstance(idle, Mapping) and isinstance(switchover, list)
@@ -155,6 +193,8 @@ def fit_parameters(calibration: Mapping[str, object]) -> dict[str, float]:
         "socket_buffer_bytes": float(calibration["socket_buffer_bytes"]),  # type: ignore[arg-type]
         "resume_s": floor_s(idle),
         "path_bandwidth_bps": float(np.median([rate_bps(stats) for stats in idle.values()])),
+        "setup_s": setup_time_s(switchover),
+        "sync_s": sync_time_s(switchover),
     }
 
 

@@ -12,7 +12,11 @@ Sources of the defaults (QEMU 7.2, `migration/migration.c` and `migration/ram.c`
 - page header 8 bytes; a zero page is a header and one byte;
 - the dirty log is synced when the unsent part of memory falls below the threshold
   (`ram_save_pending`), which the migration thread checks once per rate-limit period of
-  100 ms (`BUFFER_DELAY`).
+  100 ms (`BUFFER_DELAY`);
+- a sync holds the migration thread (`migration_bitmap_sync` under the big lock) and the
+  set-up (dirty logging on, the first sync) comes before the first page; both take a
+  machine's time, 0 unless a migration profile or the migration says (`sync_s`,
+  `setup_s`).
 """
 
 from __future__ import annotations
@@ -73,6 +77,9 @@ class MigrationOptions:
     the rate for pages it already holds (default: the same); `socket_buffer_bytes` what
     the path buffers between the sending and the receiving process (the pause ends when
     the last byte is written into it, as QEMU measures downtime; default 0: unbuffered).
+    `setup_s` passes before the first page is sent (QEMU's set-up: dirty logging on, the
+    first sync), `sync_s` after each later sync of a live round (the migration thread
+    sends nothing while it reads the dirty log; the VM runs on and keeps dirtying).
     A migration that has not converged after `max_rounds` rounds, `timeout_s`, or two
     rounds in a row whose dirty set did not shrink, is handed to `policy`.
 
@@ -89,6 +96,8 @@ class MigrationOptions:
     resent_bandwidth_bps: float | None = None
     socket_buffer_bytes: float = 0.0
     resume_s: float = DEFAULT_RESUME_S
+    setup_s: float = 0.0
+    sync_s: float = 0.0
     overlay_update_s: float = DEFAULT_OVERLAY_UPDATE_S
     device_state_bytes: int = 0
     max_rounds: int = 30
@@ -147,6 +156,8 @@ class MigrationOptions:
             ("overlay_update", self.overlay_update_s),
             ("rtt", self.rtt_s),
             ("socket_buffer", self.socket_buffer_bytes),
+            ("setup_time", self.setup_s),
+            ("sync_time", self.sync_s),
         ):
             if value < 0:
                 raise MobilityError(f"{name}: must not be negative, got {value}")

@@ -63,13 +63,14 @@ def options_of(
     calibration: MigrationCalibration | None = None,
 ) -> MigrationOptions:
     """Migration options from a scenario's (or flags') knobs and the path's bandwidth and
-    RTT; the stop-and-copy rates, the path's buffer and the resume time a migration does
-    not set come from `calibration` when one is loaded."""
+    RTT; the stop-and-copy rates, the path's buffer, the resume, set-up and sync times a
+    migration does not set come from `calibration` when one is loaded."""
     cal = calibration
-    final, resent, buffer, resume = (
-        (cal.final_bandwidth_bps, cal.resent_bandwidth_bps, cal.socket_buffer_bytes, cal.resume_s)
+    final, resent, buffer, resume, setup, sync = (
+        (cal.final_bandwidth_bps, cal.resent_bandwidth_bps, cal.socket_buffer_bytes, cal.resume_s,
+         cal.setup_s, cal.sync_s)
         if cal is not None
-        else (None, None, None, None)
+        else (None, None, None, None, None, None)
     )
     return MigrationOptions(
         bandwidth_bps=bandwidth_bps,
@@ -79,6 +80,8 @@ def options_of(
         resent_bandwidth_bps=_first(spec.resent_bandwidth, resent),
         socket_buffer_bytes=_first(spec.socket_buffer, buffer) or 0.0,
         resume_s=_first(spec.resume, resume, DEFAULT_RESUME_S) or 0.0,
+        setup_s=_first(spec.setup_time, setup) or 0.0,
+        sync_s=_first(spec.sync_time, sync) or 0.0,
         overlay_update_s=spec.overlay_update,
         device_state_bytes=spec.device_state,
         auto_converge=spec.auto_converge,

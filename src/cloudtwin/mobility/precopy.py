@@ -224,7 +224,8 @@ class Migration:
         self.timeline: list[Round] = []
         self.bytes = 0.0
         self.pending: Transfer | None = self._first()
-        self.began_s = start_s
+        self.began_s = start_s + options.setup_s  # QEMU's set-up: dirty logging on, the first sync
+        self.synced_s = self.began_s  # when the dirty log was last read
         self.pending_dirty = 0.0
         self.previous_dirty = math.inf
         self.stop_copy_s = 0.0
@@ -355,17 +356,18 @@ class Migration:
 
     def _after_live(self, transfer: Transfer, duration: float, end_s: float) -> None:
         first_pass = transfer.phase == "bulk"
+        window = end_s - self.synced_s  # the sync reads what was dirtied since the last one
+        self.synced_s = end_s
         if first_pass:  # dirtied pages the pass had not reached yet are sent with it
-            memory_dirty = self.memory.dirtied_behind_scan(
-                end_s - duration, duration, self.throttle, self.unsent
-            )
+            memory_dirty = self.memory.dirtied_behind_scan(end_s - window, window, self.throttle, self.unsent)
         else:
-            memory_dirty = self.memory.dirtied(end_s - duration, duration, self.throttle)
+            memory_dirty = self.memory.dirtied(end_s - window, window, self.throttle)
         disk_dirty = self.disk_dirty_rate_bps / 8 * duration if self.options.storage == "block" else 0.0
         if transfer.phase == "disk":
             # memory has not been sent yet: its first pass comes next, disk writes mirrored into it
             self.pending = Transfer("bulk", 0, self._bulk().wire_bytes + disk_dirty, transfer.rate_cap_bps)
             return
+        self.began_s = end_s + self.options.sync_s  # nothing is sent while the sync runs
         self.rounds += 1
         fresh = memory_dirty if first_pass else memory_dirty * (1.0 - self._waiting_share())
         dirty = self.unsent + fresh + disk_dirty

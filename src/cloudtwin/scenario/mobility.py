@@ -180,6 +180,8 @@ class MigrationOptionsSpec(_Model):
     resent_bandwidth: Rate | None = None
     socket_buffer: SizeOrZero | None = None
     resume: Time | None = None
+    setup_time: Time | None = None
+    sync_time: Time | None = None
     overlay_update: Time = 0.050
     device_state: SizeOrZero = 0
     stall_rounds: int = Field(2, ge=1)

@@ -20,6 +20,7 @@ The live rounds of both stop-and-copy calibrations are capped at `CALIBRATION_CA
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -89,31 +90,35 @@ def draw(count: int, seed: int) -> list[qg.Trial]:
 
 
 def calibrate(work: Path, initrd: Path, accel: str, sizes: list[int], tries: int,
-              say: Callable[[str], None]) -> dict[str, object]:
+              say: Callable[[str], None], nice: int | None = None) -> dict[str, object]:
     """The calibration runs: idle guests per size, the stop-and-copy rates, the buffer
-    (`tries` of each)."""
+    (`tries` of each); QEMU at niceness `nice` (None: as this process)."""
     from cloudtwin.mobility.calibration import rate_bps
 
     idle = {}
     for memory in sizes:
-        runs = [qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S)) for _ in range(tries)]
+        runs = [qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S), nice)
+                for _ in range(tries)]
         stats = max(runs, key=rate_bps)  # the try least slowed by other work on the machine
         stats["idle_downtimes_ms"] = [t.get("downtime") for t in runs]
         stats["idle_rates_bps"] = [rate_bps(t) for t in runs]
         idle[str(memory)] = stats
         say(f"idle {memory} MiB guest: {stats['ram']['normal']} non-zero pages, uncapped "
             f"{rate_bps(stats) / 8e6:.0f} MB/s, downtimes {stats['idle_downtimes_ms']} ms")
+    buffers = sorted(qg.loopback_buffer_bytes() for _ in range(tries))
+    say(f"loopback buffer: {', '.join(f'{b / 1e6:.1f}' for b in buffers)} MB")
     switchover = []
-    for trial in [*SWITCHOVER, RESENT]:
+    # the first-time pages last: their rate moves most with other work on the machine, and
+    # the held-out migrations follow the fit
+    for trial in [RESENT, *SWITCHOVER]:
         for _ in range(tries):
-            stats = qg.migrate(work, initrd, accel, trial)
+            stats = qg.migrate(work, initrd, accel, trial, nice)
             stats["calibrates"] = "resent" if trial is RESENT else "first"
             stats["live_cap_mib_s"] = trial.bandwidth_mib_s
             switchover.append(stats)
             say(f"switchover {trial.dirty_mib} MiB ({stats['calibrates']} pages): "
-                f"{stats['ram']['downtime-bytes'] / 1e6:.1f} MB paused for {stats.get('downtime')} ms")
-    buffers = sorted(qg.loopback_buffer_bytes() for _ in range(tries))
-    say(f"loopback buffer: {', '.join(f'{b / 1e6:.1f}' for b in buffers)} MB")
+                f"{stats['ram']['downtime-bytes'] / 1e6:.1f} MB paused for {stats.get('downtime')} ms "
+                f"(first touch {stats['first_touch_bps'] / 8e6:.0f} MB/s, load {os.getloadavg()[0]:.1f})")
     return {"idle": idle, "switchover": switchover, "socket_buffer_bytes": buffers[len(buffers) // 2],
             "socket_buffer_tries_bytes": buffers}
 
