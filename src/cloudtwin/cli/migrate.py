@@ -73,7 +73,8 @@ _CALIBRATION = typer.Option(
     None,
     "--calibration",
     help="A migration profile written by cloudtwin calibrate migration: its stop-and-copy rates, "
-    "socket buffer and resume time, unless set here (with a scenario: as mobility.calibration).",
+    "socket buffer, resume, set-up and sync times, unless set here (with a scenario: as "
+    "mobility.calibration).",
 )
 
 

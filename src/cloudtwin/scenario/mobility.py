@@ -172,7 +172,7 @@ Share = Annotated[float, Field(gt=0, le=1)]
 
 class MigrationOptionsSpec(_Model):
     """The knobs of one migration (QEMU's defaults unless set; where a migration profile
-    is loaded, its calibrated rates, buffer and resume time unless set here)."""
+    is loaded, its calibrated rates, buffer, resume, set-up and sync times unless set here)."""
 
     downtime_limit: PositiveTime = 0.3
     max_bandwidth: Rate | None = None
