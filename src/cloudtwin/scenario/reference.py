@@ -277,7 +277,7 @@ MEANINGS: dict[str, str] = {
     "MigrationOptionsSpec.resent_bandwidth": "rate of re-sent pages in the pause (default: final_bandwidth)",
     "MigrationOptionsSpec.socket_buffer": "bytes the path's socket buffers take at once in the pause",
     "MigrationOptionsSpec.resume": "fixed part of a pause (stop, sync, device state, resume; default 10 ms)",
-    "MigrationOptionsSpec.setup_time": "QEMU's set-up before the first page (dirty logging on, first sync; default 0)",
+    "MigrationOptionsSpec.setup_time": "set-up before the first page (dirty log on, first sync; default 0)",
     "MigrationOptionsSpec.sync_time": "time one dirty-log sync of a live round holds the sender (default 0)",
     "MigrationOptionsSpec.overlay_update": "time to re-point the VM's address in the overlay",
     "MigrationOptionsSpec.device_state": "device state sent in the pause",
