@@ -22,7 +22,7 @@ from cloudtwin.p4.batch import BatchResult, PacketBatch
 from cloudtwin.p4.bits import distinct_values, from_words, word_put, write_bits
 from cloudtwin.p4.cells import Meter, SparseCells, new_cells
 from cloudtwin.p4.context import Context, Expr, StmtFn
-from cloudtwin.p4.frontend import ISTD_FIELDS
+from cloudtwin.p4.declarations import ISTD_FIELDS
 from cloudtwin.p4.parsing import compile_parser
 from cloudtwin.p4.program import Control, HeaderType, MatchKind, Program, Table
 from cloudtwin.p4.statements import Compiler

@@ -14,7 +14,7 @@ from cloudtwin.errors import P4Error
 from cloudtwin.p4.bits import gather, read_bits, word_sum
 from cloudtwin.p4.cells import COLOUR_NAMES
 from cloudtwin.p4.context import Context, Expr, ExprFn, as_bool, literal
-from cloudtwin.p4.frontend import parse_number
+from cloudtwin.p4.declarations import parse_number
 from cloudtwin.p4.names import NameCompiler, element_of
 from cloudtwin.p4.values import (
     BINARY_OPS,

@@ -17,7 +17,7 @@ from lark import Token, Tree
 
 from cloudtwin.errors import P4Error
 from cloudtwin.p4.context import ActionFn, Context, Expr, ExprFn, StmtFn, literal
-from cloudtwin.p4.frontend import parse_number
+from cloudtwin.p4.declarations import parse_number
 from cloudtwin.p4.program import Action, Control
 from cloudtwin.p4.values import Value, as_column, fit
 
