@@ -29,9 +29,16 @@ def test_results_list_and_show_read_the_cloud_run(store: Path, tmp_path: Path) -
     runs = json.loads(cloudtwin("results", "list", "--db", str(store), "--json").stdout)
     assert [(r["run_id"], r["scenario"], r["strategies"]) for r in runs] == [(1, "one-cloud", "ecmp,pinning")]
     assert runs[0]["recommendation"].startswith("ecmp: ")
-    shown = json.loads(cloudtwin("results", "show", "1", "--db", str(store), "--json").stdout)
-    report = json.loads((store.parent / "rep" / "results.json").read_text())
+    text = cloudtwin("results", "show", "1", "--db", str(store), "--json").stdout
+    shown = json.loads(text)
+    written = (store.parent / "rep" / "results.json").read_text()
+    report = json.loads(written)
     assert shown["kind"] == "cloud" and shown["strategies"] == report["strategies"]
+    # read back through its type, the run is what was written: every key, in order, each
+    # number as written; the store's bookkeeping comes first
+    assert list(shown)[:3] == ["run_id", "created_at", "flow_rows"]
+    results = {k: v for k, v in shown.items() if k not in ("run_id", "created_at", "flow_rows")}
+    assert json.dumps(results, indent=2) + "\n" == written
     table = cloudtwin("results", "show", "1", "--db", str(store)).stdout
     assert "Strategies compared" in table and "Live migrations" in table and "Recommendation: ecmp" in table
 
@@ -52,6 +59,27 @@ def test_a_single_fabric_run_is_stored_beside_it(store: Path, tmp_path: Path) ->
     assert done.returncode == 0, done.stderr
     runs = json.loads(cloudtwin("results", "list", "--db", str(copy), "--json").stdout)
     assert [r["scenario"] for r in runs] == ["leaf-spine-perftest", "one-cloud"]
+
+
+def test_a_run_stored_in_another_form_is_refused_in_one_line(store: Path, tmp_path: Path) -> None:
+    """A stored run whose results this cloudtwin does not read (another version's form) is
+    refused naming the run and the field, exit 2; the store and its other rows stay."""
+    from cloudtwin.store.database import Store
+
+    copy = tmp_path / "other.duckdb"
+    copy.write_bytes(store.read_bytes())
+    with Store(copy) as db:
+        document = json.loads(db.query("SELECT document FROM eval_runs WHERE run_id = 1")[1][0][0])
+        del document["strategies"]["ecmp"]["sites"]
+        db.query("UPDATE eval_runs SET document = ? WHERE run_id = 1", [json.dumps(document)])
+    for extra in ([], ["--json"]):
+        done = cloudtwin("results", "show", "1", "--db", str(copy), *extra)
+        assert done.returncode == 2 and done.stdout == ""
+        assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
+        assert "run 1: its stored results do not read" in done.stderr
+        assert "strategies.ecmp.sites: field required" in done.stderr
+    listed = json.loads(cloudtwin("results", "list", "--db", str(copy), "--json").stdout)
+    assert [r["run_id"] for r in listed] == [1]
 
 
 def _diagnosis(db: Path) -> list[dict[str, object]]:

@@ -16,7 +16,6 @@ from cloudtwin.evaluation.report import (
     recommendation,
     render_markdown,
     results,
-    results_document,
 )
 from cloudtwin.evaluation.resiliency import bytes_behind, step_value
 from cloudtwin.evaluation.results import Complexity, Performance, Resiliency, Results, StrategyResult
@@ -60,7 +59,7 @@ def test_jobs_run_per_tenant_with_their_own_start(small_evaluation) -> None:
 
 
 def test_document_has_the_documented_keys(small_evaluation) -> None:
-    document = results_document(small_evaluation)
+    document = results(small_evaluation).to_json()
     assert document["scenario"] == "small"
     for name, strategy in document["strategies"].items():
         res, cx = strategy["resiliency"], strategy["complexity"]
@@ -81,14 +80,14 @@ def test_document_has_the_documented_keys(small_evaluation) -> None:
 
 
 def test_the_document_reads_back_as_the_same_results(small_evaluation) -> None:
-    document = results_document(small_evaluation)
+    document = results(small_evaluation).to_json()
     stored = json.loads(json.dumps({"run_id": 1, **document}))  # as the store keeps it
     assert json.dumps(Results.from_json(stored).to_json()) == json.dumps(document)
 
 
 def test_same_seed_same_document() -> None:
-    first = results_document(evaluate(load_scenario(SMALL), ["ecmp", "pinning"]))
-    again = results_document(evaluate(load_scenario(SMALL), ["ecmp", "pinning"]))
+    first = results(evaluate(load_scenario(SMALL), ["ecmp", "pinning"])).to_json()
+    again = results(evaluate(load_scenario(SMALL), ["ecmp", "pinning"])).to_json()
     assert first == again
 
 
@@ -104,7 +103,7 @@ def test_a_scenario_without_faults_gets_one_random_cable_failure(make_scenario) 
 def test_a_user_strategy_is_evaluated_like_the_builtins(monkeypatch) -> None:
     monkeypatch.syspath_prepend(str(EXAMPLES))
     evaluation = evaluate(load_scenario(SMALL), ["ecmp", "user_strategy:LowestSpine"])
-    document = results_document(evaluation)
+    document = results(evaluation).to_json()
     assert list(document["strategies"]) == ["ecmp", "lowest-spine"]
     user = document["strategies"]["lowest-spine"]
     assert user["spec"] == "user_strategy:LowestSpine" and user["reaction"] == "protocol"

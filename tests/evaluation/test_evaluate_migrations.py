@@ -9,7 +9,7 @@ import pytest
 from tests.cli.cli_helpers import cloudtwin
 
 from cloudtwin.evaluation.evaluate import evaluate
-from cloudtwin.evaluation.report import render_html, render_markdown, results, results_document
+from cloudtwin.evaluation.report import render_html, render_markdown, results
 from cloudtwin.scenario import load_scenario
 from cloudtwin.twin import run_migrations
 
@@ -50,7 +50,7 @@ def test_the_cut_cable_slows_a_migration_whose_path_it_carries(evaluation) -> No
 
 
 def test_reports_carry_the_migrations_table(evaluation) -> None:
-    document = results_document(evaluation)
+    document = results(evaluation).to_json()
     assert set(document["strategies"]["pinning"]["migrations"]) == {"web1", "cache1"}
     markdown = render_markdown(results(evaluation))
     assert "## Live migrations (without / with the faults)" in markdown

@@ -80,7 +80,7 @@ def test_evaluate_keeps_files_for_the_caller(capsys: pytest.CaptureFixture[str],
     scenario = load_scenario(SMALL)
     report = usecases.evaluate(scenario, ["ecmp", "pinning"])
     assert report.run_id is None and set(report.files) == {"results.json", "report.md", "report.html"}
-    assert report.files["results.json"] == json.dumps(report.document, indent=2) + "\n"
+    assert report.files["results.json"] == json.dumps(report.results.to_json(), indent=2) + "\n"
     printed = _printed(capsys, "evaluate", str(small), "--strategies", "ecmp,pinning", "--no-store",
                        "--out", str(small.parent / "rep"))
     assert printed == _dumped(report.to_json())

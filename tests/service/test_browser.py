@@ -198,13 +198,15 @@ def test_the_report_puts_its_timelines_on_one_scale_and_fits_the_window(  # type
     db: Path, tmp_path: Path, browser_page
 ) -> None:
     from cloudtwin.evaluation.report import render_html
-    from cloudtwin.evaluation.results import Results
-    from cloudtwin.service.views import run_document
+    from cloudtwin.evaluation.results import StoredEvaluation
+    from cloudtwin.service.views import stored_run
     from cloudtwin.store.database import Store
 
     with Store(db) as store:  # run 3: ecmp, spray and pinning
         report = tmp_path / "report.html"
-        report.write_text(render_html(Results.from_json(run_document(store, 3))))
+        run = stored_run(store, 3)
+        assert isinstance(run, StoredEvaluation)
+        report.write_text(render_html(run))
     page = browser_page
     page.goto(report.as_uri())
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)

@@ -23,6 +23,7 @@ WRITER = """
 import json, sys, time
 from cloudtwin.store.database import Store
 from cloudtwin.store.runs import FlowRows, save_run
+from cloudtwin.evaluation.results import read_results
 import numpy as np
 db, count = sys.argv[1], int(sys.argv[2])
 with Store(db, read_only=True) as s:
@@ -31,7 +32,7 @@ flows = [FlowRows("ecmp", ["j"] * 3, ["t1"] * 3, np.arange(3), np.arange(3) + 1,
                   np.zeros(3), np.ones(3), np.ones(3), np.zeros(3), np.zeros(3, dtype=bool))]
 for i in range(count):
     with Store(db) as store:
-        save_run(store, {**document, "scenario": f"written-{i}"}, flows)
+        save_run(store, read_results({**document, "scenario": f"written-{i}"}), flows)
         if i == count // 2:
             time.sleep(2.0)
     time.sleep(0.05)

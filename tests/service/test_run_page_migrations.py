@@ -19,7 +19,7 @@ EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "migration.yaml"
 def test_the_run_page_lists_each_migration_per_strategy(db: Path, tmp_path: Path) -> None:
     with Store(db) as store:
         stored = usecases.evaluate(load_scenario(EXAMPLE.read_text()), ["ecmp", "pinning"], store=store)
-    document = stored.document
+    document = stored.results.to_json()
     snapshots = tmp_path / "snapshots"
     snapshots.mkdir()
     settings = ServiceSettings(

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -13,20 +15,25 @@ from cloudtwin.store import Store
 from cloudtwin.store.runs import FlowRows, list_runs, load_run, save_run
 
 
-def _document(name: str = "demo") -> dict:
+def _document(name: str = "demo") -> SimpleNamespace:
+    """Results as the store reads them (its `RunResults` protocol): the indexed figures as
+    attributes, the rest only in their JSON."""
     timeline = {"t_s": [0.0, 0.5, 1.0], "baseline_gbps": [10.0, 10.0, 0.0], "faulted_gbps": [10.0, 0.0, 5.0]}
+    resiliency = {"recovered": True, "time_to_recover_s": 0.25, "dip": 1.0, "bytes_delayed": 1e6}
     strategy = {
         "performance": {"aggregate_gbps": 10.0},
-        "resiliency": {
-            "recovered": True,
-            "time_to_recover_s": 0.25,
-            "dip": 1.0,
-            "bytes_delayed": 1e6,
-            "timeline": timeline,
-        },
+        "resiliency": {**resiliency, "timeline": timeline},
         "complexity": {"score": 2.5},
     }
-    return {"scenario": name, "seed": 1, "strategies": {"ecmp": strategy}, "recommendation": "ecmp: x"}
+    document = {"scenario": name, "seed": 1, "strategies": {"ecmp": strategy}, "recommendation": "ecmp: x"}
+    typed = SimpleNamespace(
+        performance=SimpleNamespace(aggregate_gbps=10.0),
+        resiliency=SimpleNamespace(**resiliency, timeline=SimpleNamespace(**timeline)),
+        complexity=SimpleNamespace(score=2.5),
+    )
+    return SimpleNamespace(
+        scenario=name, seed=1, recommendation="ecmp: x", strategies={"ecmp": typed}, to_json=lambda: document
+    )
 
 
 def _flows(count: int = 5) -> list[FlowRows]:
@@ -56,8 +63,12 @@ def test_runs_are_listed_newest_first_and_loaded_whole(tmp_path: Path) -> None:
         assert (first, second) == (1, 2)
         assert [r["scenario"] for r in list_runs(store)] == ["two", "one"]
         loaded = load_run(store, 1)
-        assert loaded["scenario"] == "one" and loaded["flow_rows"] == 5
-        assert loaded["strategies"]["ecmp"]["resiliency"]["dip"] == 1.0
+        assert (loaded.run_id, loaded.flow_rows) == (1, 5)
+        document = json.loads(loaded.json)
+        assert document["scenario"] == "one"
+        assert document["strategies"]["ecmp"]["resiliency"]["dip"] == 1.0
+        _, rows = store.query("SELECT strategy, aggregate_gbps, dip, complexity_score FROM eval_strategies")
+        assert rows == [("ecmp", 10.0, 1.0, 2.5), ("ecmp", 10.0, 1.0, 2.5)]
         _, rows = store.query("SELECT count(*) FROM eval_timelines WHERE run_id = 2")
         assert rows == [(3,)]
 

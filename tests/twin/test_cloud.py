@@ -246,15 +246,15 @@ def test_hpl_and_a_collective_run_beside_the_migration_in_one_cloud() -> None:
         '      workload: {kind: collective, op: allreduce, size: 256MiB, algorithm: ring}',
     )
     cloud = _cloud(text, HOSTLINK="100Gbps")
-    (outcome,) = evaluate_cloud(cloud, ["ecmp"]).outcomes
-    east, west = outcome.sites
+    (outcome,) = evaluate_cloud(cloud, ["ecmp"]).results.strategies.values()
+    east, west = outcome.sites.values()
     alone = predict_hpl(east_scenario := cloud.federation.sites[0].site_scenario(
         cloud.seed, cloud.routing, cloud.reaction, cloud.limits))
     assert east_scenario.workload.kind == "hpl"
     # the rings share host 0's NIC with the migration: no faster than alone, not stopped
     assert 0 < east.hpl_tflops_per_gpu <= alone.tflops_per_gpu * (1 + 1e-9)
     assert west.flows > 0 and west.completion_s > 0
-    (m,) = outcome.migrations
+    (m,) = outcome.migrations.values()
     assert m.converged
 
 

@@ -26,7 +26,7 @@ from cloudtwin.errors import ScenarioError, StoreError
 from cloudtwin.store.database import DEFAULT_DB, Store
 
 if TYPE_CHECKING:
-    from cloudtwin.evaluation.results import Results
+    from cloudtwin.evaluation.results import CloudResults, Results
 
 __all__ = ["evaluate", "print_document"]
 
@@ -174,7 +174,7 @@ def _evaluate_cloud(
     stored = ""
     if db is not None:
         with Store(db) as store:
-            run_id = record_cloud(store, document)
+            run_id = record_cloud(store, evaluation.results)
             stored = f"; stored as run {run_id} in {db}"
             if evaluation.runs is not None:
                 emit_cloud(store, *evaluation.runs)
@@ -184,15 +184,15 @@ def _evaluate_cloud(
         if folder is not None:
             typer.echo(_wrote(folder, stored), err=True)
         return
-    print_cloud(document)
+    print_cloud(evaluation.results)
     stdout.print(_wrote(folder, stored), highlight=False)
 
 
-def print_cloud(document: dict[str, object]) -> None:
+def print_cloud(document: CloudResults) -> None:
     """A cloud run's tables and notes, for a terminal."""
     from cloudtwin.evaluation.cloud_report import cloud_notes, cloud_tables
 
-    stdout.print(f"{document['scenario']}: the cloud evaluated", style="bold", highlight=False)
+    stdout.print(f"{document.scenario}: the cloud evaluated", style="bold", highlight=False)
     for spec in cloud_tables(document):
         table = Table(title=spec.title, title_justify="left")
         for i, name in enumerate(spec.header):

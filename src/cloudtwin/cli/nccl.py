@@ -110,7 +110,7 @@ def nccl_tests(
 
     cloud = is_cloud_file(scenario)  # --op then sets the chosen site's collective
 
-    def one(loaded: Scenario) -> dict[str, object]:
+    def one(loaded: Scenario) -> object:
         if cloud and op is not None:
             workload = collective_workload(loaded).model_copy(update={"op": op})
             loaded = loaded.model_copy(update={"workload": workload})
@@ -128,12 +128,12 @@ def nccl_tests(
 
 
 def _print_sweep(loaded: Scenario, sweep: NcclSweep) -> None:
-    keys = list(sweep.results)
-    head = sweep.results[keys[0]]
+    keys = list(sweep.measured)
+    head = sweep.measured[keys[0]]
     for key in keys:
         title = (
             f"{loaded.name} ({key}): {sweep.op}, {'/'.join(sorted(set(head[0].algorithms)))}, "
             f"{len(head[0].job_time_s)} job(s)"
         )
         base = head if key != keys[0] else None
-        stdout.print(_table(title, sweep.results[key], base, keys[0]))
+        stdout.print(_table(title, sweep.measured[key], base, keys[0]))

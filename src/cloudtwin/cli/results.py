@@ -61,20 +61,20 @@ def show(
     Example:  cloudtwin results show 1 --json
     """
     from cloudtwin.cli.evaluate import print_document
+    from cloudtwin.evaluation.results import StoredCloud
     from cloudtwin.evaluation.usecases import show_result
     from cloudtwin.store.database import Store
 
     with Store(db, read_only=True) as store:
         stored = show_result(store, run)
-    document = stored.to_json()
     if as_json:
-        emit_json(document)
+        emit_json(stored.to_json())
         return
-    if document.get("kind") == "cloud":  # a one-cloud run: its sites, traffic and migrations
+    if isinstance(stored, StoredCloud):  # a one-cloud run: its sites, traffic and migrations
         from cloudtwin.cli.evaluate import print_cloud
 
-        stdout.print(f"run {run} ({document['created_at']} UTC)", highlight=False)
-        print_cloud(document)
+        stdout.print(f"run {run} ({stored.created_at} UTC)", highlight=False)
+        print_cloud(stored)
         return
-    print_document(stored.results, f"run {run}: {document['scenario']} ({document['created_at']} UTC)")
-    stdout.print(f"{document['flow_rows']} per-flow rows stored.", highlight=False)
+    print_document(stored, f"run {run}: {stored.scenario} ({stored.created_at} UTC)")
+    stdout.print(f"{stored.flow_rows} per-flow rows stored.", highlight=False)

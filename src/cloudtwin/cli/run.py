@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,7 @@ _ROWS: list[tuple[str, str, str]] = [
 ]
 
 
-def _value(summary: dict[str, object], key: str) -> float:
+def _value(summary: Mapping[str, object], key: str) -> float:
     node: object = summary
     for part in key.split("."):
         node = node[part]  # type: ignore[index]

@@ -11,15 +11,30 @@ stream; per site: the host cores its NICs' offload saves (`nic offload`'s accoun
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
 from cloudtwin.evaluation.complexity import profile_score
+from cloudtwin.evaluation.frozen import JsonObject
 from cloudtwin.evaluation.offload import nic_offload
 from cloudtwin.evaluation.resiliency import sample_timeline, step_value
-from cloudtwin.evaluation.results import MigrationSummary, Timeline
+from cloudtwin.evaluation.results import (
+    CloudComplexity,
+    CloudFault,
+    CloudMigration,
+    CloudPerformance,
+    CloudResiliency,
+    CloudResults,
+    CloudStrategyResult,
+    GatewayFailover,
+    MigrationRound,
+    MigrationSummary,
+    SiteOutcome,
+    Timeline,
+    TrafficOutcome,
+)
 from cloudtwin.intercloud.traffic import Failover
 from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.routing.facts import profile_of
@@ -33,10 +48,7 @@ from cloudtwin.twin.timeline import bytes_behind
 
 __all__ = [
     "CloudEvaluation",
-    "CloudOutcome",
-    "MigrationOutcome",
-    "SiteOutcome",
-    "TrafficOutcome",
+    "cloud_faults",
     "cloud_html",
     "cloud_markdown",
     "cloud_summary",
@@ -46,179 +58,19 @@ __all__ = [
 Report = Callable[[str], None]
 
 
-@dataclass(frozen=True)
-class SiteOutcome:
-    """One site's jobs in the cloud: completion without and with faults, a training job's
-    iteration time in both, the host cores its NICs' offload saves."""
-
-    site: str
-    flows: int
-    completion_s: float
-    faulted_completion_s: float
-    training_step_s: float | None
-    faulted_training_step_s: float | None
-    host_cores_saved: float
-    quarantined_hosts: int
-    hpl_tflops_per_gpu: float | None = None
-    faulted_hpl_tflops_per_gpu: float | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
-class TrafficOutcome:
-    """The federated networks' traffic: its completion without and with faults, the flows a
-    gateway failure stalled and each failover's length."""
-
-    flows: int
-    completion_s: float
-    faulted_completion_s: float
-    flows_stalled: int
-    failover_s: tuple[float, ...]
-
-    def to_json(self) -> dict[str, object]:
-        return {**self.__dict__, "failover_s": list(self.failover_s)}
-
-
-@dataclass(frozen=True)
-class MigrationOutcome:
-    """One live migration between sites: the fault-free and faulted runs side by side (as
-    `evaluate` gives them on one fabric) and how long a gateway failure stalled its stream."""
-
-    vm: str
-    source: str
-    destination: str
-    summary: MigrationSummary
-    failover_stall_s: float
-    start_s: float = 0.0
-    over_limit: bool = False
-    faulted_over_limit: bool = False
-    faulted_rounds: tuple[dict[str, object], ...] = ()
-
-    @property
-    def converged(self) -> bool:
-        return self.summary.converged
-
-    @property
-    def total_time_s(self) -> float:
-        return self.summary.total_time_s
-
-    @property
-    def slowdown(self) -> float | None:
-        """Faulted total time over the fault-free one (None unless both converged)."""
-        return self.summary.slowdown
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "vm": self.vm,
-            "from": self.source,
-            "to": self.destination,
-            **self.summary.to_json(),
-            "failover_stall_s": self.failover_stall_s,
-            "start_s": self.start_s,
-            "over_limit": self.over_limit,
-            "faulted_over_limit": self.faulted_over_limit,
-            "faulted_timeline": [
-                {k: r[k] for k in ("phase", "round", "start_s", "end_s", "bytes")}
-                for r in self.faulted_rounds
-            ],
-        }
-
-
-@dataclass(frozen=True)
-class StrategyFigures:
-    """One strategy's cloud on the three axes single-fabric `evaluate` compares, so the store,
-    `results list` and the runs page read a cloud run as any other:
-
-    - performance: every byte the run moved (each site's jobs, the federated traffic, the
-      migrations) over when its last flow finished, without faults; and when the cloud's
-      work ends without and with them (`completion_s`, `faulted_completion_s`);
-    - resiliency: whether everything finished (and every migration converged) with the
-      faults; the longest gateway failover; the throughput over time of the federated
-      traffic and the migration streams, its deepest dip under the faults and the most
-      bytes it fell behind;
-    - complexity: the part of single-fabric `evaluate`'s score that the strategy's needs
-      give (controller, host cooperation, switch features, state growing with flows).
-    """
-
-    aggregate_gbps: float
-    completion_s: float
-    faulted_completion_s: float
-    recovered: bool
-    time_to_recover_s: float | None
-    dip: float
-    bytes_delayed: float
-    timeline: Timeline
-    complexity_score: float
-    ratio_to_first: float | None = None
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "performance": {
-                "aggregate_gbps": self.aggregate_gbps,
-                "ratio_to_first": self.ratio_to_first,
-                "completion_s": self.completion_s,
-                "faulted_completion_s": self.faulted_completion_s,
-            },
-            "resiliency": {
-                "recovered": self.recovered,
-                "time_to_recover_s": self.time_to_recover_s,
-                "dip": self.dip,
-                "bytes_delayed": self.bytes_delayed,
-                "timeline": self.timeline.model_dump(),
-            },
-            "complexity": {"score": self.complexity_score},
-        }
-
-
-@dataclass(frozen=True)
-class CloudOutcome:
-    """One strategy's cloud."""
-
-    strategy: str
-    sites: tuple[SiteOutcome, ...]
-    traffic: TrafficOutcome | None
-    migrations: tuple[MigrationOutcome, ...]
-    engine_events: int
-    head: StrategyFigures | None = None
-    failovers: tuple[Failover, ...] = ()
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            **(self.head.to_json() if self.head is not None else {}),
-            "failovers": [
-                {"site": f.site, "at_s": f.at_s, "total_s": f.total_s} for f in self.failovers
-            ],
-            "sites": {s.site: s.to_json() for s in self.sites},
-            "traffic": self.traffic.to_json() if self.traffic is not None else None,
-            "migrations": {m.vm: m.to_json() for m in self.migrations},
-            "engine_events": self.engine_events,
-        }
-
-
 @dataclass(frozen=True, eq=False)
 class CloudEvaluation:
-    """The cloud under every strategy asked for; `runs` are the fault-free and faulted runs
-    of the scenario's own strategy (or the first asked for), whose operations data the
-    store receives."""
+    """The cloud under every strategy asked for: its results (`CloudResults`, what
+    `results.json` holds and the store keeps), and the fault-free and faulted runs of the
+    scenario's own strategy (or the first asked for), whose operations data the store
+    receives."""
 
-    scenario: str
-    outcomes: tuple[CloudOutcome, ...]
+    results: CloudResults
     runs: tuple[CloudRun, CloudRun] | None = None
-    seed: int = 0
-    recommendation: str | None = None
-    faults: tuple[dict[str, object], ...] = ()
 
-    def to_json(self) -> dict[str, object]:
-        return {
-            "scenario": self.scenario,
-            "kind": "cloud",
-            "seed": self.seed,
-            "recommendation": self.recommendation,
-            "faults": list(self.faults),
-            "strategies": {o.strategy: o.to_json() for o in self.outcomes},
-        }
+    def to_json(self) -> JsonObject:
+        """The results' JSON form (`evaluate --json` on a cloud, its `results.json`)."""
+        return self.results.to_json()
 
     def markdown(self) -> str:
         """The report as Markdown tables."""
@@ -291,7 +143,7 @@ def _traffic(clean: CloudRun, hit: CloudRun) -> TrafficOutcome | None:
         completion_s=_finish(clean, clean.traffic.ids),
         faulted_completion_s=_finish(hit, hit.traffic.ids),
         flows_stalled=int(stalled.sum()),
-        failover_s=tuple(f.total_s for f in hit.failovers),
+        failover_s=[f.total_s for f in hit.failovers],
     )
 
 
@@ -308,26 +160,25 @@ def _stall_s(events: Sequence[PathEvent]) -> float:
     return total
 
 
-def _migrations(clean: CloudRun, hit: CloudRun) -> tuple[MigrationOutcome, ...]:
+def _migrations(clean: CloudRun, hit: CloudRun) -> dict[str, CloudMigration]:
     if clean.migrations is None or hit.migrations is None:
-        return ()
-    outcomes = []
+        return {}
+    outcomes = {}
     for a, b in zip(clean.migrations.migrations, hit.migrations.migrations, strict=True):
         summary = MigrationSummary.of(a, b)
-        outcomes.append(
-            MigrationOutcome(
-                a.vm,
-                a.source,
-                a.destination,
-                summary,
-                _stall_s(b.path_events),
-                start_s=a.start_s,
-                over_limit=a.result.over_limit,
-                faulted_over_limit=b.result.over_limit,
-                faulted_rounds=tuple(r.to_json() for r in b.result.timeline),
-            )
+        outcomes[a.vm] = CloudMigration(
+            vm=a.vm,
+            source=a.source,
+            destination=a.destination,
+            **{name: getattr(summary, name) for name in MigrationSummary.model_fields},
+            failover_stall_s=_stall_s(b.path_events),
+            start_s=a.start_s,
+            faulted_timeline=[
+                MigrationRound(phase=r.phase, round=r.round, start_s=r.start_s, end_s=r.end_s, bytes=r.bytes)
+                for r in b.result.timeline
+            ],
         )
-    return tuple(outcomes)
+    return outcomes
 
 
 def _moved_bytes(run: CloudRun) -> float:
@@ -370,7 +221,9 @@ def _dip(clean: SimResult, hit: SimResult, failovers: Sequence[Failover]) -> flo
     return round(deepest, 6)
 
 
-def _figures(cloud: CloudScenario, clean: CloudRun, hit: CloudRun) -> StrategyFigures:
+def _strategy(cloud: CloudScenario, clean: CloudRun, hit: CloudRun) -> CloudStrategyResult:
+    """One strategy's cloud on the three axes single-fabric `evaluate` compares (the ratio to
+    the first strategy is set once every strategy ran), and each part of it."""
     own = Scenario(name=cloud.name, seed=cloud.seed, routing=cloud.routing)
     strategy = resolve_strategy(own, clean.strategy)
     end = float(clean.finish_s.max()) if clean.finish_s.size else 0.0
@@ -378,63 +231,76 @@ def _figures(cloud: CloudScenario, clean: CloudRun, hit: CloudRun) -> StrategyFi
     has_wan = base.timeline_s is not None and base.timeline_s.size > 0 and faulted.timeline_s is not None
     marks = [m for f in hit.failovers for m in (f.at_s, f.at_s + f.total_s)]
     migrations = hit.migrations.migrations if hit.migrations is not None else []
-    return StrategyFigures(
-        aggregate_gbps=_moved_bytes(clean) * 8 / end / 1e9 if end > 0 else 0.0,
-        completion_s=end,
-        faulted_completion_s=float(hit.finish_s.max()) if hit.finish_s.size else 0.0,
-        recovered=bool(np.isfinite(hit.finish_s).all()) and all(m.converged for m in migrations),
-        time_to_recover_s=max((f.total_s for f in hit.failovers), default=None),
-        dip=_dip(base, faulted, hit.failovers),
-        bytes_delayed=bytes_behind(base, faulted),
-        timeline=(
-            sample_timeline(base, faulted, marks)
-            if has_wan
-            else Timeline(t_s=[], baseline_gbps=[], faulted_gbps=[])
+    return CloudStrategyResult(
+        performance=CloudPerformance(
+            aggregate_gbps=_moved_bytes(clean) * 8 / end / 1e9 if end > 0 else 0.0,
+            completion_s=end,
+            faulted_completion_s=float(hit.finish_s.max()) if hit.finish_s.size else 0.0,
         ),
-        complexity_score=round(profile_score(profile_of(strategy, cloud.reaction.pinning_install)), 3),
+        resiliency=CloudResiliency(
+            recovered=bool(np.isfinite(hit.finish_s).all()) and all(m.converged for m in migrations),
+            time_to_recover_s=max((f.total_s for f in hit.failovers), default=None),
+            dip=_dip(base, faulted, hit.failovers),
+            bytes_delayed=bytes_behind(base, faulted),
+            timeline=(
+                sample_timeline(base, faulted, marks)
+                if has_wan
+                else Timeline(t_s=[], baseline_gbps=[], faulted_gbps=[])
+            ),
+        ),
+        complexity=CloudComplexity(
+            score=round(profile_score(profile_of(strategy, cloud.reaction.pinning_install)), 3)
+        ),
+        failovers=[GatewayFailover(site=f.site, at_s=f.at_s, total_s=f.total_s) for f in hit.failovers],
+        sites={s.site: s for s in _sites(clean, hit)},
+        traffic=_traffic(clean, hit),
+        migrations=_migrations(clean, hit),
+        engine_events=hit.events,
     )
 
 
-def _recommend(outcomes: Sequence[CloudOutcome]) -> str | None:
+def _recommend(strategies: dict[str, CloudStrategyResult]) -> str | None:
     """The strategy whose cloud ends first with its faults; ties go to the lower complexity."""
-    scored = [(round(o.head.faulted_completion_s, 9), o.head.complexity_score, o) for o in outcomes if o.head]
+    scored = [
+        (round(s.performance.faulted_completion_s, 9), s.complexity.score, name)
+        for name, s in strategies.items()
+    ]
     if not scored:
         return None
-    _, _, best = min(scored, key=lambda x: (x[0], x[1]))
-    assert best.head is not None
-    others = "; ".join(f"{o.strategy} {t:.3f} s" for t, _, o in scored if o is not best)
-    tie = any(t == round(best.head.faulted_completion_s, 9) for t, _, o in scored if o is not best)
+    best_t, _, best = min(scored, key=lambda x: (x[0], x[1]))
+    others = "; ".join(f"{name} {t:.3f} s" for t, _, name in scored if name != best)
+    tie = any(t == best_t for t, _, name in scored if name != best)
     why = " (tied; the lower complexity wins)" if tie else ""
     return (
-        f"{best.strategy}: with its faults the cloud's work ends first at "
-        f"{best.head.faulted_completion_s:.3f} s"
+        f"{best}: with its faults the cloud's work ends first at "
+        f"{strategies[best].performance.faulted_completion_s:.3f} s"
         f"{why}" + (f" ({others})" if others else "")
     )
 
 
-def cloud_faults(cloud: CloudScenario) -> tuple[dict[str, object], ...]:
+def cloud_faults(cloud: CloudScenario) -> list[CloudFault]:
     """Every fault of the cloud: where, what, from when until when (s; None: for good)."""
-    faults: list[dict[str, object]] = []
+    faults: list[CloudFault] = []
     for g in cloud.federation.gateway_failures():
         what = "the active gateway fails; the standby takes over after the failover"
-        faults.append({"where": f"{g.site} gateway", "what": what, "at_s": g.at, "until_s": g.until})
+        faults.append(CloudFault(where=f"{g.site} gateway", what=what, at_s=g.at, until_s=g.until))
     for site in cloud.federation.sites:
         for fault in site.faults:
             target = fault.target or f"{fault.count} random {fault.of}"
             what = f"{fault.kind} {target} " + ("degrades" if fault.capacity is not None else "goes down")
-            faults.append({"where": site.name, "what": what, "at_s": fault.at, "until_s": fault.until})
+            faults.append(CloudFault(where=site.name, what=what, at_s=fault.at, until_s=fault.until))
         for boot in site.nic.boot_faults:
             hosts = ",".join(str(h) for h in boot.hosts)
             what = f"NIC {boot.stage} {boot.kind}: measured boot fails, the host is quarantined"
-            faults.append({"where": f"{site.name} host {hosts}", "what": what, "at_s": 0.0, "until_s": None})
-    return tuple(faults)
+            faults.append(CloudFault(where=f"{site.name} host {hosts}", what=what, at_s=0.0, until_s=None))
+    return faults
 
 
 def evaluate_cloud(
     cloud: CloudScenario, strategies: Sequence[str], report: Report | None = None
 ) -> CloudEvaluation:
     """Run the cloud under every strategy, without and with its faults."""
-    outcomes = []
+    outcomes: dict[str, CloudStrategyResult] = {}
     kept: tuple[CloudRun, CloudRun] | None = None
     own = cloud.routing.strategy if cloud.routing.strategy in strategies else strategies[0]
     for spec in strategies:
@@ -446,27 +312,26 @@ def evaluate_cloud(
         hit = run_cloud(cloud, spec, faults=True)
         if spec == own:
             kept = (clean, hit)
-        outcomes.append(
-            CloudOutcome(
-                clean.strategy,
-                _sites(clean, hit),
-                _traffic(clean, hit),
-                _migrations(clean, hit),
-                hit.events,
-                _figures(cloud, clean, hit),
-                hit.failovers,
-            )
+        outcomes[clean.strategy] = _strategy(cloud, clean, hit)
+    first = next(iter(outcomes.values())).performance.aggregate_gbps if outcomes else 0.0
+    outcomes = {
+        name: o.model_copy(
+            update={
+                "performance": o.performance.model_copy(
+                    update={"ratio_to_first": o.performance.aggregate_gbps / first if first else None}
+                )
+            }
         )
-    first = outcomes[0].head.aggregate_gbps if outcomes and outcomes[0].head else 0.0
-    outcomes = [
-        replace(o, head=replace(o.head, ratio_to_first=o.head.aggregate_gbps / first if first else None))
-        if o.head is not None
-        else o
-        for o in outcomes
-    ]
-    return CloudEvaluation(
-        cloud.name, tuple(outcomes), kept, cloud.seed, _recommend(outcomes), cloud_faults(cloud)
+        for name, o in outcomes.items()
+    }
+    results = CloudResults(
+        scenario=cloud.name,
+        seed=cloud.seed,
+        recommendation=_recommend(outcomes),
+        faults=cloud_faults(cloud),
+        strategies=outcomes,
     )
+    return CloudEvaluation(results, kept)
 
 
 def cloud_summary(cloud: CloudScenario, strategy: str | None = None) -> dict[str, object]:
@@ -506,11 +371,11 @@ def cloud_markdown(evaluation: CloudEvaluation) -> str:
     """The report as Markdown (see `cloud_report`)."""
     from cloudtwin.evaluation import cloud_report
 
-    return cloud_report.cloud_markdown(evaluation.to_json())
+    return cloud_report.cloud_markdown(evaluation.results)
 
 
 def cloud_html(evaluation: CloudEvaluation) -> str:
     """The report as one self-contained HTML page with its plots (see `cloud_report`)."""
     from cloudtwin.evaluation import cloud_report
 
-    return cloud_report.cloud_html(evaluation.to_json())
+    return cloud_report.cloud_html(evaluation.results)

@@ -1,6 +1,6 @@
-"""The report of one cloud, read from its results document (what `evaluate --json` prints,
-`results.json` holds and the store keeps), so the terminal, `report.md`, `report.html`,
-`results show` and the runs page show the same tables.
+"""The report of one cloud, read from its typed results (`CloudResults`: what `evaluate
+--json` prints, `results.json` holds and the store keeps), so the terminal, `report.md`,
+`report.html`, `results show` and the runs page show the same tables.
 
 Tables: the strategies compared with the recommendation, the faults, each site, the
 federated traffic and each live migration (one row per strategy). The HTML page adds three
@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import html
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from cloudtwin.evaluation.colours import strategy_colour
+from cloudtwin.evaluation.results import CloudResults, CloudStrategyResult, Timeline
 
 __all__ = [
     "CloudTable",
@@ -34,10 +34,6 @@ __all__ = [
     "cloud_tables",
 ]
 
-Doc = Mapping[str, Any]
-
-
-
 @dataclass(frozen=True)
 class CloudTable:
     """A table of the report: its title, column names and rows of cells (text)."""
@@ -48,16 +44,12 @@ class CloudTable:
     rows: tuple[tuple[str, ...], ...]
 
 
-def _s(value: object) -> str:
-    return "-" if value is None else f"{float(value):.3f}"  # type: ignore[arg-type]
+def _s(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
-def _ms(value: object) -> str:
-    return "-" if value is None else f"{float(value) * 1e3:.1f}"  # type: ignore[arg-type]
-
-
-def _strategies(document: Doc) -> dict[str, Doc]:
-    return dict(document.get("strategies") or {})
+def _ms(value: float | None) -> str:
+    return "-" if value is None else f"{value * 1e3:.1f}"
 
 
 def _grouped(rows: Sequence[tuple[str, ...]], at: int, names: Sequence[str]) -> tuple[tuple[str, ...], ...]:
@@ -73,23 +65,23 @@ def _grouped(rows: Sequence[tuple[str, ...]], at: int, names: Sequence[str]) -> 
     return tuple(out)
 
 
-def _comparison(document: Doc) -> CloudTable:
+def _comparison(document: CloudResults) -> CloudTable:
     rows = []
-    for name, s in _strategies(document).items():
-        perf, res = s.get("performance", {}), s.get("resiliency", {})
-        ratio = perf.get("ratio_to_first")
+    for name, s in document.strategies.items():
+        perf, res = s.performance, s.resiliency
+        ratio = perf.ratio_to_first
         rows.append(
             (
                 name,
-                _s(perf.get("completion_s")),
-                _s(perf.get("faulted_completion_s")),
-                f"{perf.get('aggregate_gbps', 0.0):.1f}",
+                _s(perf.completion_s),
+                _s(perf.faulted_completion_s),
+                f"{perf.aggregate_gbps:.1f}",
                 "-" if ratio is None else f"{ratio:.2f}x",
-                "yes" if res.get("recovered") else "no",
-                _s(res.get("time_to_recover_s")),
-                f"{res.get('dip', 0.0):.0%}",
-                f"{res.get('bytes_delayed', 0.0) / 1e9:.2f}",
-                f"{s.get('complexity', {}).get('score', 0.0):g}",
+                "yes" if res.recovered else "no",
+                _s(res.time_to_recover_s),
+                f"{res.dip:.0%}",
+                f"{res.bytes_delayed / 1e9:.2f}",
+                f"{s.complexity.score:g}",
             )
         )
     header = (
@@ -107,37 +99,36 @@ def _comparison(document: Doc) -> CloudTable:
     return CloudTable("strategies", "Strategies compared", header, tuple(rows))
 
 
-def _faults(document: Doc) -> CloudTable:
+def _faults(document: CloudResults) -> CloudTable:
     rows = tuple(
-        (
-            str(f["where"]),
-            str(f["what"]),
-            _s(f.get("at_s")),
-            "never" if f.get("until_s") is None else _s(f["until_s"]),
-        )
-        for f in document.get("faults") or []
+        (f.where, f.what, _s(f.at_s), "never" if f.until_s is None else _s(f.until_s))
+        for f in document.faults
     )
     return CloudTable("faults", "Faults", ("where", "what", "at s", "back at s"), rows)
 
 
-def _sites(document: Doc) -> CloudTable:
+def _first(document: CloudResults) -> CloudStrategyResult | None:
+    return next(iter(document.strategies.values()), None)
+
+
+def _sites(document: CloudResults) -> CloudTable:
     rows = []
-    strategies = _strategies(document)
-    names = list(next(iter(strategies.values()), {}).get("sites", {}))
-    for site in names:
+    strategies = document.strategies
+    first = _first(document)
+    for site in first.sites if first is not None else {}:
         for name, s in strategies.items():
-            x = s["sites"][site]
+            x = s.sites[site]
             rows.append(
                 (
                     site,
                     name,
-                    str(x["flows"]),
-                    _s(x["completion_s"]),
-                    _s(x["faulted_completion_s"]),
-                    _s(x.get("training_step_s")),
-                    _s(x.get("faulted_training_step_s")),
-                    f"{x['host_cores_saved']:.1f}",
-                    str(x["quarantined_hosts"]),
+                    str(x.flows),
+                    _s(x.completion_s),
+                    _s(x.faulted_completion_s),
+                    _s(x.training_step_s),
+                    _s(x.faulted_training_step_s),
+                    f"{x.host_cores_saved:.1f}",
+                    str(x.quarantined_hosts),
                 )
             )
     header = (
@@ -154,78 +145,76 @@ def _sites(document: Doc) -> CloudTable:
     return CloudTable("sites", "Sites", header, _grouped(rows, 1, list(strategies)))
 
 
-def _hpl(document: Doc) -> CloudTable | None:
+def _hpl(document: CloudResults) -> CloudTable | None:
     rows = []
-    for name, s in _strategies(document).items():
-        for site, x in s["sites"].items():
-            if x.get("hpl_tflops_per_gpu") is not None:
-                rows.append(
-                    (site, name, _s(x["hpl_tflops_per_gpu"]), _s(x.get("faulted_hpl_tflops_per_gpu")))
-                )
+    for name, s in document.strategies.items():
+        for site, x in s.sites.items():
+            if x.hpl_tflops_per_gpu is not None:
+                rows.append((site, name, _s(x.hpl_tflops_per_gpu), _s(x.faulted_hpl_tflops_per_gpu)))
     header = ("site", "strategy", "TFLOPS per GPU", "TFLOPS per GPU, faults")
-    return CloudTable("hpl", "HPL", header, _grouped(rows, 1, list(_strategies(document)))) if rows else None
+    return CloudTable("hpl", "HPL", header, _grouped(rows, 1, list(document.strategies))) if rows else None
 
 
-def _traffic(document: Doc) -> CloudTable | None:
+def _traffic(document: CloudResults) -> CloudTable | None:
     rows = []
-    for name, s in _strategies(document).items():
-        t = s.get("traffic")
+    for name, s in document.strategies.items():
+        t = s.traffic
         if t is None:
             continue
-        failovers = ", ".join(f"{f:.2f}" for f in t["failover_s"]) or "-"
+        failovers = ", ".join(f"{f:.2f}" for f in t.failover_s) or "-"
         rows.append(
             (
                 name,
-                str(t["flows"]),
-                _s(t["completion_s"]),
-                _s(t["faulted_completion_s"]),
-                str(t["flows_stalled"]),
+                str(t.flows),
+                _s(t.completion_s),
+                _s(t.faulted_completion_s),
+                str(t.flows_stalled),
                 failovers,
             )
         )
     header = ("strategy", "flows", "completion s", "completion, faults s", "flows stalled", "failover s")
-    names = list(_strategies(document))
+    names = list(document.strategies)
     return CloudTable("traffic", "Federated traffic", header, _grouped(rows, 0, names)) if rows else None
 
 
-def _limit(over: object, converged: object) -> str:
+def _limit(over: bool, converged: bool) -> str:
     if not converged:
         return "did not converge"
     return "OVER THE LIMIT" if over else "within"
 
 
-def _migrations(document: Doc) -> list[CloudTable]:
+def _migrations(document: CloudResults) -> list[CloudTable]:
     """Two tables: each migration without the faults, and with them."""
     clean, hit = [], []
-    strategies = _strategies(document)
-    vms = list(next(iter(strategies.values()), {}).get("migrations", {}))
-    for vm in vms:
+    strategies = document.strategies
+    first = _first(document)
+    for vm in first.migrations if first is not None else {}:
         for name, s in strategies.items():
-            m = s["migrations"][vm]
-            slowdown = m.get("slowdown")
+            m = s.migrations[vm]
+            slowdown = m.slowdown
             clean.append(
                 (
                     vm,
                     name,
-                    f"{m['from']}->{m['to']}",
-                    _s(m["total_time_s"]),
-                    _ms(m["downtime_s"]),
-                    _ms(m["connectivity_downtime_s"]),
-                    f"{m['bytes'] / 1e9:.3f}",
-                    str(m["rounds"]),
-                    _limit(m.get("over_limit"), m["converged"]),
+                    f"{m.source}->{m.destination}",
+                    _s(m.total_time_s),
+                    _ms(m.downtime_s),
+                    _ms(m.connectivity_downtime_s),
+                    f"{m.bytes / 1e9:.3f}",
+                    str(m.rounds),
+                    _limit(m.over_limit, m.converged),
                 )
             )
             hit.append(
                 (
                     vm,
                     name,
-                    _s(m["faulted_total_time_s"]),
-                    _ms(m["faulted_downtime_s"]),
-                    f"{m['faulted_bytes'] / 1e9:.3f}",
-                    str(m["faulted_rounds"]),
-                    _limit(m.get("faulted_over_limit"), m["faulted_converged"]),
-                    _s(m.get("failover_stall_s")),
+                    _s(m.faulted_total_time_s),
+                    _ms(m.faulted_downtime_s),
+                    f"{m.faulted_bytes / 1e9:.3f}",
+                    str(m.faulted_rounds),
+                    _limit(m.faulted_over_limit, m.faulted_converged),
+                    _s(m.failover_stall_s),
                     "-" if slowdown is None else f"{slowdown:.2f}",
                 )
             )
@@ -260,18 +249,18 @@ def _migrations(document: Doc) -> list[CloudTable]:
     ]
 
 
-def cloud_tables(document: Doc) -> list[CloudTable]:
+def cloud_tables(document: CloudResults) -> list[CloudTable]:
     """The report's tables, in the order it shows them."""
     tables = [_comparison(document), _faults(document), _sites(document)]
     tables += [t for t in (_hpl(document), _traffic(document)) if t is not None]
     return tables + _migrations(document)
 
 
-def cloud_notes(document: Doc) -> list[str]:
+def cloud_notes(document: CloudResults) -> list[str]:
     """The sentences under the tables: the recommendation and what each figure means."""
     notes = []
-    if document.get("recommendation"):
-        notes.append(f"Recommendation: {document['recommendation']}.")
+    if document.recommendation:
+        notes.append(f"Recommendation: {document.recommendation}.")
     notes += [
         "Ends: when the last flow of the run finishes (every site's jobs, the federated traffic, "
         "the migration "
@@ -289,9 +278,9 @@ def cloud_notes(document: Doc) -> list[str]:
     return notes
 
 
-def cloud_markdown(document: Doc) -> str:
+def cloud_markdown(document: CloudResults) -> str:
     """The report as Markdown (the tables and notes; the plots are in the HTML page)."""
-    lines = [f"# Cloud evaluation: {document['scenario']}", ""]
+    lines = [f"# Cloud evaluation: {document.scenario}", ""]
     for table in cloud_tables(document):
         lines += [f"## {table.title}", "", "| " + " | ".join(table.header) + " |"]
         lines.append("|" + "---|" * len(table.header))
@@ -331,15 +320,15 @@ def _ticks(top: float) -> list[float]:
     return [round(k * step, 9) for k in range(int(top / step + 1e-9) + 1)]
 
 
-def _migration_plot(name: str, s: Doc, color: str) -> str:
+def _migration_plot(name: str, s: CloudStrategyResult, color: str) -> str:
     """Each migration's rounds with the faults on one time axis, its stalls, the failovers."""
-    migrations = s.get("migrations") or {}
+    migrations = s.migrations
     if not migrations:
         return ""
     width, left, right, lane = 640, 70, 16, 28
     height = 50 + lane * len(migrations) + 24
-    ends = [m["start_s"] + r["end_s"] for m in migrations.values() for r in m.get("faulted_timeline", [])]
-    ends += [f["at_s"] + f["total_s"] for f in s.get("failovers", [])]
+    ends = [m.start_s + r.end_s for m in migrations.values() for r in m.faulted_timeline]
+    ends += [f.at_s + f.total_s for f in s.failovers]
     t1 = max(ends, default=1.0) or 1.0
     plot_w = width - left - right
 
@@ -351,31 +340,28 @@ def _migration_plot(name: str, s: Doc, color: str) -> str:
         _svg_open("migration-timeline", width, height, f"migrations with faults under {name}", strategy=name),
         _text(0, 14, f"Migrations with faults ({name}): rounds, stalls, gateway failovers", 12),
     ]
-    for f in s.get("failovers", []):
-        x0, x1 = px(f["at_s"]), px(f["at_s"] + f["total_s"])
+    for f in s.failovers:
+        x0, x1 = px(f.at_s), px(f.at_s + f.total_s)
         parts.append(
             f'<rect class="failover" x="{x0:.1f}" y="{top - 6}" width="{x1 - x0:.1f}" '
-            f'height="{bottom - top + 6}" fill="#fde2c8"><title>{html.escape(f["site"])} gateway fails '
-            f'over: {f["total_s"]:.2f} s</title></rect>'
+            f'height="{bottom - top + 6}" fill="#fde2c8"><title>{html.escape(f.site)} gateway fails '
+            f'over: {f.total_s:.2f} s</title></rect>'
         )
-        parts.append(_text(x0 + 2, top - 8, f"{f['site']} gateway failover {f['total_s']:.2f} s", 10))
+        parts.append(_text(x0 + 2, top - 8, f"{f.site} gateway failover {f.total_s:.2f} s", 10))
     for i, (vm, m) in enumerate(migrations.items()):
         y = top + i * lane
         parts.append(_text(left - 6, y + 16, vm, 11, "end", "lane"))
-        for r in m.get("faulted_timeline", []):
-            x0, x1 = px(m["start_s"] + r["start_s"]), px(m["start_s"] + r["end_s"])
-            fill = "#555" if r["phase"] == "stop-and-copy" else color
-            tip = (
-                f"{vm} {r['phase']} round {r['round']}: {r['start_s']:.2f}-{r['end_s']:.2f} s, "
-                f"{r['bytes'] / 1e9:.3f} GB"
-            )
+        for r in m.faulted_timeline:
+            x0, x1 = px(m.start_s + r.start_s), px(m.start_s + r.end_s)
+            fill = "#555" if r.phase == "stop-and-copy" else color
+            tip = f"{vm} {r.phase} round {r.round}: {r.start_s:.2f}-{r.end_s:.2f} s, {r.bytes / 1e9:.3f} GB"
             parts.append(
-                f'<rect class="round" data-phase="{html.escape(str(r["phase"]))}" x="{x0:.1f}" y="{y + 4}" '
+                f'<rect class="round" data-phase="{html.escape(r.phase)}" x="{x0:.1f}" y="{y + 4}" '
                 f'width="{max(x1 - x0, 1.0):.1f}" height="16" fill="{fill}" stroke="#fff" stroke-width="0.5">'
                 f"<title>{html.escape(tip)}</title></rect>"
             )
         since = None
-        for event in m.get("path_events", []):
+        for event in m.path_events:
             text = str(event["event"])
             if text.startswith("stalled"):
                 since = float(event["time_s"])
@@ -398,13 +384,12 @@ def _migration_plot(name: str, s: Doc, color: str) -> str:
     return "\n".join(parts)
 
 
-def _completion_plot(document: Doc) -> str:
+def _completion_plot(document: CloudResults) -> str:
     """Each site's completion per strategy: a light bar without faults, a full one with them."""
-    strategies = _strategies(document)
     rows = [
-        (site, i, name, x["completion_s"], x["faulted_completion_s"])
-        for i, (name, s) in enumerate(strategies.items())
-        for site, x in s["sites"].items()
+        (site, i, name, x.completion_s, x.faulted_completion_s)
+        for i, (name, s) in enumerate(document.strategies.items())
+        for site, x in s.sites.items()
     ]
     rows.sort(key=lambda r: (r[0], r[1]))
     if not rows:
@@ -436,11 +421,11 @@ def _completion_plot(document: Doc) -> str:
     return "\n".join(parts)
 
 
-def _wan_plot(name: str, s: Doc, color: str, t1: float, top_gbps: float) -> str:
+def _wan_plot(name: str, s: CloudStrategyResult, color: str, t1: float, top_gbps: float) -> str:
     """The federated traffic's and migration streams' throughput over time: dashed without
     faults, solid with them; failovers shaded."""
-    timeline = s.get("resiliency", {}).get("timeline") or {}
-    t = timeline.get("t_s") or []
+    timeline = s.resiliency.timeline
+    t = timeline.t_s
     if not t:
         return ""
     width, height, left, right, top, bottom = 640, 220, 64, 16, 26, 40
@@ -472,12 +457,12 @@ def _wan_plot(name: str, s: Doc, color: str, t1: float, top_gbps: float) -> str:
         ),
         _text(0, 14, f"Federated traffic and migration streams ({name}), Gbps", 12),
     ]
-    for f in s.get("failovers", []):
-        x0, x1 = px(f["at_s"]), px(min(f["at_s"] + f["total_s"], t1))
+    for f in s.failovers:
+        x0, x1 = px(f.at_s), px(min(f.at_s + f.total_s, t1))
         parts.append(
             f'<rect class="failover" x="{x0:.1f}" y="{top}" width="{max(x1 - x0, 0):.1f}" height="{plot_h}" '
-            f'fill="#fde2c8"><title>{html.escape(f["site"])} gateway failover '
-            f'{f["total_s"]:.2f} s</title></rect>'
+            f'fill="#fde2c8"><title>{html.escape(f.site)} gateway failover '
+            f'{f.total_s:.2f} s</title></rect>'
         )
     for g in _ticks(top_gbps):
         parts.append(
@@ -489,9 +474,9 @@ def _wan_plot(name: str, s: Doc, color: str, t1: float, top_gbps: float) -> str:
     parts += [
         f'<line x1="{left}" y1="{floor}" x2="{width - right}" y2="{floor}" stroke="#444"/>',
         f'<polyline class="baseline" fill="none" stroke="#999" stroke-width="1.5" stroke-dasharray="5,3" '
-        f'points="{steps(timeline["baseline_gbps"])}"/>',
+        f'points="{steps(timeline.baseline_gbps)}"/>',
         f'<polyline class="faulted" fill="none" stroke="{color}" stroke-width="1.5" '
-        f'points="{steps(timeline["faulted_gbps"])}"/>',
+        f'points="{steps(timeline.faulted_gbps)}"/>',
         _text(
             left,
             height - 4,
@@ -515,15 +500,12 @@ def _table_html(table: CloudTable) -> str:
     )
 
 
-def cloud_plots(document: Doc) -> str:
+def cloud_plots(document: CloudResults) -> str:
     """The three kinds of plot, as inline SVG."""
-    strategies = _strategies(document)
-    timelines = [s.get("resiliency", {}).get("timeline") or {} for s in strategies.values()]
-    t1 = max((max(tl.get("t_s") or [0.0]) for tl in timelines), default=0.0) or 1.0
-    peak = max(
-        (max([*(tl.get("baseline_gbps") or []), *(tl.get("faulted_gbps") or []), 0.0]) for tl in timelines),
-        default=0.0,
-    )
+    strategies = document.strategies
+    timelines: list[Timeline] = [s.resiliency.timeline for s in strategies.values()]
+    t1 = max((max(tl.t_s or [0.0]) for tl in timelines), default=0.0) or 1.0
+    peak = max((max([*tl.baseline_gbps, *tl.faulted_gbps, 0.0]) for tl in timelines), default=0.0)
     top_gbps = _ticks(peak * 1.05 or 1.0)[-1] if peak else 1.0
     if top_gbps < peak:
         top_gbps += _step(peak)
@@ -539,7 +521,7 @@ def cloud_plots(document: Doc) -> str:
     )
 
 
-def cloud_body(document: Doc) -> str:
+def cloud_body(document: CloudResults) -> str:
     """The report's HTML without its page: the comparison and recommendation, the plots, the
     other tables and the notes (the runs page shows it inside its own)."""
     tables = cloud_tables(document)
@@ -551,7 +533,7 @@ def cloud_body(document: Doc) -> str:
     return "".join(body)
 
 
-def cloud_html(document: Doc) -> str:
+def cloud_html(document: CloudResults) -> str:
     """The report as one self-contained HTML page: the tables, the notes and the plots."""
     body = [cloud_body(document)]
     style = (
@@ -559,7 +541,7 @@ def cloud_html(document: Doc) -> str:
         "td,th{border:1px solid #ccc;padding:.3em .6em;text-align:right}th{background:#f4f4f4}"
         ".wide{overflow-x:auto}.plots svg{display:block;margin:0 0 1.5em 0}"
     )
-    title = html.escape(f"Cloud evaluation: {document['scenario']}")
+    title = html.escape(f"Cloud evaluation: {document.scenario}")
     return (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
         f"<style>{style}</style></head><body><h1>{title}</h1>{''.join(body)}</body></html>\n"

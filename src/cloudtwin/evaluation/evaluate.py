@@ -91,19 +91,11 @@ class StrategyOutcome:
         return StrategyResult(
             spec=self.spec,
             reaction=self.reaction,
-            performance=self.performance,
+            performance=self.performance.model_copy(update={"ratio_to_first": ratio_to_first}),
             resiliency=self.resiliency,
             complexity=self.complexity,
             migrations=self.migrations,
-            ratio_to_first=ratio_to_first,
         )
-
-    def to_json(self) -> dict[str, object]:
-        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`
-        (`results.json`'s entry without the ratio to the first strategy)."""
-        document = self.result(None).to_json()
-        del document["performance"]["ratio_to_first"]
-        return document
 
 
 @dataclass(frozen=True, eq=False)

@@ -2,19 +2,18 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
 from cloudtwin.engine.simulator import SimResult
+from cloudtwin.evaluation.frozen import Frozen
 from cloudtwin.twin.jobs import Workbench
 
 __all__ = ["RunSummary", "summarize", "summarize_rows"]
 
 
-@dataclass(frozen=True)
-class RunSummary:
-    """The summary `cloudtwin run` prints, and its stable JSON form."""
+class RunSummary(Frozen):
+    """The summary `cloudtwin run` prints; its JSON form (`to_json()`) is its fields in order:
+    `{"scenario", "strategy", "flows", "aggregate_gbps", "per_flow_gbps", "fct_s", ...}`."""
 
     scenario: str
     strategy: str
@@ -24,19 +23,6 @@ class RunSummary:
     fct_s: dict[str, float]
     completion_s: float
     utilization: float
-
-    def to_json(self) -> dict[str, object]:
-        """`{"scenario", "strategy", "flows", "aggregate_gbps", "per_flow_gbps", "fct_s", ...}`."""
-        return {
-            "scenario": self.scenario,
-            "strategy": self.strategy,
-            "flows": self.flows,
-            "aggregate_gbps": self.aggregate_gbps,
-            "per_flow_gbps": dict(self.per_flow_gbps),
-            "fct_s": dict(self.fct_s),
-            "completion_s": self.completion_s,
-            "utilization": self.utilization,
-        }
 
 
 def summarize(

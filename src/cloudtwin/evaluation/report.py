@@ -17,15 +17,12 @@ import html
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from cloudtwin.evaluation.colours import strategy_colour
 from cloudtwin.evaluation.evaluate import Evaluation
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.evaluation.results import Conclusions, FaultEvent, Results, StrategyResult, TimelineBins
-
-if TYPE_CHECKING:
-    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
 
 __all__ = [
     "FASTEST_TOLERANCE",
@@ -36,7 +33,6 @@ __all__ = [
     "render_html",
     "render_markdown",
     "results",
-    "results_document",
     "tradeoff_rows",
 ]
 
@@ -158,11 +154,6 @@ def results(evaluation: Evaluation) -> Results:
         conclusions=conclusions(strategies),
         recommendation=recommendation(strategies),
     )
-
-
-def results_document(evaluation: Evaluation) -> Document:
-    """The `results.json` document."""
-    return results(evaluation).to_json()
 
 
 DEFAULT_FAULT_NOTE = " (none in the scenario: one random cable, drawn from the seed)"

@@ -1,28 +1,47 @@
 """The three-fold evaluation's results as frozen types: what `results.json` holds.
 
-Each type's `to_json()` is its part of the documented JSON, key for key and in the same
-order; `Results.from_json` reads a stored or written document back (what `results show`
-and the service's pages render), ignoring keys the report does not read (`run_id`,
-`created_at`, ...).
+Each type's fields are its part of the documented JSON, key for key and in the same order
+(`to_json()` is their dump, see `cloudtwin.evaluation.frozen`); `Results.from_json` reads
+a stored or written document back (what `results show` and the service's pages render),
+ignoring keys it does not describe (`run_id`, `created_at`, ...).
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import Discriminator, Field, Tag, TypeAdapter
 
+from cloudtwin.evaluation.frozen import Frozen, absent
 from cloudtwin.evaluation.metrics import RunSummary
 from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.twin.jobs import JobInfo
 
 if TYPE_CHECKING:
-    from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
     from cloudtwin.twin.migration import VmMigration
 
 __all__ = [
     "Busbw",
+    "CloudComplexity",
+    "CloudFault",
+    "CloudMigration",
+    "CloudPerformance",
+    "CloudResiliency",
+    "CloudResults",
+    "CloudStrategyResult",
+    "GatewayFailover",
+    "MigrationRound",
+    "RecordedCloud",
+    "RecordedResults",
+    "RunResults",
+    "SiteOutcome",
+    "StoredCloud",
+    "StoredEvaluation",
+    "StoredRun",
+    "TrafficOutcome",
+    "read_results",
+    "read_stored",
     "Complexity",
     "Conclusions",
     "FaultEvent",
@@ -38,12 +57,8 @@ __all__ = [
     "TimelineBins",
 ]
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
-
-@dataclass(frozen=True)
-class FaultOutcome:
+class FaultOutcome(Frozen):
     """What one fault did to the aggregate throughput."""
 
     at_s: float
@@ -52,18 +67,8 @@ class FaultOutcome:
     recovered: bool
     time_to_recover_s: float | None
 
-    def to_json(self) -> dict[str, object]:
-        """JSON form."""
-        return {
-            "at_s": self.at_s,
-            "pre_fault_gbps": self.pre_fault_gbps,
-            "dip": self.dip,
-            "recovered": self.recovered,
-            "time_to_recover_s": self.time_to_recover_s,
-        }
 
-
-class JobBusbw(_Frozen):
+class JobBusbw(Frozen):
     """One collective job's nccl-tests figures."""
 
     op: str
@@ -74,33 +79,23 @@ class JobBusbw(_Frozen):
     busbw_GBps: float  # noqa: N815
 
 
-class Busbw(_Frozen):
+class Busbw(Frozen):
     """nccl-tests busbw (GB/s) of a run's collective jobs: overall and per job."""
 
     busbw_GBps: float  # noqa: N815
     algbw_GBps: float  # noqa: N815
     per_job: dict[str, JobBusbw]
 
-    def to_json(self) -> Document:
-        return self.model_dump()
 
-
-
-class Performance(_Frozen):
+class Performance(RunSummary):
     """A strategy's fault-free run: the run summary of all its flows (its fields first), per
-    job and per tenant, and the collective jobs' busbw (None without one)."""
+    job and per tenant, the collective jobs' busbw (None without one), and its aggregate as
+    a ratio to the first strategy's (None until the strategies are compared)."""
 
-    scenario: str
-    strategy: str
-    flows: int
-    aggregate_gbps: float
-    per_flow_gbps: dict[str, float]
-    fct_s: dict[str, float]
-    completion_s: float
-    utilization: float
     per_job: dict[str, RunSummary]
     per_tenant: dict[str, RunSummary]
     busbw: Busbw | None
+    ratio_to_first: float | None = None
 
     @classmethod
     def of(
@@ -111,23 +106,11 @@ class Performance(_Frozen):
         busbw: Busbw | None,
     ) -> Performance:
         """The summary of all flows with the per-job and per-tenant ones."""
-        return cls(
-            **asdict(summary),
-            per_job=per_job,
-            per_tenant=per_tenant,
-            busbw=busbw,
-        )
-
-    def to_json(self) -> Document:
-        return {
-            **self.model_dump(exclude={"per_job", "per_tenant", "busbw"}),
-            "per_job": {k: v.to_json() for k, v in self.per_job.items()},
-            "per_tenant": {k: v.to_json() for k, v in self.per_tenant.items()},
-            "busbw": None if self.busbw is None else self.busbw.to_json(),
-        }
+        fields = {name: getattr(summary, name) for name in RunSummary.model_fields}
+        return cls(**fields, per_job=per_job, per_tenant=per_tenant, busbw=busbw)
 
 
-class Timeline(_Frozen):
+class Timeline(Frozen):
     """Aggregate throughput (Gbps) at instants `t_s`, without and with the faults."""
 
     t_s: list[float]
@@ -135,7 +118,7 @@ class Timeline(_Frozen):
     faulted_gbps: list[float]
 
 
-class TimelineBins(_Frozen):
+class TimelineBins(Frozen):
     """Average throughput (Gbps) over equal bins of `bin_s` starting at `t_s`: what a plot shows."""
 
     bin_s: float
@@ -144,7 +127,7 @@ class TimelineBins(_Frozen):
     faulted_gbps: list[float]
 
 
-class RepairSummary(_Frozen):
+class RepairSummary(Frozen):
     """One repair phase that moved flows: the fault's time, when they moved, how many, rules."""
 
     phase: str
@@ -154,7 +137,7 @@ class RepairSummary(_Frozen):
     rules_changed: int
 
 
-class Resiliency(_Frozen):
+class Resiliency(Frozen):
     """A strategy under the faults: recovery, stalls, slowdowns, each fault and repair, and
     the throughput over time (sampled and binned); `busbw_faulted` only with a collective."""
 
@@ -173,16 +156,10 @@ class Resiliency(_Frozen):
     repairs: list[RepairSummary]
     timeline: Timeline
     timeline_binned: TimelineBins
-    busbw_faulted: Busbw | None = None
-
-    def to_json(self) -> Document:
-        document = self.model_dump(exclude={"busbw_faulted"})
-        if self.busbw_faulted is not None:
-            document["busbw_faulted"] = self.busbw_faulted.to_json()
-        return document
+    busbw_faulted: Busbw | None = Field(None, exclude_if=absent)
 
 
-class Complexity(_Frozen):
+class Complexity(Frozen):
     """Raw counts of a strategy's operational complexity and its score (lower is simpler);
     see `cloudtwin.evaluation.complexity` for what each count is."""
 
@@ -207,11 +184,8 @@ class Complexity(_Frozen):
     entries_per_tenant: float
     needs: str
 
-    def to_json(self) -> Document:
-        return self.model_dump()
 
-
-class MigrationSummary(_Frozen):
+class MigrationSummary(Frozen):
     """One live migration under one strategy: without the faults, with them (`faulted_*`),
     the slowdown (the total time with the faults over the time without them; None unless
     both converged), the faulted run's path events, and whether each pause passed the
@@ -232,9 +206,6 @@ class MigrationSummary(_Frozen):
     path_events: list[PathEvent]
     over_limit: bool = False
     faulted_over_limit: bool = False
-
-    def to_json(self) -> Document:
-        return self.model_dump()
 
     @classmethod
     def of(cls, base: VmMigration, faulted: VmMigration) -> MigrationSummary:
@@ -259,7 +230,7 @@ class MigrationSummary(_Frozen):
         )
 
 
-class FaultEvent(_Frozen):
+class FaultEvent(Frozen):
     """A change of the fabric: when, which links, their capacities after it (Gbps)."""
 
     at_s: float
@@ -267,41 +238,19 @@ class FaultEvent(_Frozen):
     capacity_gbps: list[float]
 
 
-class StrategyResult(_Frozen):
-    """One strategy's entry in `results.json`: the three folds, the migrations when the
-    scenario has some, and its aggregate as a ratio to the first strategy's (written into
-    `performance` as `ratio_to_first`)."""
+class StrategyResult(Frozen):
+    """One strategy's entry in `results.json`: `{"spec", "reaction", "performance",
+    "resiliency", "complexity"[, "migrations"]}` (the migrations when the scenario has some)."""
 
     spec: str
     reaction: str
     performance: Performance
     resiliency: Resiliency
     complexity: Complexity
-    migrations: dict[str, MigrationSummary] | None = None
-    ratio_to_first: float | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _ratio_from_performance(cls, data: Any) -> Any:  # Any: pydantic's before-validator input
-        if isinstance(data, dict) and isinstance(data.get("performance"), dict):
-            return {"ratio_to_first": data["performance"].get("ratio_to_first"), **data}
-        return data
-
-    def to_json(self) -> Document:
-        """`{"spec", "reaction", "performance", "resiliency", "complexity"[, "migrations"]}`."""
-        document: Document = {
-            "spec": self.spec,
-            "reaction": self.reaction,
-            "performance": {**self.performance.to_json(), "ratio_to_first": self.ratio_to_first},
-            "resiliency": self.resiliency.to_json(),
-            "complexity": self.complexity.to_json(),
-        }
-        if self.migrations is not None:
-            document["migrations"] = {vm: m.to_json() for vm, m in self.migrations.items()}
-        return document
+    migrations: dict[str, MigrationSummary] | None = Field(None, exclude_if=absent)
 
 
-class Conclusions(_Frozen):
+class Conclusions(Frozen):
     """Whether the paper's two conclusions hold, and the sentences that say why."""
 
     all_resilient: bool
@@ -311,33 +260,230 @@ class Conclusions(_Frozen):
     pinning_statement: str = "pinning was not evaluated"
 
 
-class Results(_Frozen):
+class Results(Frozen):
     """`results.json`: the scenario, its fabric, jobs and faults, each strategy's result,
     the conclusions and the recommendation."""
 
     scenario: str
     seed: int
-    fabric: dict[str, object]
+    fabric: dict[str, str | int | float]
     jobs: list[JobInfo]
     faults: list[FaultEvent]
     default_faults: bool
-    reaction_timings_s: dict[str, object]
+    reaction_timings_s: dict[str, float | str]
     first_strategy: str
     strategies: dict[str, StrategyResult]
     conclusions: Conclusions
     recommendation: str
 
     @classmethod
-    def from_json(cls, document: Document) -> Results:
+    def from_json(cls, document: Mapping[str, Any]) -> Results:  # Any: JSON, validated here
         """A results document read back (a stored run, a results.json)."""
         return cls.model_validate(document)
 
-    def to_json(self) -> Document:
-        return {
-            **self.model_dump(include={"scenario", "seed", "fabric", "jobs", "faults", "default_faults"}),
-            "reaction_timings_s": dict(self.reaction_timings_s),
-            "first_strategy": self.first_strategy,
-            "strategies": {name: s.to_json() for name, s in self.strategies.items()},
-            "conclusions": self.conclusions.model_dump(),
-            "recommendation": self.recommendation,
-        }
+
+# -- one cloud --------------------------------------------------------------------------
+# A cloud's run has its own parts (sites, federated traffic, migrations between sites);
+# its head (`performance`, `resiliency`, `complexity` of each strategy) has the names of a
+# single fabric's, so the store, `results list` and the runs pages read both kinds alike.
+
+
+class CloudPerformance(Frozen):
+    """Every byte the cloud's fault-free run moved over when its last flow finished (Gbps),
+    its ratio to the first strategy's, and when the cloud's work ends without and with the
+    faults (s)."""
+
+    aggregate_gbps: float
+    ratio_to_first: float | None = None
+    completion_s: float
+    faulted_completion_s: float
+
+
+class CloudResiliency(Frozen):
+    """Whether everything finished (and every migration converged) with the faults; the
+    longest gateway failover; the throughput over time of the federated traffic and the
+    migration streams, its deepest dip under the faults and the most bytes it fell behind."""
+
+    recovered: bool
+    time_to_recover_s: float | None
+    dip: float
+    bytes_delayed: float
+    timeline: Timeline
+
+
+class CloudComplexity(Frozen):
+    """The part of the single-fabric complexity score that the strategy's needs give
+    (controller, host cooperation, switch features, state growing with flows)."""
+
+    score: float
+
+
+class GatewayFailover(Frozen):
+    """A site's gateway failing over with the faults: when, and for how long (s)."""
+
+    site: str
+    at_s: float
+    total_s: float
+
+
+class SiteOutcome(Frozen):
+    """One site's jobs in the cloud: completion without and with faults, a training job's
+    iteration time in both, the host cores its NICs' offload saves, an HPL job's TFLOPS per
+    GPU in both."""
+
+    site: str
+    flows: int
+    completion_s: float
+    faulted_completion_s: float
+    training_step_s: float | None
+    faulted_training_step_s: float | None
+    host_cores_saved: float
+    quarantined_hosts: int
+    hpl_tflops_per_gpu: float | None = None
+    faulted_hpl_tflops_per_gpu: float | None = None
+
+
+class TrafficOutcome(Frozen):
+    """The federated networks' traffic: its completion without and with faults, the flows a
+    gateway failure stalled and each failover's length."""
+
+    flows: int
+    completion_s: float
+    faulted_completion_s: float
+    flows_stalled: int
+    failover_s: list[float]
+
+
+class MigrationRound(Frozen):
+    """One transfer of a migration as it ran with the faults: phase, round, start and end
+    (s from the migration's start), bytes on the wire."""
+
+    phase: str
+    round: int
+    start_s: float
+    end_s: float
+    bytes: float
+
+
+class _Move(Frozen):
+    """Which VM moves, from which site to which."""
+
+    vm: str
+    source: str = Field(alias="from")
+    destination: str = Field(alias="to")
+
+
+class CloudMigration(MigrationSummary, _Move):
+    """One live migration between sites: the VM and its move first, then its fault-free and
+    faulted runs side by side (as `evaluate` gives them on one fabric), how long a gateway
+    failure stalled its stream, when it started (s) and its rounds with the faults."""
+
+    failover_stall_s: float
+    start_s: float = 0.0
+    faulted_timeline: list[MigrationRound] = []
+
+
+class CloudStrategyResult(Frozen):
+    """One strategy's cloud: the three axes single-fabric `evaluate` compares, the gateway
+    failovers, each site, the federated traffic (None without one), each migration, and
+    how many events the engine ran."""
+
+    performance: CloudPerformance
+    resiliency: CloudResiliency
+    complexity: CloudComplexity
+    failovers: list[GatewayFailover]
+    sites: dict[str, SiteOutcome]
+    traffic: TrafficOutcome | None
+    migrations: dict[str, CloudMigration]
+    engine_events: int
+
+
+class CloudFault(Frozen):
+    """A fault of the cloud: where, what, from when until when (s; None: for good)."""
+
+    where: str
+    what: str
+    at_s: float
+    until_s: float | None
+
+
+class CloudResults(Frozen):
+    """A cloud's `results.json` (`kind: cloud`): the scenario, its faults, each strategy's
+    cloud and the recommendation."""
+
+    scenario: str
+    kind: Literal["cloud"] = "cloud"
+    seed: int
+    recommendation: str | None
+    faults: list[CloudFault]
+    strategies: dict[str, CloudStrategyResult]
+
+
+def _kind(document: Any) -> str:  # Any: a document or a results object, as pydantic hands it
+    kind = document.get("kind") if isinstance(document, Mapping) else getattr(document, "kind", None)
+    return "cloud" if kind == "cloud" else "fabric"
+
+
+RunResults = Annotated[
+    Annotated[Results, Tag("fabric")] | Annotated[CloudResults, Tag("cloud")], Discriminator(_kind)
+]
+"""A run's results, of one fabric (`Results`) or of one cloud (`CloudResults`, `kind: cloud`)."""
+
+_RESULTS: TypeAdapter[Results | CloudResults] = TypeAdapter(RunResults)
+
+
+def read_results(document: Mapping[str, Any]) -> Results | CloudResults:  # Any: JSON, validated here
+    """A results document read back as its type: a cloud's (`kind: cloud`) or a fabric's."""
+    return _RESULTS.validate_python(document)
+
+
+# -- as the store keeps them --------------------------------------------------------------
+
+
+class _RunId(Frozen):
+    run_id: int | None
+
+
+class RecordedResults(Results, _RunId):
+    """A fabric's results with the run id the store gave them, first (None: not stored):
+    what `cloudtwin evaluate --json` prints and an evaluate job of the service answers."""
+
+
+class RecordedCloud(CloudResults):
+    """A cloud's results with the run id the store gave them, last: what an evaluate job
+    of the service answers for a cloud."""
+
+    run_id: int
+
+
+class _Bookkeeping(Frozen):
+    run_id: int
+    created_at: str  # when it was stored (UTC), as the store gives it
+    flow_rows: int  # per-flow rows kept beside it
+
+
+class StoredEvaluation(Results, _Bookkeeping):
+    """A fabric's run as the store keeps it: its id, time and per-flow row count, then its
+    results (`cloudtwin results show RUN --json`, `GET /api/runs/RUN`)."""
+
+
+class StoredCloud(CloudResults, _Bookkeeping):
+    """A cloud's run as the store keeps it: its id, time and per-flow row count, then its
+    results (`cloudtwin results show RUN --json`, `GET /api/runs/RUN`)."""
+
+
+StoredRun = Annotated[
+    Annotated[StoredEvaluation, Tag("fabric")] | Annotated[StoredCloud, Tag("cloud")], Discriminator(_kind)
+]
+"""A stored run of one fabric or of one cloud (`kind: cloud`)."""
+
+_STORED: TypeAdapter[StoredEvaluation | StoredCloud] = TypeAdapter(StoredRun)
+
+
+def read_stored(
+    run_id: int, created_at: str, flow_rows: int, document: Mapping[str, Any]  # Any: JSON, validated here
+) -> StoredEvaluation | StoredCloud:
+    """A stored results document read back as its type, with the store's bookkeeping."""
+    return _STORED.validate_python(
+        {**document, "run_id": run_id, "created_at": created_at, "flow_rows": flow_rows}
+    )

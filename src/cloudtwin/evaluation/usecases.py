@@ -13,18 +13,28 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, get_args
 
+from pydantic import Field
+
 from cloudtwin.engine.simulator import Progress
-from cloudtwin.errors import RoutingError, ScenarioError
+from cloudtwin.errors import RoutingError, ScenarioError, StoreError
 from cloudtwin.evaluation.collective import CollectiveMeasurement
 from cloudtwin.evaluation.evaluate import Evaluation
+from cloudtwin.evaluation.frozen import Frozen, JsonObject
 from cloudtwin.evaluation.hpl import HplResult
 from cloudtwin.evaluation.metrics import RunSummary
-from cloudtwin.evaluation.results import Results
+from cloudtwin.evaluation.results import (
+    CloudResults,
+    RecordedResults,
+    Results,
+    StoredCloud,
+    StoredEvaluation,
+    read_stored,
+)
 from cloudtwin.evaluation.run import Run
 from cloudtwin.evaluation.training import TrainingResult
 from cloudtwin.scenario.model import CollectiveOp, Scenario
 from cloudtwin.store.database import Store
-from cloudtwin.store.documents import Document
+from cloudtwin.store.run_pages import RunRow
 
 __all__ = [
     "BASELINE_STRATEGIES",
@@ -32,10 +42,10 @@ __all__ = [
     "COLLECTIVE_OPS",
     "Comparison",
     "EvaluationReport",
+    "NcclRow",
     "NcclSweep",
     "RunResult",
     "StageProgress",
-    "StoredRun",
     "TrainingPrediction",
     "compare",
     "evaluate",
@@ -130,7 +140,7 @@ class RunResult:
     detail: Run | None = field(default=None, compare=False, repr=False)
     """The run itself (flows, paths, the engine's result), for per-flow output."""
 
-    def to_json(self) -> dict[str, object]:
+    def to_json(self) -> JsonObject:
         """The run summary's JSON (`cloudtwin run --json`)."""
         return self.summary.to_json()
 
@@ -143,21 +153,19 @@ def run(scenario: Scenario, strategy: str | None = None, progress: Progress | No
     return RunResult(done.summary, done)
 
 
-@dataclass(frozen=True)
-class Comparison:
-    """A scenario under several strategies, and each one's aggregate as a ratio to the first."""
+class Comparison(Frozen):
+    """A scenario under several strategies, and each one's aggregate as a ratio to the first:
+    `{"scenario", "results": {strategy: summary}, "ratios": {strategy: ratio}}` (`cloudtwin
+    compare --json`, a compare job of the service)."""
 
     scenario: str
-    summaries: tuple[RunSummary, ...]
+    results: dict[str, RunSummary]
     ratios: dict[str, float]
 
-    def to_json(self) -> dict[str, object]:
-        """`{"scenario", "results": {strategy: summary}, "ratios": {strategy: ratio}}`."""
-        return {
-            "scenario": self.scenario,
-            "results": {r.strategy: r.to_json() for r in self.summaries},
-            "ratios": dict(self.ratios),
-        }
+    @property
+    def summaries(self) -> tuple[RunSummary, ...]:
+        """Each strategy's run summary, in the order compared."""
+        return tuple(self.results.values())
 
 
 def compare(
@@ -168,7 +176,7 @@ def compare(
     summaries = [run(scenario, name, _stage(progress, name)).summary for name in names]
     base = summaries[0].aggregate_gbps
     ratios = {r.strategy: (r.aggregate_gbps / base if base > 0 else float("nan")) for r in summaries}
-    return Comparison(scenario.name, tuple(summaries), ratios)
+    return Comparison(scenario=scenario.name, results={r.strategy: r for r in summaries}, ratios=ratios)
 
 
 # -- nccl-tests -----------------------------------------------------------------------
@@ -212,21 +220,36 @@ def nccl_sizes(minbytes: str | int, maxbytes: str | int, stepfactor: int = 2) ->
     return sweep_sizes(begin, end, stepfactor)
 
 
-@dataclass(frozen=True)
-class NcclSweep:
-    """An nccl-tests sweep: one row per size, per strategy (keys in the order asked)."""
+class NcclRow(Frozen):
+    """One row of an nccl-tests sweep as its JSON gives it: size, time (us), algbw and busbw."""
+
+    size_bytes: int
+    time_us: float
+    algbw_GBps: float  # noqa: N815 (the JSON key, as nccl-tests names it)
+    busbw_GBps: float  # noqa: N815
+
+    @classmethod
+    def of(cls, measurement: CollectiveMeasurement) -> NcclRow:
+        """The row of a measured size."""
+        return cls.model_validate(measurement.to_json())
+
+
+class NcclSweep(Frozen):
+    """An nccl-tests sweep, one row per size, per strategy (keys in the order asked):
+    `{"scenario", "op", "results": {strategy: [row, ...]}}` (`cloudtwin nccl-tests --json`,
+    an nccl-tests job of the service); `measured` keeps each row's measurement (jobs'
+    times, algorithms) for the tables."""
 
     scenario: str
     op: str
-    results: dict[str, tuple[CollectiveMeasurement, ...]]
+    results: dict[str, list[NcclRow]]
+    measured: dict[str, tuple[CollectiveMeasurement, ...]] = Field(default_factory=dict, exclude=True)
 
-    def to_json(self) -> dict[str, object]:
-        """`{"scenario", "op", "results": {strategy: [row, ...]}}`."""
-        return {
-            "scenario": self.scenario,
-            "op": self.op,
-            "results": {k: [m.to_json() for m in rows] for k, rows in self.results.items()},
-        }
+    @classmethod
+    def of(cls, scenario: str, op: str, measured: dict[str, tuple[CollectiveMeasurement, ...]]) -> NcclSweep:
+        """The sweep of these measurements."""
+        rows = {k: [NcclRow.of(m) for m in ms] for k, ms in measured.items()}
+        return cls(scenario=scenario, op=op, results=rows, measured=measured)
 
 
 def nccl_tests(
@@ -252,7 +275,7 @@ def nccl_tests(
             if progress is not None:
                 progress(name, len(rows), len(sizes))
         results[strategy.name if strategy.name not in results else name] = tuple(rows)
-    return NcclSweep(scenario.name, workload.op, results)
+    return NcclSweep.of(scenario.name, workload.op, results)
 
 
 # -- evaluate -------------------------------------------------------------------------
@@ -272,13 +295,13 @@ class EvaluationReport:
     run_id: int | None = None
 
     @property
-    def document(self) -> Document:
-        """The results as JSON: `results.json`, what the store keeps."""
-        return self.results.to_json()
+    def recorded(self) -> RecordedResults:
+        """The results with their run id (None: not stored)."""
+        return RecordedResults(run_id=self.run_id, **dict(self.results))
 
-    def to_json(self) -> Document:
+    def to_json(self) -> JsonObject:
         """`{"run_id", **results.json}` (`cloudtwin evaluate --json`)."""
-        return {"run_id": self.run_id, **self.document}
+        return self.recorded.to_json()
 
 
 def evaluate(
@@ -313,16 +336,16 @@ def record_evaluation(store: Store, result: EvaluationReport) -> EvaluationRepor
     same report with its new `run_id`."""
     from cloudtwin.store.runs import save_run
 
-    run_id = save_run(store, result.document, _flow_rows(result.evaluation))
+    run_id = save_run(store, result.results, _flow_rows(result.evaluation))
     return replace(result, run_id=run_id)
 
 
-def record_cloud(store: Store, document: Document) -> int:
-    """Keep a cloud evaluation (its results document, `kind: cloud`) in the store beside
-    single-fabric runs; its run id."""
+def record_cloud(store: Store, results: CloudResults) -> int:
+    """Keep a cloud evaluation (its results, `kind: cloud`) in the store beside single-fabric
+    runs; its run id."""
     from cloudtwin.store.runs import save_run
 
-    return save_run(store, document, [])
+    return save_run(store, results, [])
 
 
 def _flow_rows(evaluation: Evaluation) -> list[Any]:
@@ -392,32 +415,38 @@ def hpl(scenario: Scenario, strategy: str | None = None) -> HplResult:
 # -- stored results -------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class StoredRun:
-    """One evaluation run kept in the store: its results document and bookkeeping."""
-
-    run_id: int
-    document: Document  # as stored: the results with the store's bookkeeping (run_id, created_at, ...)
-
-    @property
-    def results(self) -> Results:
-        """The stored results, typed (what the tables show)."""
-        return Results.from_json(self.document)
-
-    def to_json(self) -> Document:
-        """The stored document (`cloudtwin results show --json`)."""
-        return self.document
-
-
-def list_results(store: Store) -> list[Document]:  # the store's run rows, as stored
+def list_results(store: Store) -> list[RunRow]:
     """Stored evaluation runs, newest first (`cloudtwin results list --json`)."""
     from cloudtwin.store.runs import list_runs
 
     return list_runs(store)
 
 
-def show_result(store: Store, run_id: int) -> StoredRun:
-    """One stored evaluation run."""
+def show_result(store: Store, run_id: int) -> StoredEvaluation | StoredCloud:
+    """One stored evaluation run, read back as its type (`cloudtwin results show`).
+
+    StoreError, in one line, when its results were stored in a form this cloudtwin does
+    not read (the store's tables are versioned; the results inside them are the JSON of the
+    types above, as this version writes them).
+    """
+    import json
+
     from cloudtwin.store.runs import load_run
 
-    return StoredRun(run_id, load_run(store, run_id))
+    stored = load_run(store, run_id)
+    try:
+        return read_stored(stored.run_id, stored.created_at, stored.flow_rows, json.loads(stored.json))
+    except ValueError as err:  # a pydantic ValidationError or a JSON error
+        reason = f"run {run_id}: its stored results do not read as this cloudtwin's: {_first_error(err)}"
+        raise StoreError(reason) from None
+
+
+def _first_error(err: Exception) -> str:
+    """The first problem of a failed read, in one line (the field and why)."""
+    from pydantic import ValidationError
+
+    if isinstance(err, ValidationError) and err.errors():
+        first = err.errors()[0]
+        where = ".".join(str(p) for p in first["loc"][1:]) or "document"  # [0]: fabric or cloud
+        return f"{where}: {first['msg'].lower()}"
+    return str(err).splitlines()[0]

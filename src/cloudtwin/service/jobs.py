@@ -18,7 +18,7 @@ from enum import StrEnum
 from typing import TypedDict
 
 from cloudtwin.errors import CloudtwinError, LimitError
-from cloudtwin.service.models import JobDetail, JobSummary, JsonObject
+from cloudtwin.service.models import JobDetail, JobResult, JobSummary
 
 __all__ = ["Job", "JobCancelled", "JobQueue", "JobState", "Progress", "Work"]
 
@@ -43,8 +43,8 @@ class JobCancelled(Exception):
 
 #: progress(stage, done, total), as the use cases report it.
 Progress = Callable[[str, int, int], None]
-#: The work of a job: given a progress callback, returns its JSON result.
-Work = Callable[[Progress], JsonObject]
+#: The work of a job: given a progress callback, returns its typed result.
+Work = Callable[[Progress], JobResult]
 
 
 @dataclass(eq=False)
@@ -63,7 +63,7 @@ class Job:
     stages_done: int = 0
     created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     finished_at: datetime | None = None
-    result: JsonObject | None = None
+    result: JobResult | None = None
     error: str | None = None
     cancel: threading.Event = field(default_factory=threading.Event)
     #: The most seconds the job may run; past it, its next progress report fails it.

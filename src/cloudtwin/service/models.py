@@ -1,19 +1,27 @@
 """The answers of the HTTP API as frozen pydantic models, so that /openapi.json documents each.
 
-Field names and order are those of the JSON the API has always answered with. Numbers read
-back from a stored JSON document are `int | float`, so that an integer stays one (`3`, not
+Field names and order are those of the JSON the API has always answered with. A run's
+results and a job's result are the evaluation's own types (`cloudtwin.evaluation.results`,
+the use cases' results): the API serves them as they are, described once. Numbers read
+back from the store's tables are `int | float`, so that an integer stays one (`3`, not
 `3.0`); times are ISO 8601 strings, as stored.
 """
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from cloudtwin.evaluation.results import RecordedCloud, RecordedResults, StoredRun, Timeline
+from cloudtwin.evaluation.usecases import Comparison, NcclSweep
+from cloudtwin.store.ops_ingest import IngestSummary
 
 __all__ = [
     "Anomaly",
     "AnomalyList",
     "ComparedRun",
-    "Comparison",
+    "ComparedRuns",
     "Diagnosis",
     "Example",
     "ExampleList",
@@ -22,15 +30,16 @@ __all__ = [
     "FctQuantiles",
     "JobDetail",
     "JobList",
+    "JobResult",
     "JobSummary",
     "JsonObject",
     "LineList",
     "LogLine",
     "LogTimeline",
-    "RunDocument",
     "RunPage",
     "RunPlots",
     "RunRow",
+    "StoredRun",
     "StrategySummary",
     "Suspect",
     "Template",
@@ -38,10 +47,18 @@ __all__ = [
     "Timeline",
 ]
 
-#: A JSON object (a use case's `--json` output, a stored run document).
+#: A JSON object made of a store's row (its times as ISO 8601 text).
 JsonObject = dict[str, JsonValue]
-#: A number read back from JSON: an int stays an int.
+#: A number read back from the store: an int stays an int.
 Number = int | float
+
+JobResult = Annotated[
+    Comparison | NcclSweep | RecordedResults | RecordedCloud | IngestSummary,
+    Field(description="compare: the comparison; nccl-tests: the sweep; evaluate: the stored run's "
+          "results with its run_id (a fabric's or, with kind cloud, a cloud's); logs-ingest: what "
+          "the ingest added"),
+]
+"""What a finished job answers: what the CLI's --json prints for the same command."""
 
 
 class _Answer(BaseModel):
@@ -67,29 +84,6 @@ class RunPage(_Answer):
     limit: int
     offset: int
     runs: list[RunRow]
-
-
-class RunDocument(_Answer):
-    """A stored run as `cloudtwin results show RUN --json` prints it (the evaluation's
-    results.json document, with its id and flow count); only the head is listed here."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    run_id: int
-    created_at: str
-    flow_rows: int
-    scenario: str
-    seed: int
-    recommendation: str | None = None
-    strategies: dict[str, JsonObject] = Field(description="Per strategy: performance, resiliency, complexity")
-
-
-class Timeline(_Answer):
-    """Time (s) and the aggregate throughput without and with faults (Gbps)."""
-
-    t_s: list[float]
-    baseline_gbps: list[float]
-    faulted_gbps: list[float]
 
 
 class FctQuantiles(_Answer):
@@ -130,8 +124,8 @@ class ComparedRun(_Answer):
     strategies: dict[str, StrategySummary]
 
 
-class Comparison(_Answer):
-    """Several runs side by side."""
+class ComparedRuns(_Answer):
+    """Several stored runs side by side."""
 
     runs: list[ComparedRun]
 
@@ -169,7 +163,7 @@ class JobSummary(_Answer):
 class JobDetail(JobSummary):
     """A job and, once done, its result (what the CLI's --json prints)."""
 
-    result: JsonObject | None
+    result: JobResult | None
 
 
 class JobList(_Answer):

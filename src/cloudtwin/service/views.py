@@ -5,24 +5,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cloudtwin.evaluation.report import has_migrations, migration_rows, tradeoff_rows
-from cloudtwin.evaluation.results import Results
+from cloudtwin.evaluation.results import (
+    CloudStrategyResult,
+    Results,
+    StoredCloud,
+    StoredEvaluation,
+    StrategyResult,
+)
 from cloudtwin.evaluation.usecases import show_result
 from cloudtwin.service.errors import ApiError
 from cloudtwin.service.models import (
     ComparedRun,
-    Comparison,
+    ComparedRuns,
     FctQuantiles,
     RunPlots,
     StrategySummary,
     Timeline,
 )
 from cloudtwin.store.database import Store
-from cloudtwin.store.documents import Document
-from cloudtwin.store.run_head import RunHead, StrategyHead
 from cloudtwin.store.run_pages import fct_quantiles, run_timelines
 
 __all__ = [
-    "Table", "compare_runs", "migrations", "run_document", "run_exists", "run_plots", "tradeoff"
+    "Table", "compare_runs", "migrations", "run_exists", "run_plots", "stored_run", "tradeoff"
 ]
 
 
@@ -46,10 +50,10 @@ def _check_run(store: Store, run_id: int) -> None:
         raise ApiError(404, "run_id", f"run_id: no run {run_id} in the store")
 
 
-def run_document(store: Store, run_id: int) -> Document:
-    """A stored run's document (`cloudtwin results show --json`); 404 when there is none."""
+def stored_run(store: Store, run_id: int) -> StoredEvaluation | StoredCloud:
+    """A stored run, typed (`cloudtwin results show`); 404 when there is none."""
     _check_run(store, run_id)
-    return show_result(store, run_id).to_json()
+    return show_result(store, run_id)
 
 
 def run_plots(store: Store, run_id: int) -> RunPlots:
@@ -62,22 +66,21 @@ def run_plots(store: Store, run_id: int) -> RunPlots:
     )
 
 
-def tradeoff(document: Document) -> Table:
-    """The trade-off table of a run document: header and rows of text cells."""
-    header, rows = tradeoff_rows(Results.from_json(document))
+def tradeoff(results: Results) -> Table:
+    """The trade-off table of a run: header and rows of text cells."""
+    header, rows = tradeoff_rows(results)
     return Table(header=header, rows=rows)
 
 
-def migrations(document: Document) -> Table | None:
-    """The live-migration table of a run document (None when the run migrated nothing)."""
-    results = Results.from_json(document)
+def migrations(results: Results) -> Table | None:
+    """The live-migration table of a run (None when the run migrated nothing)."""
     if not has_migrations(results):
         return None
     header, rows = migration_rows(results)
     return Table(header=header, rows=rows)
 
 
-def _strategy_summary(strategy: StrategyHead) -> StrategySummary:
+def _strategy_summary(strategy: StrategyResult | CloudStrategyResult) -> StrategySummary:
     res = strategy.resiliency
     return StrategySummary(
         aggregate_gbps=strategy.performance.aggregate_gbps,
@@ -90,20 +93,20 @@ def _strategy_summary(strategy: StrategyHead) -> StrategySummary:
     )
 
 
-def compare_runs(store: Store, run_ids: list[int]) -> Comparison:
+def compare_runs(store: Store, run_ids: list[int]) -> ComparedRuns:
     """Several runs side by side, per strategy the headline of each axis."""
     runs = []
     for run_id in run_ids:
-        document = run_document(store, run_id)
-        head = RunHead.of(document)
+        run = stored_run(store, run_id)
+        strategies: dict[str, StrategyResult | CloudStrategyResult] = dict(run.strategies)
         runs.append(
             ComparedRun(
                 run_id=run_id,
-                scenario=head.scenario,
-                seed=head.seed,
-                created_at=document["created_at"],  # added by the store, beside the document
-                recommendation=head.recommendation,
-                strategies={n: _strategy_summary(s) for n, s in head.strategies.items()},
+                scenario=run.scenario,
+                seed=run.seed,
+                created_at=run.created_at,
+                recommendation=run.recommendation,
+                strategies={n: _strategy_summary(s) for n, s in strategies.items()},
             )
         )
-    return Comparison(runs=runs)
+    return ComparedRuns(runs=runs)

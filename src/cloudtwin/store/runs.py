@@ -1,25 +1,37 @@
 """Evaluation runs in the store: one row per run, per strategy, per flow, per timeline point.
 
 A run is written in one transaction: an interrupted write leaves no trace, and the
-runs before it stay as they were.
+runs before it stay as they were. The store keeps a run's results as their JSON and
+indexes the figures its tables hold; it reads them from the typed results through the
+small protocol `RunResults` (the types themselves live with the evaluation, above the
+store), so a figure is described once, where the evaluation computes it.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import pyarrow as pa
 
 from cloudtwin.errors import StoreError
 from cloudtwin.store.database import Store
-from cloudtwin.store.documents import Document
-from cloudtwin.store.run_head import RunHead
+from cloudtwin.store.run_pages import RunRow
 
-__all__ = ["RUNS_SCHEMA_VERSION", "FlowRows", "ensure_runs_schema", "list_runs", "load_run", "save_run"]
+__all__ = [
+    "RUNS_SCHEMA_VERSION",
+    "FlowRows",
+    "RunResults",
+    "StoredDocument",
+    "ensure_runs_schema",
+    "list_runs",
+    "load_run",
+    "save_run",
+]
 
 RUNS_SCHEMA_VERSION = 1
 
@@ -41,6 +53,73 @@ _DDL = [
         run_id INTEGER NOT NULL, strategy VARCHAR NOT NULL, t_s DOUBLE NOT NULL,
         baseline_gbps DOUBLE, faulted_gbps DOUBLE)""",
 ]
+
+
+class _Timeline(Protocol):
+    @property
+    def t_s(self) -> Sequence[float]: ...
+    @property
+    def baseline_gbps(self) -> Sequence[float]: ...
+    @property
+    def faulted_gbps(self) -> Sequence[float]: ...
+
+
+class _Performance(Protocol):
+    @property
+    def aggregate_gbps(self) -> float: ...
+
+
+class _Resiliency(Protocol):
+    @property
+    def recovered(self) -> bool: ...
+    @property
+    def time_to_recover_s(self) -> float | None: ...
+    @property
+    def dip(self) -> float: ...
+    @property
+    def bytes_delayed(self) -> float: ...
+    @property
+    def timeline(self) -> _Timeline: ...
+
+
+class _Complexity(Protocol):
+    @property
+    def score(self) -> float: ...
+
+
+class _Strategy(Protocol):
+    @property
+    def performance(self) -> _Performance: ...
+    @property
+    def resiliency(self) -> _Resiliency: ...
+    @property
+    def complexity(self) -> _Complexity: ...
+
+
+class RunResults(Protocol):
+    """What the store reads of a run's typed results: the columns of `eval_runs` and
+    `eval_strategies`, each strategy's timeline, and the JSON it keeps whole."""
+
+    @property
+    def scenario(self) -> str: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def recommendation(self) -> str | None: ...
+    @property
+    def strategies(self) -> Mapping[str, _Strategy]: ...
+    def to_json(self) -> Mapping[str, object]: ...
+
+
+@dataclass(frozen=True)
+class StoredDocument:
+    """A stored run: its id, when it was stored (UTC), its per-flow row count and its results
+    as the JSON text the store keeps (the evaluation reads it back as its type)."""
+
+    run_id: int
+    created_at: str
+    flow_rows: int
+    json: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -99,8 +178,8 @@ def _insert_flows(con: Any, run_id: int, flows: list[FlowRows]) -> None:
         _insert_arrow(con, "eval_flows", _flows_table(run_id, rows))
 
 
-def _insert_timelines(con: Any, run_id: int, head: RunHead) -> None:
-    for name, strategy in head.strategies.items():
+def _insert_timelines(con: Any, run_id: int, results: RunResults) -> None:
+    for name, strategy in results.strategies.items():
         timeline = strategy.resiliency.timeline
         table = pa.table(
             {
@@ -114,9 +193,9 @@ def _insert_timelines(con: Any, run_id: int, head: RunHead) -> None:
         _insert_arrow(con, "eval_timelines", table)
 
 
-def save_run(store: Store, document: Document, flows: list[FlowRows]) -> int:
-    """Store one evaluation (its results.json document and per-flow rows); its run id."""
-    head = RunHead.of(document)
+def save_run(store: Store, results: RunResults, flows: list[FlowRows]) -> int:
+    """Store one evaluation (its results, kept as their JSON, and per-flow rows); its run id."""
+    document = json.dumps(results.to_json())
     ensure_runs_schema(store)
     with store.transaction() as con:
         row = con.execute("SELECT coalesce(max(run_id), 0) + 1 FROM eval_runs").fetchone()
@@ -126,14 +205,14 @@ def save_run(store: Store, document: Document, flows: list[FlowRows]) -> int:
             [
                 run_id,
                 datetime.now(UTC).replace(tzinfo=None),
-                head.scenario,
-                head.seed,
-                ",".join(head.strategies),
-                head.recommendation,
-                json.dumps(document),
+                results.scenario,
+                results.seed,
+                ",".join(results.strategies),
+                results.recommendation,
+                document,
             ],
         )
-        for name, s in head.strategies.items():
+        for name, s in results.strategies.items():
             res = s.resiliency
             con.execute(
                 "INSERT INTO eval_strategies VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -149,30 +228,32 @@ def save_run(store: Store, document: Document, flows: list[FlowRows]) -> int:
                 ],
             )
         _insert_flows(con, run_id, flows)
-        _insert_timelines(con, run_id, head)
+        _insert_timelines(con, run_id, results)
     return run_id
 
 
-def list_runs(store: Store) -> list[dict[str, object]]:
+def list_runs(store: Store) -> list[RunRow]:
     """Every stored run, newest first: id, time, scenario, seed, strategies, recommendation."""
     if store.schema_version("runs") is None:
         return []
-    columns, rows = store.query(
+    _, rows = store.query(
         "SELECT run_id, created_at, scenario, seed, strategies, recommendation "
         "FROM eval_runs ORDER BY run_id DESC"
     )
     return [
-        {**dict(zip(columns, row, strict=True)), "created_at": str(row[1])} for row in rows
+        RunRow(
+            run_id=r[0], created_at=str(r[1]), scenario=r[2], seed=r[3], strategies=r[4], recommendation=r[5]
+        )
+        for r in rows
     ]
 
 
-def load_run(store: Store, run_id: int) -> Document:
-    """The results.json document of a run, plus its id and flow count."""
+def load_run(store: Store, run_id: int) -> StoredDocument:
+    """A stored run: its results' JSON, its id, time and flow count."""
     if store.schema_version("runs") is None:
         raise StoreError(f"run {run_id}: the store holds no evaluation runs")
     _, rows = store.query("SELECT document, created_at FROM eval_runs WHERE run_id = ?", [run_id])
     if not rows:
         raise StoreError(f"run {run_id}: no such run in the store")
-    document = json.loads(rows[0][0])
     _, counts = store.query("SELECT count(*) FROM eval_flows WHERE run_id = ?", [run_id])
-    return {"run_id": run_id, "created_at": str(rows[0][1]), "flow_rows": int(counts[0][0]), **document}
+    return StoredDocument(run_id, str(rows[0][1]), int(counts[0][0]), rows[0][0])

@@ -19,10 +19,10 @@ import yaml
 from cloudtwin import __version__
 from cloudtwin.errors import SweepError, WorkloadError
 from cloudtwin.evaluation import usecases
+from cloudtwin.evaluation.frozen import JsonObject
 from cloudtwin.scenario.files import attach_files
 from cloudtwin.scenario.loader import YamlMapping, apply_overrides, parse_yaml, scenario_from_data
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.store.documents import Document
 
 __all__ = ["COMMANDS", "Command", "Task", "default_metric"]
 
@@ -39,36 +39,35 @@ def _strategy_list(task: Task, scenario: Scenario) -> list[str]:
     return [scenario.routing.strategy]
 
 
-def _run(task: Task, scenario: Scenario) -> Document:
+def _run(task: Task, scenario: Scenario) -> JsonObject:
     return usecases.run(scenario).to_json()
 
 
-def _compare(task: Task, scenario: Scenario) -> Document:
+def _compare(task: Task, scenario: Scenario) -> JsonObject:
     return usecases.compare(scenario, _strategy_list(task, scenario)).to_json()
 
 
-def _nccl_tests(task: Task, scenario: Scenario) -> Document:
+def _nccl_tests(task: Task, scenario: Scenario) -> JsonObject:
     """nccl-tests at the scenario's own size, with busbw as a ratio to the first strategy."""
     from cloudtwin.evaluation.collective import collective_workload
 
     size = collective_workload(scenario).size
-    document = usecases.nccl_tests(scenario, [size], _strategy_list(task, scenario)).to_json()
-    results: dict[str, list[dict[str, float]]] = document["results"]  # type: ignore[assignment]
-    busbw = {name: float(rows[0]["busbw_GBps"]) for name, rows in results.items()}
+    sweep = usecases.nccl_tests(scenario, [size], _strategy_list(task, scenario))
+    busbw = {name: rows[0].busbw_GBps for name, rows in sweep.results.items()}
     base = next(iter(busbw.values()))
-    ratios = {name: (v / base if base > 0 else float("nan")) for name, v in busbw.items()}
-    return {**document, "busbw_GBps": base, "ratios": ratios}
+    ratios: JsonObject = {name: (v / base if base > 0 else float("nan")) for name, v in busbw.items()}
+    return {**sweep.to_json(), "busbw_GBps": base, "ratios": ratios}
 
 
-def _train(task: Task, scenario: Scenario) -> Document:
+def _train(task: Task, scenario: Scenario) -> JsonObject:
     strategy = task.strategies[0] if task.strategies else None
     document = usecases.train(scenario, None, strategy).to_json()
     assert isinstance(document, dict)
     return document
 
 
-def _evaluate(task: Task, scenario: Scenario) -> Document:
-    return usecases.evaluate(scenario, _strategy_list(task, scenario)).document
+def _evaluate(task: Task, scenario: Scenario) -> JsonObject:
+    return usecases.evaluate(scenario, _strategy_list(task, scenario)).results.to_json()
 
 
 def _check(task: Task, scenario: Scenario) -> None:
@@ -92,7 +91,7 @@ def _check(task: Task, scenario: Scenario) -> None:
     check_memory(scenario)
 
 
-_RUNNERS: dict[str, Callable[[Task, Scenario], Document]] = {
+_RUNNERS: dict[str, Callable[[Task, Scenario], JsonObject]] = {
     "run": _run,
     "compare": _compare,
     "nccl-tests": _nccl_tests,
@@ -143,7 +142,7 @@ class Task:
         """Raise the error a point would fail with, without running it."""
         _check(self, self.scenario(overrides))
 
-    def __call__(self, overrides: Sequence[str]) -> Document:
+    def __call__(self, overrides: Sequence[str]) -> JsonObject:
         """The command's result document for one point."""
         return _RUNNERS[self.command](self, self.scenario(overrides))
 

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Path, Request
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cloudtwin.evaluation import usecases
+from cloudtwin.evaluation.results import RecordedCloud
 from cloudtwin.scenario.cloud import is_cloud, load_cloud
 from cloudtwin.scenario.loader import load_scenario, parse_yaml
 from cloudtwin.scenario.model import Scenario
@@ -16,10 +17,9 @@ from cloudtwin.service.deps import job_queue, settings
 from cloudtwin.service.errors import ApiError
 from cloudtwin.service.examples import list_examples, read_example
 from cloudtwin.service.jobs import Job, JobQueue, Progress, Work
-from cloudtwin.service.models import Example, ExampleList, JobDetail, JobList, JobSummary, JsonObject
+from cloudtwin.service.models import Example, ExampleList, JobDetail, JobList, JobResult, JobSummary
 from cloudtwin.service.settings import ServiceSettings
 from cloudtwin.store.database import Store
-from cloudtwin.store.documents import finite_json
 
 __all__ = ["JobRequest", "router"]
 
@@ -159,16 +159,16 @@ def _submit_cloud(
     usecases.check_strategies(strategies)
     snapshots = request.app.state.snapshots
 
-    def work(progress: Progress) -> JsonObject:
+    def work(progress: Progress) -> JobResult:
         def report(message: str) -> None:
             progress(message.split(":")[0], 0, 0)
 
-        document = evaluate_cloud(cloud, strategies, report).to_json()
+        results = evaluate_cloud(cloud, strategies, report).results
         progress("store", 0, 0)
         with Store(config.db) as store:  # held only while this run is written
-            run_id = usecases.record_cloud(store, document)
+            run_id = usecases.record_cloud(store, results)
         snapshots.refresh()
-        return finite_json({**document, "run_id": run_id})
+        return RecordedCloud(**dict(results), run_id=run_id)
 
     return queue.submit("evaluate", cloud.name, strategies, work).detail()
 
@@ -181,15 +181,15 @@ def _submit_nccl(body: JobRequest, scenario: Scenario, queue: JobQueue) -> JobDe
     strategies = usecases.parse_strategies(body.strategies, (scenario.routing.strategy,))
     usecases.check_strategies(strategies)
 
-    def work(progress: Progress) -> JsonObject:
-        return finite_json(usecases.nccl_tests(scenario, sizes, strategies, progress).to_json())
+    def work(progress: Progress) -> JobResult:
+        return usecases.nccl_tests(scenario, sizes, strategies, progress)
 
     return queue.submit("nccl-tests", scenario.name, strategies, work).detail()
 
 
 def _compare_work(scenario: Scenario, strategies: list[str]) -> Work:
-    def work(progress: Progress) -> JsonObject:
-        return finite_json(usecases.compare(scenario, strategies, progress).to_json())
+    def work(progress: Progress) -> JobResult:
+        return usecases.compare(scenario, strategies, progress)
 
     return work
 
@@ -199,7 +199,7 @@ def _evaluate_work(
 ) -> Work:
     snapshots = request.app.state.snapshots
 
-    def work(progress: Progress) -> JsonObject:
+    def work(progress: Progress) -> JobResult:
         def report(message: str) -> None:
             progress(message.split(":")[0], 0, 0)
 
@@ -208,7 +208,7 @@ def _evaluate_work(
         with Store(config.db) as store:  # held only while this run is written
             result = usecases.record_evaluation(store, result)
         snapshots.refresh()
-        return finite_json(result.to_json())
+        return result.recorded
 
     return work
 

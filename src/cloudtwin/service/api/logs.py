@@ -22,6 +22,7 @@ from cloudtwin.service.models import (
     Anomaly,
     AnomalyList,
     JobDetail,
+    JobResult,
     JsonObject,
     LineList,
     LogLine,
@@ -162,7 +163,7 @@ def ingest(
     data = body.text.encode("utf-8")
     db, snapshots = request.app.state.settings.db, request.app.state.snapshots
 
-    def work(progress: Progress) -> JsonObject:
+    def work(progress: Progress) -> JobResult:
         done = 0
 
         def hook(count: int) -> None:
@@ -174,6 +175,6 @@ def ingest(
             item = LogInput(log, body.source, "append")
             summaries = ingest_logs(store, [item], preset, progress=lambda _: hook)
         snapshots.refresh()
-        return _json(summaries[0])
+        return summaries[0]
 
     return queue.submit("logs-ingest", body.source, ["ingest"], work, INGEST_DEADLINE_S).detail()

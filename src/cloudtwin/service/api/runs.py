@@ -10,9 +10,10 @@ from fastapi import APIRouter, Depends, Path, Query, Response
 from cloudtwin.service.auth import require_read
 from cloudtwin.service.deps import read_store
 from cloudtwin.service.errors import ApiError
-from cloudtwin.service.models import Comparison, RunDocument, RunPage, RunPlots, RunRow
-from cloudtwin.service.views import compare_runs, run_document, run_plots
+from cloudtwin.service.models import ComparedRuns, RunPage, RunPlots, RunRow, StoredRun
+from cloudtwin.service.views import compare_runs, run_plots, stored_run
 from cloudtwin.store.database import Store
+from cloudtwin.store.documents import finite_json
 from cloudtwin.store.run_pages import RunFilter, page_runs
 
 __all__ = ["router"]
@@ -47,7 +48,7 @@ def list_runs(
 def compare(
     store: StoreDep,
     runs: Annotated[str, Query(max_length=200, description="Run ids, comma-separated: 1,2,3")],
-) -> Comparison:
+) -> ComparedRuns:
     """Several runs side by side: each strategy's throughput, recovery, dip and complexity."""
     return compare_runs(store, parse_run_ids(runs))
 
@@ -55,11 +56,12 @@ def compare(
 @router.get(
     "/{run_id}",
     response_class=Response,
-    responses={200: {"model": RunDocument, "content": {"application/json": {}}}},
+    responses={200: {"model": StoredRun, "content": {"application/json": {}}}},
 )
 def show_run(store: StoreDep, run_id: RunId) -> Response:
-    """One run, exactly as `cloudtwin results show RUN --json` prints it."""
-    document = run_document(store, run_id)
+    """One run (a fabric's results or, with `kind: cloud`, a cloud's, after its id, time and
+    flow row count), exactly as `cloudtwin results show RUN --json` prints it."""
+    document = finite_json(stored_run(store, run_id).to_json())
     return Response(json.dumps(document, indent=2) + "\n", media_type="application/json")
 
 

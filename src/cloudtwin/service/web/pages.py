@@ -11,11 +11,12 @@ from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from cloudtwin.errors import CloudtwinError
+from cloudtwin.evaluation.results import StoredCloud
 from cloudtwin.service.api.runs import MAX_PAGE, parse_run_ids
 from cloudtwin.service.auth import require_read
 from cloudtwin.service.deps import read_store
 from cloudtwin.service.examples import list_examples
-from cloudtwin.service.views import compare_runs, migrations, run_document, run_plots, tradeoff
+from cloudtwin.service.views import compare_runs, migrations, run_plots, stored_run, tradeoff
 from cloudtwin.service.web import plots
 from cloudtwin.store.database import Store
 from cloudtwin.store.run_pages import RunFilter, page_runs
@@ -78,24 +79,24 @@ def runs_page(
 @router.get("/runs/{run_id}", response_class=HTMLResponse)
 def run_page(request: Request, store: StoreDep, run_id: int) -> HTMLResponse:
     """One run: its trade-off table, conclusions and plots (a one-cloud run: its report)."""
-    document = run_document(store, run_id)
-    if document.get("kind") == "cloud":
+    run = stored_run(store, run_id)
+    if isinstance(run, StoredCloud):
         from markupsafe import Markup
 
         from cloudtwin.evaluation.cloud_report import cloud_body
 
-        return _page(request, "cloud_run.html", run=document, report=Markup(cloud_body(document)))  # noqa: S704 - escaped
+        return _page(request, "cloud_run.html", run=run, report=Markup(cloud_body(run)))  # noqa: S704 - escaped
     data = run_plots(store, run_id)
-    aggregate = {n: s["performance"]["aggregate_gbps"] for n, s in document["strategies"].items()}
-    order = list(document["strategies"])  # the database groups in no particular order
+    aggregate = {n: s.performance.aggregate_gbps for n, s in run.strategies.items()}
+    order = list(run.strategies)  # the database groups in no particular order
     figures = {
         "timeline": plots.timeline_figure({n: data.timelines[n] for n in order if n in data.timelines}),
         "fct": plots.fct_figure({n: data.fct[n] for n in order if n in data.fct}),
         "aggregate": plots.bar_figure("Aggregate throughput", aggregate, "Gbps"),
     }
     return _page(
-        request, "run.html", run=document, table=tradeoff(document), figures=figures,
-        migrations=migrations(document),
+        request, "run.html", run=run, table=tradeoff(run), figures=figures,
+        migrations=migrations(run),
     )
 
 
