@@ -61,7 +61,16 @@ def test_jobs_run_per_tenant_with_their_own_start(small_evaluation) -> None:
 def test_document_has_the_documented_keys(small_evaluation) -> None:
     document = results(small_evaluation).to_json()
     assert document["scenario"] == "small"
+    assert list(document) == [
+        "scenario", "seed", "fabric", "jobs", "faults", "default_faults", "reaction_timings_s",
+        "first_strategy", "strategies", "conclusions", "recommendation",
+    ]
     for name, strategy in document["strategies"].items():
+        # no migrations, no collective: their keys are left out, not null
+        assert list(strategy) == ["spec", "reaction", "performance", "resiliency", "complexity"], name
+        assert "busbw_faulted" not in strategy["resiliency"]
+        assert list(strategy["performance"])[:3] == ["scenario", "strategy", "flows"]
+        assert list(strategy["performance"])[-2:] == ["busbw", "ratio_to_first"]
         res, cx = strategy["resiliency"], strategy["complexity"]
         for key in ("recovered", "time_to_recover_s", "dip", "bytes_delayed", "flows_affected"):
             assert key in res, (name, key)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import typer
 from rich.table import Table
@@ -29,6 +29,7 @@ from cloudtwin.errors import ScenarioError
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.metrics import RunSummary
+    from cloudtwin.evaluation.results import CloudRunSummary
     from cloudtwin.scenario.model import Scenario
 
 __all__ = ["compare", "run"]
@@ -134,23 +135,17 @@ def run(
         stdout.print(f"{rows:,} flows written to {flows_out}")
 
 
-_CLOUD_ROWS = [
-    ("work ends (s)", lambda d: f"{d['completion_s']:.3f}"),
-    ("moved Gbps", lambda d: f"{d['moved_gbps']:.1f}"),
-]
-
-
-def _cloud_rows(document: dict[str, Any]) -> list[tuple[str, str]]:
-    rows = [(label, cell(document)) for label, cell in _CLOUD_ROWS]
-    for name, site in document["sites"].items():
-        rows.append((f"{name}: completion (s)", f"{site['completion_s']:.3f}"))
-        if site["training_step_s"] is not None:
-            rows.append((f"{name}: training step (s)", f"{site['training_step_s']:.3f}"))
-    if document["traffic"] is not None:
-        rows.append(("federated traffic: completion (s)", f"{document['traffic']['completion_s']:.3f}"))
-    for vm, m in document["migrations"].items():
-        limit = ", OVER THE LIMIT" if m["over_limit"] else ""
-        pause = f"{m['total_time_s']:.3f} / {m['downtime_s'] * 1e3:.1f}{limit}"
+def _cloud_rows(summary: CloudRunSummary) -> list[tuple[str, str]]:
+    rows = [("work ends (s)", f"{summary.completion_s:.3f}"), ("moved Gbps", f"{summary.moved_gbps:.1f}")]
+    for name, site in summary.sites.items():
+        rows.append((f"{name}: completion (s)", f"{site.completion_s:.3f}"))
+        if site.training_step_s is not None:
+            rows.append((f"{name}: training step (s)", f"{site.training_step_s:.3f}"))
+    if summary.traffic is not None:
+        rows.append(("federated traffic: completion (s)", f"{summary.traffic.completion_s:.3f}"))
+    for vm, m in summary.migrations.items():
+        limit = ", OVER THE LIMIT" if m.over_limit else ""
+        pause = f"{m.total_time_s:.3f} / {m.downtime_s * 1e3:.1f}{limit}"
         rows.append((f"{vm}: total (s) / downtime (ms)", pause))
     return rows
 
@@ -167,14 +162,15 @@ def _run_cloud(
     traffic, the migrations) on one engine run per strategy, without its faults."""
     from cloudtwin.cli.output import read_cloud
     from cloudtwin.evaluation.cloud import cloud_summary
+    from cloudtwin.evaluation.results import CloudComparison
 
     cloud = read_cloud(scenario, overrides)
     summaries = [cloud_summary(cloud, name) for name in names] if names else [cloud_summary(cloud)]
-    document: dict[str, Any] = (
-        {"scenario": cloud.name, "strategies": {str(s["strategy"]): s for s in summaries}}
+    document = (
+        CloudComparison(scenario=cloud.name, strategies={s.strategy: s for s in summaries})
         if compared
         else summaries[0]
-    )
+    ).to_json()
     if out is not None:
         write_json(out, document)
     if as_json:
@@ -185,7 +181,7 @@ def _run_cloud(
     table.add_column("metric")
     columns = [_cloud_rows(s) for s in summaries]
     for s in summaries:
-        table.add_column(str(s["strategy"]), justify="right")
+        table.add_column(s.strategy, justify="right")
     for i, (label, _) in enumerate(columns[0]):
         table.add_row(label, *(c[i][1] for c in columns))
     stdout.print(table)

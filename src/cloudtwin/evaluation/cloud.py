@@ -24,10 +24,14 @@ from cloudtwin.evaluation.results import (
     CloudComplexity,
     CloudFault,
     CloudMigration,
+    CloudMigrationRun,
     CloudPerformance,
     CloudResiliency,
     CloudResults,
+    CloudRunSummary,
+    CloudSiteRun,
     CloudStrategyResult,
+    CloudTrafficRun,
     GatewayFailover,
     MigrationRound,
     MigrationSummary,
@@ -334,37 +338,45 @@ def evaluate_cloud(
     return CloudEvaluation(results, kept)
 
 
-def cloud_summary(cloud: CloudScenario, strategy: str | None = None) -> dict[str, object]:
+def cloud_summary(cloud: CloudScenario, strategy: str | None = None) -> CloudRunSummary:
     """The cloud without faults under one strategy (`cloudtwin run` on a cloud file): when
     its work ends, each site's completion (and training step), the federated traffic's
     completion, each migration's total time, downtime and bytes."""
     run = run_cloud(cloud, strategy, faults=False)
-    sites = {}
-    for part in run.sites:
-        sites[part.name] = {
-            "flows": part.flows.stop - part.flows.start,
-            "completion_s": _finish(run, part.flows),
-            "training_step_s": _training_step(run, part),
-        }
+    sites = {
+        part.name: CloudSiteRun(
+            flows=part.flows.stop - part.flows.start,
+            completion_s=_finish(run, part.flows),
+            training_step_s=_training_step(run, part),
+        )
+        for part in run.sites
+    }
     traffic = None
     if run.traffic is not None:
-        traffic = {"flows": len(run.traffic.flows), "completion_s": _finish(run, run.traffic.ids)}
-    migrations = {}
-    for m in run.migrations.migrations if run.migrations is not None else []:
-        migrations[m.vm] = {
-            "from": m.source, "to": m.destination, "converged": m.converged, "total_time_s": m.total_time_s,
-            "downtime_s": m.downtime_s, "bytes": m.bytes, "over_limit": m.result.over_limit,
-        }
-    return {
-        "scenario": cloud.name,
-        "strategy": run.strategy,
-        "completion_s": float(run.finish_s.max()) if run.finish_s.size else 0.0,
-        "moved_gbps": _moved_bytes(run) * 8 / float(run.finish_s.max()) / 1e9 if run.finish_s.size else 0.0,
-        "sites": sites,
-        "traffic": traffic,
-        "migrations": migrations,
-        "engine_events": run.events,
+        traffic = CloudTrafficRun(flows=len(run.traffic.flows), completion_s=_finish(run, run.traffic.ids))
+    migrations = {
+        m.vm: CloudMigrationRun(
+            source=m.source,
+            destination=m.destination,
+            converged=m.converged,
+            total_time_s=m.total_time_s,
+            downtime_s=m.downtime_s,
+            bytes=m.bytes,
+            over_limit=m.result.over_limit,
+        )
+        for m in (run.migrations.migrations if run.migrations is not None else [])
     }
+    end = float(run.finish_s.max()) if run.finish_s.size else 0.0
+    return CloudRunSummary(
+        scenario=cloud.name,
+        strategy=run.strategy,
+        completion_s=end,
+        moved_gbps=_moved_bytes(run) * 8 / end / 1e9 if run.finish_s.size else 0.0,
+        sites=sites,
+        traffic=traffic,
+        migrations=migrations,
+        engine_events=run.events,
+    )
 
 
 def cloud_markdown(evaluation: CloudEvaluation) -> str:

@@ -29,7 +29,12 @@ __all__ = [
     "CloudPerformance",
     "CloudResiliency",
     "CloudResults",
+    "CloudComparison",
+    "CloudRunSummary",
+    "CloudMigrationRun",
+    "CloudSiteRun",
     "CloudStrategyResult",
+    "CloudTrafficRun",
     "GatewayFailover",
     "MigrationRound",
     "RecordedCloud",
@@ -396,6 +401,57 @@ class CloudStrategyResult(Frozen):
     traffic: TrafficOutcome | None
     migrations: dict[str, CloudMigration]
     engine_events: int
+
+
+class CloudSiteRun(Frozen):
+    """One site's jobs in the cloud's fault-free run: flows, completion (s), a training
+    job's iteration time (s; None without one)."""
+
+    flows: int
+    completion_s: float
+    training_step_s: float | None
+
+
+class CloudTrafficRun(Frozen):
+    """The federated traffic in the cloud's fault-free run: flows and completion (s)."""
+
+    flows: int
+    completion_s: float
+
+
+class CloudMigrationRun(Frozen):
+    """One live migration in the cloud's fault-free run: its move, whether it converged,
+    total time (s), downtime (s), bytes, and whether a pause passed the VM's limit."""
+
+    source: str = Field(alias="from")
+    destination: str = Field(alias="to")
+    converged: bool
+    total_time_s: float
+    downtime_s: float
+    bytes: float
+    over_limit: bool
+
+
+class CloudRunSummary(Frozen):
+    """The cloud without its faults under one strategy (`cloudtwin run` on a cloud file):
+    when its work ends, the bytes it moved over that time (Gbps), each site, the federated
+    traffic (None without one), each migration, and how many events the engine ran."""
+
+    scenario: str
+    strategy: str
+    completion_s: float
+    moved_gbps: float
+    sites: dict[str, CloudSiteRun]
+    traffic: CloudTrafficRun | None
+    migrations: dict[str, CloudMigrationRun]
+    engine_events: int
+
+
+class CloudComparison(Frozen):
+    """The cloud without its faults under each strategy (`cloudtwin compare` on a cloud file)."""
+
+    scenario: str
+    strategies: dict[str, CloudRunSummary]
 
 
 class CloudFault(Frozen):
