@@ -1,4 +1,4 @@
-"""Result documents as strict JSON: what the store keeps and the CLI and service print."""
+"""Documents as strict JSON: what the store keeps and the CLI and service print."""
 
 from __future__ import annotations
 
@@ -7,8 +7,9 @@ from typing import Any
 
 __all__ = ["Document", "finite_json"]
 
-#: A result document as parsed from JSON (a results.json, a command's `--json` output): its
-#: schema belongs to the layer that wrote it, so it is read here as JSON, key by key.
+#: A document whose schema is not described by a type (a live migration run's free-form
+#: log records, as stored): read as JSON, key by key. A run's results are typed instead
+#: (`cloudtwin.evaluation.results`).
 Document = dict[str, Any]
 
 
