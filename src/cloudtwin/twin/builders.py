@@ -6,7 +6,7 @@ import numpy as np
 
 from cloudtwin.scenario.model import CollectiveWorkload, PerftestWorkload
 from cloudtwin.topology.nvlink import Nvlink
-from cloudtwin.twin.jobs import JobInfo, JobPart, JobRequest, register_job
+from cloudtwin.twin.registry import JobInfo, JobPart, JobRequest, register_job
 from cloudtwin.twin.routing import tenant_groups, tenant_name
 from cloudtwin.workloads.collective import CollectivePlan, collective_jobs, plan_collective
 from cloudtwin.workloads.perftest import TenantHosts, perftest_flows

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from cloudtwin.scenario.model import FlowsWorkload
-from cloudtwin.twin.jobs import JobInfo, JobPart, JobRequest, register_job
+from cloudtwin.twin.registry import JobInfo, JobPart, JobRequest, register_job
 from cloudtwin.workloads.flowlist import flows_from_table, workload_table
 
 __all__ = ["flows_job"]

@@ -1,18 +1,18 @@
-"""Jobs in engine form: the job registry, and a run's jobs laid side by side (the Workbench).
+"""Jobs in engine form: a job built by its kind, and a run's jobs laid side by side (the Workbench).
 
 Strategies route *connections* (one row per QP, all jobs together, so a controller or a
 load balancer sees the whole traffic matrix); the engine runs *flows*. For perftest a
 flow is its QP; for a collective each QP carries many pipelined rounds (flows with
 dependencies) plus NVLink segments inside hosts. Each job kind has a builder, registered
-with `register_job`, that turns a `JobRequest` into a `JobPart`; `Workbench.of` lays the
-parts side by side.
+with `register_job` (`registry.py`), that turns a `JobRequest` into a `JobPart`;
+`Workbench.of` lays the parts side by side.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
@@ -21,6 +21,15 @@ from cloudtwin.errors import WorkloadError
 from cloudtwin.flows import Flows, Paths
 from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 from cloudtwin.topology.topology import Topology
+from cloudtwin.twin.registry import (
+    JobBuilder,
+    JobInfo,
+    JobPart,
+    JobRequest,
+    builder_of,
+    known_kinds,
+    register_job,
+)
 from cloudtwin.workloads.collective import CollectivePlan
 
 __all__ = [
@@ -38,30 +47,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class JobInfo:
-    """One job: its name, kind, tenants and start time."""
-
-    name: str
-    kind: str
-    tenants: tuple[str, ...]
-    start_s: float
-
-
-@dataclass(frozen=True, eq=False)
-class JobRequest:
-    """What a job builder is given: the scenario and its fabric, the job's own description
-    (a scenario workload, or a ring description from a predictor), its name, the tenants
-    it runs for (empty: all) and the seed of its random choices."""
-
-    scenario: Scenario
-    topology: Topology
-    workload: Any
-    name: str
-    tenants: tuple[str, ...] = ()
-    seed: int | np.random.Generator = 0
-
-
 @dataclass(frozen=True, eq=False)
 class CollectiveJobRun:
     """Where a collective sits among the engine's flows, to measure its busbw afterwards."""
@@ -73,71 +58,18 @@ class CollectiveJobRun:
     start_s: float
 
 
-@dataclass(frozen=True, eq=False)
-class JobPart:
-    """One job in engine form, numbered on its own (routes: its connections, then its
-    segments; `flow_job` indexes its `infos`). `capacity_bps`, when set, is the fabric's
-    capacity as this job sees it (NVLink segments appended, NICs limited)."""
-
-    connections: Flows
-    infos: list[JobInfo]
-    route: np.ndarray
-    size_bytes: np.ndarray
-    start_s: np.ndarray
-    rate_cap_bps: np.ndarray
-    flow_job: np.ndarray
-    with_latency: bool
-    dependencies: Dependencies | None = None
-    segments: Paths | None = None
-    capacity_bps: np.ndarray | None = None
-    collective: CollectiveWorkload | None = None
-    plan: CollectivePlan | None = None
-
-    @classmethod
-    def of_connections(cls, flows: Flows, info: JobInfo, nic_rate_bps: float) -> JobPart:
-        """A job whose every connection is one engine flow at most at NIC rate, with its
-        path's latency (perftest, listed flows)."""
-        n = len(flows)
-        return cls(
-            connections=flows,
-            infos=[info],
-            route=np.arange(n),
-            size_bytes=flows.size_bytes,
-            start_s=flows.start_s,
-            rate_cap_bps=np.full(n, nic_rate_bps),
-            flow_job=np.zeros(n, dtype=np.int64),
-            with_latency=True,
-        )
-
-
-JobBuilder = Callable[[JobRequest], JobPart]
-B = TypeVar("B", bound=JobBuilder)
-
-_REGISTRY: dict[str, JobBuilder] = {}
-
-
-def register_job(kind: str) -> Callable[[B], B]:
-    """Decorator: `builder(request) -> JobPart` builds the jobs of `kind`."""
-
-    def add(builder: B) -> B:
-        _REGISTRY[kind] = builder
-        return builder
-
-    return add
-
-
 def job_kinds() -> list[str]:
     """The registered job kinds."""
     _load_builtins()
-    return list(_REGISTRY)
+    return known_kinds()
 
 
 def build_job(kind: str, request: JobRequest, key: str = "workload.kind") -> JobPart:
     """One job of a registered kind; WorkloadError naming `key` for an unknown kind."""
     _load_builtins()
-    builder = _REGISTRY.get(kind)
+    builder = builder_of(kind)
     if builder is None:
-        known = ", ".join(_REGISTRY)
+        known = ", ".join(known_kinds())
         raise WorkloadError(f"{key}: no job of kind {kind!r} runs on the fabric (known: {known})")
     return builder(request)
 

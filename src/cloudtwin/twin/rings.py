@@ -19,7 +19,7 @@ from cloudtwin.scenario.model import CollectiveWorkload
 from cloudtwin.topology.nvlink import Nvlink
 from cloudtwin.topology.topology import NodeKind, Topology
 from cloudtwin.twin.builders import collective_part
-from cloudtwin.twin.jobs import JobInfo, JobPart, JobRequest, register_job
+from cloudtwin.twin.registry import JobInfo, JobPart, JobRequest, register_job
 from cloudtwin.twin.routing import tenant_of_host
 from cloudtwin.workloads import hpl as hpl_model
 from cloudtwin.workloads.collective import JobRanks, plan_collective
