@@ -17,6 +17,7 @@ from cloudtwin.twin import (
     build_job,
     build_workbench,
     job_kinds,
+    prepare,
     register_job,
     run_jobs,
 )
@@ -64,7 +65,7 @@ def test_a_registered_job_runs_beside_the_scenarios() -> None:
     topology = build_topology(scenario)
     solo = JobRequest(scenario, topology, None, "solo")
     bench = Workbench.of([build_job("test-one-transfer", solo)], topology)
-    run = run_jobs(scenario, topology, bench, load_strategy("ecmp"))
+    run = run_jobs(prepare(scenario, load_strategy("ecmp"), topology=topology, bench=bench))
     latency = 2 * float(topology.latency_s[0])
     assert run.result.finish_s.tolist() == pytest.approx([0.01 + latency])
     both = Workbench.of([*_parts(scenario, topology), build_job("test-one-transfer", solo)], topology)

@@ -55,7 +55,8 @@ from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
 from cloudtwin.store.twin_tables import TwinMeta, replace_rows
 from cloudtwin.topology.sites import SitesTopology
-from cloudtwin.twin.cloud import CloudRun, RunHistory
+from cloudtwin.twin.cloud import CloudRun
+from cloudtwin.twin.run import RunHistory
 from cloudtwin.twin.wan import wan_fault_links
 
 __all__ = ["CLOUD_NOISE_PER_DEVICE_S", "CLOUD_DECOYS_PER_S", "cloud_records", "emit_cloud", "joined_ports"]

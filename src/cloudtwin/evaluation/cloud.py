@@ -43,11 +43,10 @@ from cloudtwin.intercloud.traffic import Failover
 from cloudtwin.mobility.precopy import PathEvent
 from cloudtwin.routing.facts import profile_of
 from cloudtwin.scenario.cloud import CloudScenario
-from cloudtwin.scenario.model import Scenario
 from cloudtwin.twin.cloud import CloudRun, SitePart, run_cloud
 from cloudtwin.twin.jobs import JobRequest
+from cloudtwin.twin.preparation import resolve_strategy
 from cloudtwin.twin.rings import training_step
-from cloudtwin.twin.run import resolve_strategy
 from cloudtwin.twin.timeline import bytes_behind
 
 __all__ = [
@@ -228,8 +227,7 @@ def _dip(clean: SimResult, hit: SimResult, failovers: Sequence[Failover]) -> flo
 def _strategy(cloud: CloudScenario, clean: CloudRun, hit: CloudRun) -> CloudStrategyResult:
     """One strategy's cloud on the three axes single-fabric `evaluate` compares (the ratio to
     the first strategy is set once every strategy ran), and each part of it."""
-    own = Scenario(name=cloud.name, seed=cloud.seed, routing=cloud.routing)
-    strategy = resolve_strategy(own, clean.strategy)
+    strategy = resolve_strategy(clean.strategy, cloud.routing)
     end = float(clean.finish_s.max()) if clean.finish_s.size else 0.0
     base, faulted = _wan(clean), _wan(hit)
     has_wan = base.timeline_s is not None and base.timeline_s.size > 0 and faulted.timeline_s is not None

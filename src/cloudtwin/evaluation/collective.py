@@ -20,7 +20,7 @@ from cloudtwin.flows import Paths
 from cloudtwin.routing.strategy import Strategy
 from cloudtwin.scenario.model import CollectiveWorkload, Scenario
 from cloudtwin.topology.topology import Topology
-from cloudtwin.twin import JobRequest, Workbench, build_job, run_jobs
+from cloudtwin.twin import JobRequest, Workbench, build_job, prepare, run_jobs
 from cloudtwin.workloads.collective import CollectivePlan, bus_factor
 
 __all__ = [
@@ -100,7 +100,8 @@ def simulate_collective(
 ) -> CollectiveRun:
     """Route the collective's QPs with `strategy`, run every round on the engine, measure it."""
     part = build_job("collective", _request(scenario, topology, size_bytes))
-    jobs = run_jobs(scenario, topology, Workbench.of([part], topology), strategy, progress)
+    bench = Workbench.of([part], topology)
+    jobs = run_jobs(prepare(scenario, strategy, topology=topology, bench=bench), progress=progress)
     size = collective_workload(scenario).size if size_bytes is None else size_bytes
     plan = part.plan
     assert plan is not None

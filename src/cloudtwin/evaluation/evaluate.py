@@ -46,18 +46,18 @@ from cloudtwin.routing.facts import profile_of
 from cloudtwin.routing.strategy import Strategy, load_strategy
 from cloudtwin.scenario.faults import Fault
 from cloudtwin.scenario.model import Scenario
-from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
 from cloudtwin.twin import (
     JobsRun,
     MigrationDriver,
+    Prepared,
     Workbench,
-    build_workbench,
+    fabric_migrations,
+    prepare,
+    run_faulted,
     run_jobs,
-    simulate_faulted,
     tenant_name,
 )
-from cloudtwin.twin.run import migration_driver
 
 __all__ = ["DEFAULT_FAULT_FRACTION", "Evaluation", "StrategyOutcome", "evaluate"]
 
@@ -245,19 +245,18 @@ def evaluate(
 ) -> Evaluation:
     """Run every strategy (built-in name or `package.module:Class`) over the scenario."""
     _check_kinds(scenario)
-    topology = build_topology(scenario)
-    bench = build_workbench(scenario, topology)
     chosen: list[tuple[str, Strategy]] = [(spec, load_strategy(spec)) for spec in strategies]
+    first = prepare(scenario, chosen[0][1]) if chosen else prepare(scenario)
+    prepared = [first if k == 0 else first.with_strategy(s) for k, (_, s) in enumerate(chosen)]
+    topology, bench = first.topology, first.jobs
     baselines: list[JobsRun] = []
     clean: list[MigrationDriver | None] = []
-    calm = scenario.model_copy(update={"faults": ()})
-    for _, strategy in chosen:
+    for run in prepared:
         if report is not None:
-            report(f"{strategy.name}: fault-free run")
-        driver = migration_driver(calm, topology, bench, strategy)
+            report(f"{run.strategy.name}: fault-free run")
+        driver = fabric_migrations(run)
         clean.append(driver)
-        drivers = [driver] if driver is not None else []
-        baselines.append(run_jobs(scenario, topology, bench, strategy, timeline=True, drivers=drivers))
+        baselines.append(run_jobs(run, timeline=True, drivers=[driver] if driver is not None else []))
     faults = list(scenario.faults)
     default = not faults
     if default:
@@ -265,12 +264,11 @@ def evaluate(
         faults = [Fault(kind="random", count=1, at=f"{at}s")]
     states = expand_faults(faults, topology, scenario.seed)
     evaluation = Evaluation(scenario, topology, bench, _describe_states(topology, states), default)
-    hurt = scenario.model_copy(update={"faults": tuple(faults)})
-    for (spec, strategy), baseline, calm_driver in zip(chosen, baselines, clean, strict=True):
+    for (spec, _), run, baseline, calm_driver in zip(chosen, prepared, baselines, clean, strict=True):
         if report is not None:
-            report(f"{strategy.name}: faults and repairs")
-        hit_driver = migration_driver(hurt, topology, bench, strategy)
-        outcome = _outcome(scenario, states, spec, strategy, baseline, hit_driver)
+            report(f"{run.strategy.name}: faults and repairs")
+        hit_driver = fabric_migrations(run, states)
+        outcome = _outcome(run, states, spec, baseline, hit_driver)
         if calm_driver is not None and hit_driver is not None:
             outcome = replace(outcome, migrations=_migrations(calm_driver, hit_driver))
         evaluation.outcomes.append(outcome)
@@ -280,26 +278,22 @@ def evaluate(
 def _migrations(calm: MigrationDriver, hurt: MigrationDriver) -> dict[str, MigrationSummary]:
     """The migrations of the fault-free and the faulted run of one strategy (they ran beside
     its jobs in those same runs)."""
-    clean, hit = calm.outcome(0, calm.sim.finish_s, 0, 0.0), hurt.outcome(0, hurt.sim.finish_s, 0, 0.0)
     summaries: dict[str, MigrationSummary] = {}
-    for base, faulted in zip(clean.migrations, hit.migrations, strict=True):
+    for base, faulted in zip(calm.outcome().migrations, hurt.outcome().migrations, strict=True):
         summaries[base.vm] = MigrationSummary.of(base, faulted)
     return summaries
 
 
 def _outcome(
-    scenario: Scenario,
+    prepared: Prepared,
     states: Sequence[FabricState],
     spec: str,
-    strategy: Strategy,
     baseline_run: JobsRun,
     driver: MigrationDriver | None = None,
 ) -> StrategyOutcome:
-    topology, bench, paths = baseline_run.topology, baseline_run.bench, baseline_run.routed
-    faulted_run = simulate_faulted(
-        scenario, strategy, topology=topology, bench=bench, routed=paths, states=states, timeline=True,
-        drivers=[driver] if driver is not None else [],
-    )
+    scenario, strategy = prepared.scenario, prepared.strategy
+    topology, bench, paths = prepared.topology, prepared.jobs, prepared.connections
+    faulted_run = run_faulted(prepared, states, timeline=True, drivers=[driver] if driver is not None else [])
     plan, faulted, baseline = faulted_run.plan, faulted_run.result, baseline_run.result
     resiliency, start, finish, stalled, affected = _resiliency(
         scenario, bench, states, plan, baseline, faulted

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 
 from cloudtwin.cluster.spec import ClusterSpec, cluster_spec
 from cloudtwin.errors import WorkloadError
-from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.cluster import HplWorkload
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
-from cloudtwin.twin import HplRings, JobRequest, Workbench, build_job, run_jobs
+from cloudtwin.twin import HplRings, JobRequest, Workbench, build_job, prepare, run_jobs
 from cloudtwin.workloads import hpl as model
 
 __all__ = ["HplResult", "predict_hpl", "single_vm_grid"]
@@ -77,8 +76,8 @@ def _ring(
     part = build_job("hpl-rings", JobRequest(scenario, topology, rings, f"hpl-{along}", (), scenario.seed))
     if len(part.connections) == 0:
         return spec.profile.nvlink_bytes_per_s, spec.profile.nvlink_latency_s
-    chosen = load_strategy(strategy or scenario.routing.strategy)
-    result = run_jobs(scenario, topology, Workbench.of([part], topology), chosen).result
+    bench = Workbench.of([part], topology)
+    result = run_jobs(prepare(scenario, strategy, topology=topology, bench=bench)).result
     latency = model.MPI_LATENCY_S + spec.overheads.nic_latency_s
     return model.MPI_BANDWIDTH_EFFICIENCY * _PROBE_BYTES / result.completion_s, latency
 

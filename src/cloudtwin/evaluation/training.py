@@ -16,12 +16,11 @@ import numpy as np
 from cloudtwin.cluster.spec import ClusterSpec, cluster_spec
 from cloudtwin.engine.simulator import Progress
 from cloudtwin.errors import WorkloadError
-from cloudtwin.routing.strategy import load_strategy
 from cloudtwin.scenario.cluster import TrainingWorkload
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.topology.builders import build_topology
 from cloudtwin.topology.topology import Topology
-from cloudtwin.twin import DataParallelRings, JobRequest, Workbench, build_job, run_jobs
+from cloudtwin.twin import DataParallelRings, JobRequest, Workbench, build_job, prepare, run_jobs
 from cloudtwin.workloads import training as model
 
 __all__ = ["TrainingResult", "fabric_reduction_s", "predict_training"]
@@ -141,8 +140,7 @@ def fabric_ring_s(
     )
     request = JobRequest(scenario, topology, rings, "dp", (), scenario.seed)
     bench = Workbench.of([build_job("data-parallel-rings", request)], topology)
-    chosen = load_strategy(strategy or scenario.routing.strategy)
-    result = run_jobs(scenario, topology, bench, chosen).result
+    result = run_jobs(prepare(scenario, strategy, topology=topology, bench=bench)).result
     return result.completion_s, len(bench.size_bytes)
 
 

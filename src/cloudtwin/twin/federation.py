@@ -1,4 +1,5 @@
-"""A federation's traffic run assembled for the engine, with and without its gateway faults.
+"""A federation's traffic run assembled for the engine (`TrafficDriver`), with and without its
+gateway faults.
 
 The inter-site flows share every link with the site-local ones; when a site's active
 gateway fails, its links go to zero capacity (the flows through it stall) and after the
@@ -17,23 +18,15 @@ from cloudtwin.engine.simulator import Change, SimResult
 from cloudtwin.errors import EngineError, FederationError
 from cloudtwin.intercloud.addressing import nat_port_usage
 from cloudtwin.intercloud.plan import FederationPlan
-from cloudtwin.intercloud.traffic import (
-    Failover,
-    FederatedFlows,
-    LegRouter,
-    failover,
-    federated_flows,
-    route_federated,
-    tunnel_capacity,
-)
+from cloudtwin.intercloud.traffic import Failover, FederatedFlows, federated_flows, tunnel_capacity
 from cloudtwin.topology.estimate import check_federation
 from cloudtwin.topology.paths import Paths
 from cloudtwin.topology.sites import SitesTopology, join_sites
-from cloudtwin.twin.run import run_flows
+from cloudtwin.twin.run import Run, attach_drivers
 from cloudtwin.twin.timeline import bytes_behind
-from cloudtwin.twin.wan import wan_fault_changes
+from cloudtwin.twin.traffic import TrafficDriver
 
-__all__ = ["FederationRun", "gateway_faults", "simulate_federation"]
+__all__ = ["FederationRun", "simulate_federation"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,47 +114,6 @@ def _nat_usage(run: FederationRun) -> dict[str, dict[str, int]]:
     return usage
 
 
-def _latency(paths: Paths, joined: SitesTopology) -> np.ndarray:
-    entry = joined.latency_s[paths.link_ids]
-    return np.bincount(paths.flow_of_entry, entry, minlength=paths.flow_count)
-
-
-def gateway_faults(
-    plan: FederationPlan,
-    joined: SitesTopology,
-    flows: FederatedFlows,
-    paths: Paths,
-    seed: int,
-    leg: LegRouter | None = None,
-) -> tuple[list[Change], list[Failover], np.ndarray]:
-    """The scenario's gateway faults as engine changes: the active gateway's links go to 0 at
-    the fault, the flows through it move to the standby after the failover; each failover,
-    and which flows each stalled. A fault with `until` gives the gateway's links back then
-    (the repaired gateway stays the standby); a flapping fault is each of its failures."""
-    index = {name: i for i, name in enumerate(plan.site_names)}
-    built = tunnel_capacity(plan, joined)
-    active = np.zeros(len(plan.site_names), dtype=np.int64)
-    changes, failovers, stalled = [], [], []
-    for fault in plan.scenario.gateway_failures():
-        site = index[fault.site]
-        gone = joined.sites[site].gateways[int(active[site])]
-        dead = joined.links_of(gone)
-        crossing = np.zeros(paths.flow_count, dtype=bool)
-        crossing[paths.flow_of_entry[np.isin(paths.link_ids, dead)]] = True
-        info = failover(plan, joined, site, fault.at)
-        active[site] = 1 - active[site]
-        moved = np.flatnonzero(crossing)
-        new = route_federated(plan, joined, flows, active, seed, moved, leg)
-        changes.append(Change(fault.at, link_ids=dead, capacity_bps=np.zeros(dead.size)))
-        changes.append(Change(fault.at + info.total_s, flows=moved, paths=new))
-        if fault.until is not None:
-            changes.append(Change(fault.until, link_ids=dead, capacity_bps=built[dead]))
-        paths = paths.replace(moved, new)
-        failovers.append(info)
-        stalled.append(crossing)
-    return changes, failovers, np.array(stalled, dtype=bool).reshape(len(failovers), paths.flow_count)
-
-
 def simulate_federation(plan: FederationPlan, seed: int | None = None) -> FederationRun:
     """Run the scenario's `traffic:` over the joined sites, fault-free and with its `gateway_faults:`.
 
@@ -172,19 +124,32 @@ def simulate_federation(plan: FederationPlan, seed: int | None = None) -> Federa
     check_federation(plan.scenario)
     flows = federated_flows(plan)
     joined = join_sites(plan.scenario)
-    active = np.zeros(len(plan.site_names), dtype=np.int64)
-    paths = route_federated(plan, joined, flows, active, seed)
     capacity = tunnel_capacity(plan, joined)
-    rate_cap = np.array([joined.sites[int(plan.ep_site[s])].topology.nic_rate_bps for s in flows.src])
-    latency = _latency(paths, joined)
-    changes, failovers, stalled = gateway_faults(plan, joined, flows, paths, seed)
-    changes += wan_fault_changes(plan.scenario, joined, capacity)
-    args = (paths, capacity, flows.size_bytes, flows.start_s, rate_cap)
-    baseline = run_flows(*args, latency_s=latency, timeline=True)
+    hit = TrafficDriver.of(plan, joined, flows, seed=seed)
+    baseline = _run(capacity, hit.without_faults())
     try:
-        result = run_flows(*args, latency_s=latency, changes=changes, timeline=True)
+        result = _run(capacity, hit)
     except EngineError as err:
         raise FederationError("gateway_faults", f"some flows can never finish ({err})") from err
+    part = hit.outcome()
     return FederationRun(
-        plan, joined, flows, paths, capacity, rate_cap, latency, changes, failovers, stalled, baseline, result
+        plan,
+        joined,
+        flows,
+        part.paths,
+        capacity,
+        hit.rate_cap_bps,
+        hit.latency_s,
+        part.changes,
+        part.failovers,
+        part.stalled,
+        baseline,
+        result,
     )
+
+
+def _run(capacity_bps: np.ndarray, traffic: TrafficDriver) -> SimResult:
+    """The traffic alone on the joined sites' links (the aggregate rate recorded)."""
+    run = Run(capacity_bps, timeline=True)
+    attach_drivers(run, [traffic], capacity_bps.size)
+    return run.run()

@@ -1,12 +1,13 @@
-"""Migrations inside a running scenario: every round a flow of the engine on the inter-cloud path.
+"""Live migrations inside a running scenario: every round a flow of the engine on its path.
 
-The path of a migration is host -> (fabric) -> source gateway -> WAN -> destination
-gateway -> (fabric) -> host, routed by the scenario's strategy: the gateways' NIC links
-and the WAN link are shared with every other migration and with tenant traffic, so a
-round lasts as long as the engine's max-min share makes it last, and the next round's
-size follows from that. Faults from the scenario take links down and up; the tenants'
-flows are repaired by their strategy's reaction model, a migration's stream is moved
-to a surviving path after the converged repair delay (or stalls while there is none).
+A migration's stream goes from its host to the new host over the links its paths give
+(`MigrationPaths`: on one fabric through a gateway host and a WAN link per pair of
+clouds, or across the joined sites of a cloud through their gateways and WAN path), NIC
+tiers included: the links are shared with every other migration and with tenant traffic,
+so a round lasts as long as the engine's max-min share makes it last, and the next round's
+size follows from that. When the run's faults take links down, the paths call the driver
+back once the fabric (or a gateway) has recovered, and its streams move to a surviving
+path (or stall while there is none).
 
 Admission and consent go through the insularity protocol (`mobility/insularity.py`): the
 destination cloud picks the host; the source knows the ticket only. Each cloud's log
@@ -22,28 +23,30 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from cloudtwin.engine.simulator import Change
-from cloudtwin.errors import CloudtwinError, MobilityError
+from cloudtwin.errors import MobilityError
 from cloudtwin.flows import Paths
 from cloudtwin.mobility.insularity import AdmissionPolicy, Cloud, ConsentError, Transaction, VmProfile
-from cloudtwin.mobility.options import MigrationOptions
-from cloudtwin.mobility.plan import calibration_of, memory_of, options_of, scenario_nic_bps
+from cloudtwin.mobility.plan import calibration_of, memory_of, options_of
 from cloudtwin.mobility.precopy import Migration, MigrationResult, PathEvent, Round, Transfer, plan_migration
 from cloudtwin.scenario.mobility import MigrationJob, Mobility, VmSpec
-from cloudtwin.scenario.model import Scenario
-from cloudtwin.topology.paths import surviving_topology
-from cloudtwin.topology.topology import Topology
 
 if TYPE_CHECKING:
-    from cloudtwin.routing.strategy import Strategy
     from cloudtwin.store.documents import Document  # store/ imports DuckDB: for the checker only
     from cloudtwin.twin.run import Run
 
-__all__ = ["MigrationDriver", "MigrationRun", "VmMigration"]
+__all__ = [
+    "MigrationDriver",
+    "MigrationOutcome",
+    "MigrationPaths",
+    "MigrationRun",
+    "Reroute",
+    "VmMigration",
+]
 
 Progress = Callable[[int, int], None]
 SINK_BPS = 1e18
@@ -176,79 +179,109 @@ class MigrationRun:
         return [row for rows in self.logs.values() for row in rows]
 
 
-PathCoupler = Callable[[Paths], Paths]
-"""Adds the NIC tier links a path crosses (the identity when the NICs cost nothing)."""
+Reroute = Callable[[float, float, np.ndarray, str | None], None]
+"""reroute(now_s, since_s, down, stalled_by): the run's links that are `down` (a mask over
+the first links of the run) since `since_s`; the driver moves its streams off them now.
+With `stalled_by`, the streams on them that lived through it first stall for that reason."""
+
+
+class MigrationPaths(Protocol):
+    """Where a run's migration streams go: on one fabric (host, gateway, WAN link, gateway,
+    host) or across the joined sites of a cloud (host, site fabric, gateways, WAN path, ...).
+
+    It brings its own links (`links_bps`, numbered from the run's `first_link` at `bind`),
+    gives each stream's links with some links `down`, and watches the run's faults, calling
+    the driver back to move its streams once the fabric or a gateway has recovered.
+    """
+
+    @property
+    def links_bps(self) -> np.ndarray: ...
+
+    @property
+    def nic_bps(self) -> float: ...
+
+    def bind(self, run: Run, first_link: int) -> None: ...
+
+    def path(
+        self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray
+    ) -> np.ndarray: ...
+
+    def fabric(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None: ...
+
+    def couple(self, paths: Paths) -> Paths: ...
+
+    def path_bps(self, src_cloud: str, dst_cloud: str) -> float: ...
+
+    def latency_s(self, src_cloud: str, dst_cloud: str) -> float: ...
+
+    def identity_update_s(self, vm: VmSpec, to: str) -> float | None: ...
+
+    def watch(self, run: Run, reroute: Reroute) -> None: ...
+
+
+@dataclass(frozen=True, eq=False)
+class MigrationOutcome:
+    """What a migration driver reports once its run has ended: every migration's outcome
+    (in the order of the scenario's `migrations:`) and each cloud's own log."""
+
+    migrations: tuple[VmMigration, ...]
+    logs: dict[str, list[Document]]
+
+    def run(
+        self, name: str, events: int, tenant_finish_s: np.ndarray, tenant_alone_s: float
+    ) -> MigrationRun:
+        """The migrations' run, beside tenants whose flows finished at `tenant_finish_s`
+        (`tenant_alone_s`: their completion in a run without migrations)."""
+        completion = float(np.nanmax(tenant_finish_s)) if tenant_finish_s.size else 0.0
+        return MigrationRun(
+            scenario=name,
+            migrations=list(self.migrations),
+            tenant_flows=int(tenant_finish_s.size),
+            tenant_completion_s=completion,
+            tenant_completion_alone_s=tenant_alone_s,
+            logs=self.logs,
+            events=events,
+            tenant_finish_s=tenant_finish_s.copy(),
+        )
 
 
 class MigrationDriver:
-    """The scenario's migrations as a driver of one run: its own links (one WAN link per
-    ordered pair of clouds, a sink for cancelled streams, a zero-capacity link for paused
-    clients) come after the run's, and its rounds are flows of the run."""
+    """Live migrations as a driver of one run: its links (those of its paths, then a sink
+    for cancelled streams and a zero-capacity link for paused clients) come after the run's,
+    and its rounds are flows of the run."""
 
     def __init__(
         self,
-        scenario: Scenario,
-        topology: Topology,
-        strategy: Strategy,
-        couple: PathCoupler,
-        base_links: int,
-        progress: Progress | None = None,
-    ) -> None:
-        self.scenario = scenario
-        self.topology = topology
-        self.strategy = strategy
-        self.wan = _wan_links(scenario.mobility, base_links)
-        wan_bps = np.full(len(self.wan), scenario.mobility.wan.bandwidth)
-        self._setup(
-            scenario.name, scenario.seed, scenario.mobility, couple, base_links, wan_bps,
-            scenario_nic_bps(scenario), progress,
-        )
-        self.routes: dict[tuple[int, int], np.ndarray | None] = {}
-        self.states: list[Any] = []
-
-    def _setup(
-        self,
+        paths: MigrationPaths,
+        mobility: Mobility,
+        *,
         name: str,
         seed: int,
-        mobility: Mobility,
-        couple: PathCoupler,
-        base_links: int,
-        own_links_bps: np.ndarray,
-        nic_bps: float,
-        progress: Progress | None,
+        progress: Progress | None = None,
     ) -> None:
-        """What every migration driver holds: the clouds and VMs, its links (its own, then
-        a sink for cancelled streams and a zero-capacity link for paused clients)."""
         if not mobility.migrations:
             raise MobilityError("mobility.migrations: the scenario has no migration to run")
+        self.paths = paths
         self.name = name
-        self.mobility: Mobility = mobility
+        self.mobility = mobility
         self.calibration = calibration_of(mobility)
-        self.couple = couple
         self.progress = progress
         self.clouds = _clouds(mobility, seed)
-        self.links_bps = np.concatenate((own_links_bps, [SINK_BPS, 0.0]))
-        self._bind(base_links)
-        self.nic_bps = nic_bps
+        self.links_bps = np.concatenate((paths.links_bps, [SINK_BPS, 0.0]))
+        self.nic_bps = paths.nic_bps
         self.live: list[_Live] = []
         self.owner: dict[int, _Live] = {}
         self.done = 0
         self.vms = {vm.name: vm for vm in mobility.vms}
         self.clients: dict[str, tuple[np.ndarray, np.ndarray, Paths]] = {}
 
-    def _bind(self, first_link: int) -> None:
-        """Number the driver's own links from `first_link` (where the run put them)."""
-        own = self.links_bps.size - 2
-        self.base_links = first_link
+    def attach(self, run: Run, first_link: int) -> None:
+        """Start on `run`: the VMs' clients, the fault timers, every migration's admission."""
+        own = self.paths.links_bps.size
         self.sink = first_link + own
         self.paused_link = self.sink + 1
         self.down = np.zeros(first_link + self.links_bps.size, dtype=bool)
-        if hasattr(self, "wan"):
-            self.wan = _wan_links(self.mobility, first_link)
-
-    def attach(self, run: Run, first_link: int) -> None:
-        """Start on `run`: the VMs' clients, the fault timers, every migration's admission."""
-        self._bind(first_link)
+        self.paths.bind(run, first_link)
         self.sim = run
         self._add_clients()
         for index, job in enumerate(self.mobility.migrations):
@@ -256,7 +289,7 @@ class MigrationDriver:
                 run.schedule(job.abort_at, partial(self._withdraw, index))
             # the timeout holds inside a round too, not only at the syncs between rounds
             run.schedule(job.start + job.timeout, partial(self._timed_out, index))
-        self._faults()
+        self.paths.watch(run, self._reroute)
         for index, job in enumerate(self.mobility.migrations):
             self._admit(index, job)
 
@@ -283,8 +316,11 @@ class MigrationDriver:
             vm.name, vm.memory, vm.vcpus, vm.labels, vm.mac or _mac(vm.name), vm.ip or _ip(index)
         )
         transaction = Transaction(f"m{index}", vm.name, source, destination, profile)
-        path_bps = self._path_bps(vm.cloud, job.to)
-        options = self._options(job, vm, path_bps, 2 * self._latency_s(vm.cloud, job.to))
+        path_bps = self.paths.path_bps(vm.cloud, job.to)
+        options = options_of(job, path_bps, 2 * self.paths.latency_s(vm.cloud, job.to), self.calibration)
+        update_s = self.paths.identity_update_s(vm, job.to)
+        if update_s is not None:
+            options = replace(options, overlay_update_s=update_s)
         # the first pass expects the path's free rate; later passes use the rate they saw
         live_bps = min(path_bps, options.live_cap_bps())
         migration = Migration(memory_of(vm), options, job.start, vm.disk, vm.disk_dirty_rate, live_bps)
@@ -299,74 +335,11 @@ class MigrationDriver:
             return
         host = destination.host_of_ticket(transaction.ticket.ticket_id)  # type: ignore[union-attr]
         dst_host = int(host.rsplit("-h", 1)[1])
-        path = self._path(vm.host, vm.cloud, dst_host, job.to, self.down)
+        path = self.paths.path(vm.host, vm.cloud, dst_host, job.to, self.down)
         live = _Live(index, job, vm, migration, transaction, path, dst_host=dst_host, alone=alone)
         self.live.append(live)
         transaction.start_transfer(job.start)
         self._launch(live)
-
-    def _path_bps(self, src_cloud: str, dst_cloud: str) -> float:
-        """The stream's path rate when nothing else runs: the host NIC or the WAN."""
-        return min(self.nic_bps, self.mobility.wan.bandwidth)
-
-    def _latency_s(self, src_cloud: str, dst_cloud: str) -> float:
-        """One-way latency of a stream between the two clouds (the WAN's)."""
-        return float(self.mobility.wan.latency)
-
-    def _options(self, job: MigrationJob, vm: VmSpec, path_bps: float, rtt_s: float) -> MigrationOptions:
-        """The migration's options on its path."""
-        return options_of(job, path_bps, rtt_s, self.calibration)
-
-    def _path(
-        self, src_host: int, src_cloud: str, dst_host: int, dst_cloud: str, down: np.ndarray
-    ) -> np.ndarray:
-        """Links of host -> source gateway -> WAN -> destination gateway -> host (empty if unroutable)."""
-        gw_a = _cloud_spec(self.mobility, src_cloud).gateway_host
-        gw_b = _cloud_spec(self.mobility, dst_cloud).gateway_host
-        first = self._fabric(src_host, gw_a, down)
-        last = self._fabric(gw_b, dst_host, down)
-        if first is None or last is None:
-            return np.empty(0, dtype=np.int64)
-        wan = self.wan[(src_cloud, dst_cloud)]
-        if down[wan]:
-            return np.empty(0, dtype=np.int64)
-        return np.concatenate((first, [wan], last)).astype(np.int64)
-
-    def _fabric(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
-        if a == b:
-            return np.empty(0, dtype=np.int64)
-        intact = not down.any()
-        if intact and (a, b) in self.routes:
-            return self.routes[(a, b)]
-        links = self._route(a, b, down)
-        if intact:
-            self.routes[(a, b)] = links
-        return links
-
-    def _route(self, a: int, b: int, down: np.ndarray) -> np.ndarray | None:
-        from cloudtwin.twin.routing import route_flows
-        from cloudtwin.workloads import qp_flows
-
-        topology = self.topology
-        view = (
-            topology
-            if not down[: topology.link_count].any()
-            else surviving_topology(topology, ~down[: topology.link_count])
-        )
-        table = qp_flows(
-            topology,
-            topology.host_nics[[a], 0],
-            topology.host_nics[[b], 0],
-            np.array([1.0]),
-            1,
-            np.random.default_rng([self.scenario.seed, a, b]),
-        )
-        try:
-            paths = route_flows(self.scenario, view, table, self.strategy)
-        except CloudtwinError:  # no route on the surviving fabric
-            return None
-        links = paths.path(0)
-        return None if down[links].any() else links
 
     # -- the migration's flows ---------------------------------------------------------
 
@@ -385,7 +358,7 @@ class MigrationDriver:
             self._settle(live)
             return
         cap = min(transfer.rate_cap_bps, self.nic_bps)
-        latency = self._latency_s(live.vm.cloud, live.job.to) if live.path.size else 0.0
+        latency = self.paths.latency_s(live.vm.cloud, live.job.to) if live.path.size else 0.0
         flow = int(
             self.sim.add_flows(
                 self._stream(live.path),
@@ -406,7 +379,7 @@ class MigrationDriver:
         """A stream's engine path: through the NIC tiers of its ends, or into the sink when it has none."""
         if not path.size:
             return Paths(np.array([0, 1], dtype=np.int64), np.array([self.sink], dtype=np.int64))
-        return self.couple(Paths(np.array([0, path.size], dtype=np.int64), path))
+        return self.paths.couple(Paths(np.array([0, path.size], dtype=np.int64), path))
 
     def _finished(self, flows: np.ndarray) -> None:
         sim = self.sim
@@ -436,10 +409,10 @@ class MigrationDriver:
         for vm in self.mobility.vms:
             if not vm.clients:
                 continue
-            links = [self._fabric(c, vm.host, self.down) for c in vm.clients]
+            links = [self.paths.fabric(c, vm.host, self.down) for c in vm.clients]
             if any(path is None for path in links):
                 raise MobilityError(f"mobility.vms: a client of {vm.name} cannot reach it")
-            paths = self.couple(_csr([p for p in links if p is not None]))
+            paths = self.paths.couple(_csr([p for p in links if p is not None]))
             count = len(vm.clients)
             ids = self.sim.add_flows(
                 paths,
@@ -465,7 +438,7 @@ class MigrationDriver:
         paths = original
         if new_home:
             routes = [self._client_path(int(h), live.vm.cloud, live.dst_host, live.job.to) for h in hosts]
-            paths = self.couple(_csr([r if r.size else np.array([self.paused_link]) for r in routes]))
+            paths = self.paths.couple(_csr([r if r.size else np.array([self.paused_link]) for r in routes]))
             live.reroutes.append({"time_s": now_s, "event": "clients re-pointed", "flows": int(ids.size)})
         self.sim.apply(Change(now_s, flows=ids, paths=paths))
 
@@ -473,9 +446,9 @@ class MigrationDriver:
         """A client in the destination cloud reaches the VM inside it; any other crosses the WAN."""
         in_destination = client in _cloud_spec(self.mobility, dst_cloud).hosts
         if in_destination:
-            path = self._fabric(client, dst_host, self.down)
+            path = self.paths.fabric(client, dst_host, self.down)
             return np.empty(0, dtype=np.int64) if path is None else path
-        return self._path(client, src_cloud, dst_host, dst_cloud, self.down)
+        return self.paths.path(client, src_cloud, dst_host, dst_cloud, self.down)
 
     def _repoint(self, live: _Live, now_s: float) -> None:
         """Identity kept: the overlay re-points the VM's MAC/IP to the destination gateway."""
@@ -521,35 +494,24 @@ class MigrationDriver:
 
     # -- faults ------------------------------------------------------------------------
 
-    def _faults(self) -> None:
-        """The scenario's faults on the run's links (the same instants as the tenants' plan:
-        setting a capacity twice changes nothing), and a re-route timer once the fabric has
-        converged after each."""
-        if not self.scenario.faults:
-            return
-        from cloudtwin.faults.events import expand_faults
-        from cloudtwin.faults.reaction import phases_for
-        from cloudtwin.routing.facts import reaction_of
-
-        self.states = expand_faults(self.scenario.faults, self.topology, self.scenario.seed)
-        for state in self.states:
-            self.sim.apply(
-                Change(
-                    state.time_s,
-                    link_ids=state.changed.astype(np.int64),
-                    capacity_bps=state.capacity_bps[state.changed],
-                )
-            )
-        delay = phases_for(reaction_of(self.strategy), self.scenario.reaction)[-1].delay_s
-        for state in self.states:
-            self.sim.schedule(state.time_s + delay, self._reroute)
-
-    def _reroute(self, now_s: float) -> None:
-        """Move each migration stream off dead links, once the fabric has converged."""
-        current = next(s for s in reversed(self.states) if s.time_s <= now_s + 1e-12)
+    def _reroute(self, now_s: float, since_s: float, links_down: np.ndarray, stalled_by: str | None) -> None:
+        """The paths' call once the fabric (or a gateway) has recovered: the streams on a link
+        that is down since `since_s` move now (those that lived through it and stall first
+        for `stalled_by` when it is given)."""
         down = np.zeros(self.down.size, dtype=bool)
-        down[: current.capacity_bps.size] = current.capacity_bps <= 0
-        self._move_streams(now_s, current.time_s, down)
+        down[: links_down.size] = links_down
+        if stalled_by is not None:
+            for live in self.live:
+                if (
+                    live.migration.outcome == "running"
+                    and live.flow >= 0
+                    and live.migration.start_s < now_s  # it lived through it
+                    and not live.stalled
+                    and down[live.path[live.path < down.size]].any()
+                ):
+                    since = max(since_s, live.migration.start_s)
+                    live.reroutes.append({"time_s": since, "event": f"stalled: {stalled_by}"})
+        self._move_streams(now_s, since_s, down)
 
     def _move_streams(self, now_s: float, since_s: float, down: np.ndarray) -> None:
         """Streams on a link that is `down` (since `since_s`) move to a path that is up, now."""
@@ -567,7 +529,7 @@ class MigrationDriver:
                 continue
             if live.transaction.phase.value not in ("transferring", "switching"):
                 continue
-            new = self._path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
+            new = self.paths.path(live.vm.host, live.vm.cloud, live.dst_host, live.job.to, down)
             if not new.size or np.array_equal(new, live.path):
                 # the stream stopped when the links went down, not when this was noticed
                 if lived and not live.stalled:
@@ -580,11 +542,9 @@ class MigrationDriver:
 
     # -- results -----------------------------------------------------------------------
 
-    def outcome(
-        self, events: int, finish: np.ndarray, tenant_flows: int, tenant_alone_s: float
-    ) -> MigrationRun:
-        """Every migration's outcome once the run has ended (the tenants' flows are its first
-        `tenant_flows`; `tenant_alone_s` their completion in a run without migrations)."""
+    def outcome(self) -> MigrationOutcome:
+        """Every migration's outcome once the run has ended."""
+        finish = self.sim.finish_s
         migrations = []
         for live in sorted(self.live, key=lambda m: m.index):
             result = live.migration.result()
@@ -604,17 +564,7 @@ class MigrationDriver:
                     client_finish_s=tuple(float(finish[i]) for i in self.clients.get(live.vm.name, ((),))[0]),
                 )
             )
-        completion = float(np.nanmax(finish[:tenant_flows])) if tenant_flows else 0.0
-        return MigrationRun(
-            scenario=self.name,
-            migrations=migrations,
-            tenant_flows=tenant_flows,
-            tenant_completion_s=completion,
-            tenant_completion_alone_s=tenant_alone_s,
-            logs={name: cloud.log for name, cloud in self.clouds.items()},
-            events=events,
-            tenant_finish_s=finish[:tenant_flows].copy(),
-        )
+        return MigrationOutcome(tuple(migrations), {name: cloud.log for name, cloud in self.clouds.items()})
 
 
 def _csr(paths: list[np.ndarray]) -> Paths:
@@ -643,13 +593,6 @@ def _clouds(mobility: Mobility, seed: int) -> dict[str, Cloud]:
     for vm in mobility.vms:
         clouds[vm.cloud].place(vm.name, f"{vm.cloud}-h{vm.host}", vm.memory)
     return clouds
-
-
-def _wan_links(mobility: Mobility, first: int) -> dict[tuple[str, str], int]:
-    """One WAN link per ordered pair of clouds, numbered after the fabric's links."""
-    names = [c.name for c in mobility.clouds]
-    pairs = [(a, b) for a in names for b in names if a != b]
-    return {pair: first + i for i, pair in enumerate(pairs)}
 
 
 def _mac(name: str) -> str:
