@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from cloudtwin.diagnosis.rank import Suspect
+from cloudtwin.diagnosis.suspect import Suspect
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.smartnic.boot import BootReport
