@@ -253,7 +253,8 @@ def _show_migration(document: dict[str, object], rows: list[dict[str, object]], 
         nice = machine.get("qemu_nice")
         stdout.print(f"load average (1 min) {fit[0]:.1f}-{fit[1]:.1f} during the fit's stop-and-copy runs, "
                      f"{held[0]:.1f}-{held[1]:.1f} during the held-out migrations"
-                     + ("" if nice is None else f"; QEMU at nice {nice}"))
+                     + ("" if nice is None else f"; QEMU at nice {nice}")
+                     + ("; guest memory preallocated" if machine.get("prealloc") else ""))
 
 
 def _plan_of(trial: object, idle: dict[str, object], path_bps: float) -> dict[str, object]:
@@ -302,6 +303,10 @@ _HELD_OUT = typer.Option(10, "--held-out", min=0, max=200,
 _SEED = typer.Option(None, "--seed", min=0, max=2**32 - 1,
                      help="Seed of the held-out draw (default: a fresh one, written to the profile "
                      "before the draw).")
+_PREALLOC = typer.Option(False, "--prealloc",
+                         help="Start both QEMU processes with their guest memory faulted in "
+                         "(-mem-prealloc, as VMs whose memory is pinned for GPU or NIC passthrough "
+                         "have it): the destination then takes no page fault for a page it never held.")
 _NICE = typer.Option(-10, "--nice", min=-20, max=19,
                      help="Niceness of the QEMU processes, so that other work on the machine slows "
                      "the measured migrations less (below 0 needs root; --nice 0 without).")
@@ -314,6 +319,7 @@ def migration(
     held_out: int = _HELD_OUT,
     seed: int | None = _SEED,
     nice: int = _NICE,
+    prealloc: bool = _PREALLOC,
     check: Path | None = _CHECK,
     as_json: bool = _JSON,
 ) -> None:
@@ -340,7 +346,7 @@ def migration(
         assert isinstance(stored, dict)
         _show_migration(stored, rows, totals, str(check), as_json)
         return
-    document = _measure_migrations(out, tries, held_out, seed, nice)
+    document = _measure_migrations(out, tries, held_out, seed, nice, prealloc)
     rows, totals = migration_rows(document, str(out))
     _show_migration(document, rows, totals, str(out), as_json)
     if not as_json:
@@ -354,7 +360,8 @@ def _loads(runs: list[object]) -> list[float]:
     return [min(seen), max(seen)] if seen else []
 
 
-def _measure_migrations(out: Path, tries: int, count: int, seed: int | None, nice: int) -> dict[str, object]:
+def _measure_migrations(out: Path, tries: int, count: int, seed: int | None, nice: int, prealloc: bool
+                        ) -> dict[str, object]:
     import secrets
     import time
 
@@ -377,16 +384,17 @@ def _measure_migrations(out: Path, tries: int, count: int, seed: int | None, nic
             initrd = qg.build_initramfs(work)
             accel = qg.pick_accel(work, initrd)
             _say(f"accelerator: {accel}" + ("" if accel == "kvm" else " (no KVM guest boots here)"))
-            _say(f"QEMU at nice {nice}; load {os.getloadavg()[0]:.2f}")
+            _say(f"QEMU at nice {nice}{', guest memory preallocated' if prealloc else ''}; "
+                 f"load {os.getloadavg()[0]:.2f}")
             calibration = measure.calibrate(work, initrd, accel, list(measure.RANDOM_MEMORY_MIB), tries, _say,
-                                            nice)
+                                            nice, prealloc)
             calibration["load_average"] = list(os.getloadavg())
             parameters = fit_parameters(calibration)
             document: dict[str, object] = {
                 "kind": "cloudtwin migration profile",
                 "machine": {"qemu": measure.qemu_version(), "accel": accel, "cpus": os.cpu_count(),
                             "kernel": os.uname().release, "date": time.strftime("%Y-%m-%d"),
-                            "qemu_nice": nice},
+                            "qemu_nice": nice, "prealloc": prealloc},
                 "provenance": origin,
                 "method": ("real QEMU migrations between two local QEMU processes over loopback TCP; "
                            "parameters fitted on the calibration runs only; held-out migrations drawn "
@@ -401,7 +409,7 @@ def _measure_migrations(out: Path, tries: int, count: int, seed: int | None, nic
             _say(f"fit: {json.dumps(parameters)}; wrote {out}")
             entries: list[dict[str, object]] = []
             for number, trial in enumerate(measure.draw(count, seed), 1):
-                stats = qg.migrate(work, initrd, accel, trial, nice)
+                stats = qg.migrate(work, initrd, accel, trial, nice, prealloc)
                 plan = _plan_of(trial, calibration["idle"], parameters["path_bandwidth_bps"])  # type: ignore[arg-type]
                 entries.append({"trial": trial.__dict__, "plan": plan, "measured": _measured_of(stats),
                                 "qemu": stats})

@@ -90,14 +90,16 @@ def draw(count: int, seed: int) -> list[qg.Trial]:
 
 
 def calibrate(work: Path, initrd: Path, accel: str, sizes: list[int], tries: int,
-              say: Callable[[str], None], nice: int | None = None) -> dict[str, object]:
+              say: Callable[[str], None], nice: int | None = None, prealloc: bool = False
+              ) -> dict[str, object]:
     """The calibration runs: idle guests per size, the stop-and-copy rates, the buffer
-    (`tries` of each); QEMU at niceness `nice` (None: as this process)."""
+    (`tries` of each); QEMU at niceness `nice` (None: as this process), its guest memory
+    faulted in at start when `prealloc`."""
     from cloudtwin.mobility.calibration import rate_bps
 
     idle = {}
     for memory in sizes:
-        runs = [qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S), nice)
+        runs = [qg.migrate(work, initrd, accel, qg.Trial(memory, 1, 0, UNCAPPED_MIB_S), nice, prealloc)
                 for _ in range(tries)]
         stats = max(runs, key=rate_bps)  # the try least slowed by other work on the machine
         stats["idle_downtimes_ms"] = [t.get("downtime") for t in runs]
@@ -112,7 +114,7 @@ def calibrate(work: Path, initrd: Path, accel: str, sizes: list[int], tries: int
     # the held-out migrations follow the fit
     for trial in [RESENT, *SWITCHOVER]:
         for _ in range(tries):
-            stats = qg.migrate(work, initrd, accel, trial, nice)
+            stats = qg.migrate(work, initrd, accel, trial, nice, prealloc)
             stats["calibrates"] = "resent" if trial is RESENT else "first"
             stats["live_cap_mib_s"] = trial.bandwidth_mib_s
             switchover.append(stats)

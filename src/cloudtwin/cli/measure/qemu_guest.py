@@ -197,6 +197,7 @@ def _start(
     append: str,
     incoming: str | None = None,
     nice: int | None = None,
+    prealloc: bool = False,
 ) -> Guest:
     qmp_path = workdir / f"{name}.qmp"
     serial = workdir / f"{name}.serial"
@@ -224,6 +225,8 @@ def _start(
         "-qmp",
         f"unix:{qmp_path},server=on,wait=off",
     ]
+    if prealloc:
+        command += ["-mem-prealloc"]
     if incoming:
         command += ["-incoming", incoming]
     priority = None if nice is None else (lambda: os.setpriority(os.PRIO_PROCESS, 0, nice))
@@ -329,11 +332,15 @@ class Trial:
     raise_after_syncs: int = 4
 
 
-def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial, nice: int | None = None) -> dict:
+def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial, nice: int | None = None,
+            prealloc: bool = False) -> dict:
     """Boot a source guest, migrate it to a fresh destination, return QEMU's statistics.
 
     `nice`: both QEMU processes run at this niceness (None: as this process), so that other
     work on the machine slows the measured migration less (below 0 needs root).
+    `prealloc`: both start with their guest memory faulted in (`-mem-prealloc`, as a VM
+    whose memory is pinned for device passthrough has it), so that the destination takes
+    no page fault for a page it has never held.
 
     The returned dict is `query-migrate`'s answer plus `cancelled` (True when the
     migration had not finished after `give_up_s` and was cancelled), `accel`,
@@ -344,10 +351,11 @@ def migrate(workdir: Path, initrd: Path, accel: str, trial: Trial, nice: int | N
     kernel = kernel_path()
     append = _append(trial.dirty_mib, trial.rate_mib_s)
     port = _free_port()
-    source = _start(workdir, "source", accel, trial.memory_mib, kernel, initrd, append, nice=nice)
+    source = _start(workdir, "source", accel, trial.memory_mib, kernel, initrd, append, nice=nice,
+                    prealloc=prealloc)
     target = _start(
         workdir, "target", accel, trial.memory_mib, kernel, initrd, append, incoming=f"tcp:127.0.0.1:{port}",
-        nice=nice,
+        nice=nice, prealloc=prealloc,
     )
     qmp = None
     try:
