@@ -18,12 +18,13 @@ from cloudtwin.mobility.check import grade, summary
 DOC = REPO / "docs" / "calibrate.md"
 TEXT = " ".join(DOC.read_text().split())
 MIGRATION = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback.json").read_text())
+PREALLOC = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-prealloc.json").read_text())
 DATAPATH = json.loads((REPO / "src" / "cloudtwin" / "smartnic" / "data" / "linux-kernel.json").read_text())
 
 
 def test_console_commands_run() -> None:
     commands = console_commands(DOC)
-    assert len(commands) == 5  # the page's opening command, then the four of its sections
+    assert len(commands) == 6  # the page's opening command, then the five of its sections
     for command in commands:
         done = cloudtwin(*shlex.split(command)[1:])
         assert done.returncode == 0, f"{command}\n{done.stderr}"
@@ -63,7 +64,8 @@ def _migration_quotes(profile: dict[str, object]) -> None:
             f"{before['compared']}**)") in TEXT
     loads = profile["load_average"]
     assert isinstance(loads, dict)
-    assert f"between {loads['fit'][0]:.1f} and {max(loads['fit'][1], loads['held_out'][1]):.1f}" in TEXT
+    low, high = min(loads["fit"][0], loads["held_out"][0]), max(loads["fit"][1], loads["held_out"][1])
+    assert f"between {low:.1f} and {high:.1f}" in TEXT
     parameters = profile["parameters"]
     assert isinstance(parameters, dict)
     assert f"largest pauses: {parameters['final_bandwidth_bps'] / 8e6:.0f} MB/s" in TEXT
@@ -75,8 +77,9 @@ def _migration_quotes(profile: dict[str, object]) -> None:
             assert shown in TEXT, shown
 
 
-def test_the_quoted_migration_check_is_the_shipped_profile() -> None:
+def test_the_quoted_migration_checks_are_the_shipped_profiles() -> None:
     _migration_quotes(MIGRATION)
+    _migration_quotes(PREALLOC)
 
 
 def test_before_and_after_table_is_fresh() -> None:

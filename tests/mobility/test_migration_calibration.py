@@ -28,6 +28,7 @@ from cloudtwin.mobility.plan import options_of, plan_request
 from cloudtwin.scenario.mobility import MigrationOptionsSpec, PlanRequest
 
 SHIPPED = REPO / "examples" / "profiles" / "qemu-tcg-loopback.json"
+PREALLOC = SHIPPED.with_name("qemu-tcg-prealloc.json")
 PROFILE = {
     "parameters": {"final_bandwidth_bps": 3.2e9, "resent_bandwidth_bps": 1.2e10, "socket_buffer_bytes": 8e6,
                    "resume_s": 0.002, "path_bandwidth_bps": 4e9},
@@ -215,14 +216,15 @@ def test_held_out_migrations_are_graded_through_migrate_plan(tmp_path: Path) -> 
     assert json.loads(checked.stdout)["held_out"][0]["predicted"] == row["predicted"]
 
 
-def test_the_shipped_profile_is_the_fit_of_its_runs_and_its_draw_was_recorded_first() -> None:
+@pytest.mark.parametrize("shipped", [SHIPPED, PREALLOC], ids=lambda p: p.name)
+def test_the_shipped_profile_is_the_fit_of_its_runs_and_its_draw_was_recorded_first(shipped: Path) -> None:
     """The example profile's parameters are the fit of the calibration runs it stores; its
     held-out migrations are the draw of the seed its provenance recorded; each held-out
     plan is what a user passes for that draw. How many meet the targets is the doc's
     (tests/test_calibrate_doc.py), not a bound this test asserts."""
     from cloudtwin.cli.measure.migration import draw
 
-    document = json.loads(SHIPPED.read_text())
+    document = json.loads(shipped.read_text())
     assert document["provenance"]["command"][:3] == ["cloudtwin", "calibrate", "migration"]
     assert document["provenance"]["seed"] == document["held_out_draw"]["seed"]
     assert fit_parameters(document["calibration"]) == pytest.approx(document["parameters"])
@@ -233,7 +235,7 @@ def test_the_shipped_profile_is_the_fit_of_its_runs_and_its_draw_was_recorded_fi
         assert entry["plan"]["max_bandwidth"] == f"{trial.bandwidth_mib_s}MiB/s"
         assert entry["measured"]["converged"] == (entry["qemu"]["status"] == "completed"
                                                   and not entry["qemu"]["cancelled"])
-    rows, totals = migration_rows(document, SHIPPED.name)
+    rows, totals = migration_rows(document, shipped.name)
     assert totals["migrations"] == 10 and len(rows) == 10
 
 
@@ -278,3 +280,36 @@ def test_a_one_cloud_run_uses_the_calibration(tmp_path: Path) -> None:
     by_hand = cloudtwin("migrate", "run", "examples/one-cloud.yaml", *knobs, "--json")
     assert loaded.returncode == 0, loaded.stderr
     assert json.loads(loaded.stdout)["migrations"] == json.loads(by_hand.stdout)["migrations"]
+
+
+def test_a_negative_nice_needs_root(monkeypatch: pytest.MonkeyPatch,
+                                    capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(qg, "missing_reason", lambda: None)
+    monkeypatch.setattr(qg.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(qg.os, "getpriority", lambda *_: 0)
+    assert main(["calibrate", "migration", "--nice", "-10", "--out", "/tmp/never-written.json"]) == 2
+    err = capsys.readouterr().err
+    assert "--nice -10 needs root" in err and "--nice 0" in err and err.count("\n") == 1
+    assert not Path("/tmp/never-written.json").exists()
+    assert qg.priority_allowed(0) and qg.priority_allowed(5) and not qg.priority_allowed(-1)
+
+
+def test_qemu_starts_at_the_niceness_and_preallocated_when_asked(monkeypatch: pytest.MonkeyPatch,
+                                                                 tmp_path: Path) -> None:
+    started: list[tuple[list[str], object]] = []
+
+    def popen(command: list[str], **options: object) -> object:
+        started.append((command, options.get("preexec_fn")))
+        return object()
+
+    monkeypatch.setattr(qg.subprocess, "Popen", popen)
+    qg._start(tmp_path, "g", "tcg", 128, "vmlinuz", tmp_path / "initrd", "console=ttyS0")
+    qg._start(tmp_path, "g", "tcg", 128, "vmlinuz", tmp_path / "initrd", "console=ttyS0", nice=-5,
+              prealloc=True)
+    (plain, plain_hook), (asked, asked_hook) = started
+    assert "-mem-prealloc" not in plain and plain_hook is None
+    assert "-mem-prealloc" in asked and callable(asked_hook)
+    calls: list[tuple[int, int, int]] = []
+    monkeypatch.setattr(qg.os, "setpriority", lambda *a: calls.append(a))
+    asked_hook()  # type: ignore[operator]
+    assert calls == [(qg.os.PRIO_PROCESS, 0, -5)]
