@@ -69,10 +69,13 @@ def test_boot_quarantines_and_diagnose_names_the_host_first(tmp_path: Path) -> N
     assert result["hosts"]["host5"]["failed_stage"] == "nic-os"
     ranked = json.loads(cloudtwin("diagnose", "--db", str(db), "--json").stdout)["suspects"]
     assert ranked[0]["component"] == "host5/nic0"
+    # another scenario diagnosed into the store ranks its own fabric; the boots stay smartnic's
     both = cloudtwin("diagnose", "examples/diagnose.yaml", "--db", str(db), "--json")
     assert both.returncode == 0, both.stderr
     ranked = json.loads(both.stdout)["suspects"]
-    assert ranked[0]["component"] == "host5/nic0" and ranked[1]["kind"] != "nic"
+    assert ranked[0]["component"] == "leaf1-spine2" and "host5/nic0" not in {s["component"] for s in ranked}
+    boots = json.loads(cloudtwin("diagnose", "--db", str(db), "--run", "smartnic", "--json").stdout)
+    assert [s["component"] for s in boots["suspects"]] == ["host5/nic0"]
 
 
 def _bad(tmp_path: Path, name: str, text: str | bytes) -> str:

@@ -35,7 +35,9 @@ def test_doc_commands_run_and_the_ranking_table_is_current(tmp_path: Path) -> No
     fabric, rest = text.split("## A whole cloud")
     cloud = rest.split("```\npython")[0]
     assert re.findall(r"^\| \d+ \| .+ \|$", fabric, re.M) == rows
-    ranked = cloudtwin("diagnose", "--db", "incident.duckdb", "--json", "--top", "6", cwd=tmp_path)
+    ranked = cloudtwin(
+        "diagnose", "--db", "incident.duckdb", "--run", "one-cloud", "--json", "--top", "6", cwd=tmp_path
+    )
     cloud_rows = [
         f"| {s['rank']} | {s['component']} | {s['kind']} | {s['score']:.3f} | {_window(s)} |"
         for s in json.loads(ranked.stdout)["suspects"]

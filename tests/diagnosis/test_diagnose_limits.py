@@ -31,7 +31,7 @@ def test_a_fault_free_run_says_no_fault_was_found(
     code = main(["diagnose", str(_scenario(tmp_path, False)), "--db", db, "--json"])
     out, err = capsys.readouterr()
     assert code == 0, err
-    assert json.loads(out) == {"fault_found": False, "suspects": []}
+    assert json.loads(out) == {"run": "diagnose", "fault_found": False, "suspects": []}
     assert main(["diagnose", "--db", db]) == 0
     assert "No fault found" in capsys.readouterr().out
 

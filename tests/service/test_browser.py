@@ -75,6 +75,33 @@ OVERLAPS = """() => {
 }"""
 
 
+#: The node names drawn on the fabric: each pair that overlaps, and each name over a node's
+#: marker or a suspect's ring other than its own node's (empty when all are apart).
+LABELS_APART = """() => {
+  const box = (e) => e.getBoundingClientRect();
+  const meets = (a, b) => a.width > 0 && a.height > 0 && b.width > 0 && b.height > 0
+    && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1;
+  const plot = document.querySelector("#plot-fabric");
+  const labels = [...plot.querySelectorAll(".textpoint")].filter((e) => e.textContent)
+    .map((e) => [e.textContent, box(e)]);
+  const found = [];
+  labels.forEach(([a, ba], i) => labels.slice(i + 1).forEach(([b, bb]) => {
+    if (meets(ba, bb)) found.push(a + " / " + b);
+  }));
+  const centre = (b) => [(b.left + b.right) / 2, (b.top + b.bottom) / 2];
+  for (const point of plot.querySelectorAll(".scatterlayer .point")) {
+    const p = box(point);
+    const [px] = centre(p);
+    for (const [name, b] of labels) {
+      const own = Math.abs(centre(b)[0] - px) < 1 && (b.top >= p.bottom - 1 || b.bottom <= p.top + 1);
+      if (!own && meets(b, p)) found.push(name + " over a marker");
+      if (own && meets(b, p)) found.push(name + " under its own ring");
+    }
+  }
+  return found;
+}"""
+
+
 def assert_laid_out(page, plots: int) -> None:  # type: ignore[no-untyped-def]
     """The page drew `plots` plots, each with a title, and nothing overlaps."""
     assert page.locator(".js-plotly-plot").count() == plots
@@ -170,12 +197,58 @@ def test_the_diagnosis_is_drawn_on_the_fabric_and_logs_on_a_timeline(  # type: i
         labels = [t for t in page.locator("#plot-fabric .textpoint").all_text_contents() if t]
         assert {"spine0", "spine3", "leaf0", "leaf3", "host0nic0"} <= set(labels), labels
         assert len(labels) == 4 + 4 + 16  # switches, and the NICs (host over nic)
+        assert page.evaluate(LABELS_APART) == []
         assert page.locator("#plot-fabric .legendtext", has_text="#2 leaf0-spine3").count() == 1
         page.goto(server.url + "/logs?text=down")
         page.wait_for_selector("#plot-logs .main-svg")
         assert_laid_out(page, 1)
         assert page.locator("#anomalies tbody tr").count() > 0
         assert page.locator("#lines tbody tr").count() > 0
+
+
+def test_a_clouds_diagnosis_names_every_node_apart_and_each_run_is_picked(  # type: ignore[no-untyped-def]
+    tmp_path: Path, browser_page
+) -> None:
+    """The one-cloud example diagnosed beside a single fabric in one store: the page ranks
+    the latest run and links the other; the cloud is drawn site by site, each site named
+    once, every node's name clear of the others and of the suspects' rings."""
+    from tests.cli.cli_helpers import REPO
+
+    from cloudtwin.diagnosis.usecase import diagnose, diagnose_cloud
+    from cloudtwin.scenario.cloud import load_cloud
+    from cloudtwin.scenario.loader import load_scenario
+    from cloudtwin.store.database import Store
+
+    single = REPO / "examples" / "diagnose.yaml"
+    db = tmp_path / "ops.duckdb"
+    with Store(db) as store:
+        diagnose(store, load_scenario(single.read_text(), single.name))
+        diagnose_cloud(store, load_cloud((REPO / "examples" / "one-cloud.yaml").read_text()))
+    page = browser_page
+    with running_server(db, tmp_path) as server:
+        page.goto(server.url + "/diagnosis")
+        page.wait_for_selector("#plot-fabric .main-svg")
+        assert page.locator("h2").inner_text() == "Likely root causes in run one-cloud"
+        assert page.locator("tr.suspect td").nth(1).inner_text() == "west.host7/nic0"
+        if SCREENSHOT is not None:
+            page.screenshot(path=str(SCREENSHOT / "cloud-diagnosis.png"), full_page=True)
+        page.screenshot(path=str(tmp_path / "cloud-diagnosis.png"), full_page=True)
+        assert_laid_out(page, 1)
+        labels = [t for t in page.locator("#plot-fabric .textpoint").all_text_contents() if t]
+        assert {"gw0", "wan", "spine1", "leaf0", "host7nic0"} <= set(labels), labels
+        assert len(labels) == 2 * (2 + 1 + 2 + 2 + 8)  # per site: gateways, WAN edge, spines, leaves, NICs
+        sites = page.locator("#plot-fabric .annotation-text").all_text_contents()
+        assert sorted(sites) == ["east", "west"]
+        assert page.evaluate(LABELS_APART) == []
+        page.locator("#runs a").click()  # the one other run: the single fabric
+        page.wait_for_selector("#plot-fabric .main-svg")
+        assert page.locator("h2").inner_text() == "Likely root causes in run diagnose"
+        assert page.locator("tr.suspect td").nth(1).inner_text() == "leaf1-spine2"
+        assert page.locator("#plot-fabric .annotation-text").count() == 0
+        assert page.evaluate(LABELS_APART) == []
+        answer = page.goto(server.url + "/diagnosis?run=bogus")
+        assert answer is not None and answer.status == 404
+        assert "--run bogus" in page.locator("p.error").inner_text()
 
 
 def test_a_refused_start_says_why(db: Path, tmp_path: Path, browser_page) -> None:  # type: ignore[no-untyped-def]

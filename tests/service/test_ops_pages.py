@@ -57,6 +57,19 @@ def test_the_diagnosis_page_highlights_the_suspect_on_the_fabric(ops: TestClient
     assert len(marked) == 1 and marked[0]["line"]["color"] == "#d62728"
 
 
+def test_the_run_is_named_and_an_unknown_one_is_404_naming_the_field(ops: TestClient) -> None:
+    answer = ops.get("/api/diagnosis?top=1&run=diagnose").json()
+    assert (answer["run"], answer["runs"]) == ("diagnose", ["diagnose"])
+    bad = ops.get("/api/diagnosis?run=bogus")
+    assert bad.status_code == 404 and bad.json()["error"]["field"] == "run"
+    assert "holds: diagnose" in bad.json()["error"]["message"]
+    lines = ops.get("/api/logs/search?text=down&run=diagnose&limit=3").json()["lines"]
+    assert lines and all(line["source"].startswith("twin/diagnose/") for line in lines)
+    assert ops.get("/api/logs/search?text=down&run=bogus").status_code == 404
+    page = ops.get("/diagnosis?run=bogus")
+    assert page.status_code == 404 and "--run bogus" in page.text
+
+
 def test_logs_search_templates_and_anomalies(ops: TestClient) -> None:
     lines = ops.get("/api/logs/search?text=link%20failure&limit=5").json()["lines"]
     assert lines and all("link failure" in line["content"].lower() for line in lines)

@@ -34,7 +34,7 @@ def test_every_node_is_named_and_a_suspect_node_is_marked_in_rank_order() -> Non
         (1, "#1 leaf0-spine0"), (2, "#2 spine0"), (3, "#3 host1/nic0")]
     assert listed[-1]["name"] == "#1 leaf0-spine0"  # drawn last: on top of the others
     ring = next(t for t in listed if t["name"] == "#2 spine0")
-    assert ring["marker"]["symbol"] == "circle-open" and (ring["x"], ring["y"]) == ([1.0], [3])
+    assert ring["marker"]["symbol"] == "circle-open-dot" and (ring["x"], ring["y"]) == ([1.0], [3])
 
 
 def test_a_crowded_tier_names_only_its_suspects() -> None:

@@ -330,6 +330,10 @@ def search(
     limit: int = typer.Option(100, "--limit", min=1, help="Show at most this many lines."),
     db: Path = _DB,
     as_json: bool = _JSON,
+    run: str | None = typer.Option(
+        None, "--run", help="Only the lines of this twin run (its devices' logs and failed boots; "
+        "runs are named after their scenario). Default: every line in the store.",
+    ),
 ) -> None:
     """Find stored lines by text or template, optionally in a time range.
 
@@ -339,7 +343,7 @@ def search(
         raise LogFormatError("search needs a TEXT argument or --template ID")
     t0, t1 = parse_time(since, "since"), parse_time(until, "until")
     with Store(db, read_only=True) as store:
-        found = search_logs(store, text, template, t0, t1, limit)
+        found = search_logs(store, text, template, t0, t1, limit, run)
     columns = ["source", "line", "ts", "level", "component", "template_id", "content"]
     if as_json:
         _print_rows(_table(found, columns), as_json)

@@ -288,8 +288,10 @@ def boot(
             from cloudtwin.diagnosis.attestation import record_attestation
             from cloudtwin.store.database import Store
 
+            # a cloud's site (`one-cloud/west`) records as the cloud's run, names site-qualified
+            run, _, part = loaded.name.partition("/") if cloud else (loaded.name, "", "")
             with Store(db) as store:
-                record_attestation(store, loaded, reports)
+                record_attestation(store, loaded, reports, prefix=f"{part}." if part else "", run=run)
         failed = [r for r in reports if not r.attested]
         if not as_json:
             table = Table(title=f"Measured boot: {loaded.name}", title_justify="left")
@@ -305,4 +307,6 @@ def boot(
         totals = {"hosts": len(reports), "attested": len(reports) - len(failed), "quarantined": len(failed)}
         return {"hosts": {r.host: r.to_json() for r in reports}, "totals": totals}
 
-    for_each_site(site_scenarios(scenario, overrides, site, "nic boot"), one, as_json)
+    targets = site_scenarios(scenario, overrides, site, "nic boot")
+    cloud = targets[0].site is not None
+    for_each_site(targets, one, as_json)

@@ -13,7 +13,11 @@ from cloudtwin.diagnosis.suspect import Suspect
 from cloudtwin.ops.record import LogRecord
 from cloudtwin.scenario.model import Scenario
 from cloudtwin.smartnic.boot import BootReport
-from cloudtwin.store.attestation import read_attestation_failures, write_attestation_failures
+from cloudtwin.store.attestation import (
+    attestation_source,
+    read_attestation_failures,
+    write_attestation_failures,
+)
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_ingest import ingest_records
 from cloudtwin.topology.builders import build_topology
@@ -24,13 +28,17 @@ BOOT_TIME = datetime(2024, 1, 1)
 """The (twin) time boot lines carry."""
 
 
-def record_attestation(store: Store, scenario: Scenario, reports: list[BootReport], prefix: str = "") -> int:
-    """Write one line per NIC of every host whose chain failed; the number of lines.
+def record_attestation(
+    store: Store, scenario: Scenario, reports: list[BootReport], prefix: str = "", run: str | None = None
+) -> int:
+    """Write one line per NIC of every host whose chain failed, as failures of `run` (the
+    scenario's name unless given: a cloud's, for its sites); the number of lines.
 
-    `prefix` goes before every host and NIC name (a site's, in a cloud of several). The
-    lines are also operations log lines (source `attestation/<scenario>/<prefix>`), so
-    `cloudtwin logs search ATTESTATION_FAILED` finds the evidence a diagnosis cites.
-    Recording the same boots again adds nothing."""
+    `prefix` goes before every host and NIC name (a site's, `west.`, in a cloud of several).
+    The lines are also operations log lines (source `attestation/<run>`, or
+    `attestation/<run>/<site>` for a site), so `cloudtwin logs search ATTESTATION_FAILED`
+    finds the evidence a diagnosis cites. Recording the same boots again adds nothing."""
+    run = run or scenario.name
     topology = build_topology(scenario)
     rows = []
     for report in reports:
@@ -45,16 +53,17 @@ def record_attestation(store: Store, scenario: Scenario, reports: list[BootRepor
             )
             who = prefix + report.host
             rows.append((BOOT_TIME, who, nic, str(report.failed_stage), str(report.reason), line))
-    write_attestation_failures(store, rows)
+    write_attestation_failures(store, run, rows)
     records = [LogRecord(ts, who, "ERROR", "NIC", line) for ts, who, _, _, _, line in rows]
-    ingest_records(store, records, source="attestation/" + (prefix.rstrip(".") or scenario.name))
+    ingest_records(store, records, source=attestation_source(run, prefix.rstrip(".")))
     return len(rows)
 
 
-def attestation_suspects(store: Store, above: float) -> list[Suspect]:
-    """A suspect per NIC with a failed measured boot, scored above every other suspect."""
+def attestation_suspects(store: Store, above: float, run: str | None = None) -> list[Suspect]:
+    """A suspect per NIC with a failed measured boot of `run` (of every run when None),
+    scored above every other suspect."""
     out: dict[str, Suspect] = {}
-    for host, nic, stage, reason in read_attestation_failures(store):
+    for host, nic, stage, reason in read_attestation_failures(store, run):
         suspect = out.setdefault(nic, Suspect(nic, "nic", score=above + 1.0, logs=1.0))
         label = f"ATTESTATION_FAILED {host} {stage}: {reason}"
         suspect.messages[label] = suspect.messages.get(label, 0) + 1

@@ -614,5 +614,5 @@ def emit_cloud(store: Store, clean: CloudRun, hit: CloudRun) -> TwinMeta:
         scenario = part.scenario
         if scenario.nic.boot_faults:
             reports = boot_hosts(scenario.nic, part.topology.host_count, scenario.seed)
-            record_attestation(store, scenario, reports, prefix=f"{part.name}.")
+            record_attestation(store, scenario, reports, prefix=f"{part.name}.", run=hit.cloud.name)
     return meta

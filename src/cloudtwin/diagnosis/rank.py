@@ -36,7 +36,7 @@ from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.store.database import Store
 from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
-from cloudtwin.store.twin_tables import TwinMeta, read_meta, until_column
+from cloudtwin.store.twin_tables import TwinMeta, read_meta, run_names, unknown_run, until_column
 
 __all__ = ["DEFAULT_WINDOW_SAMPLES", "Suspect", "cable_name", "diagnose"]
 
@@ -396,9 +396,11 @@ def diagnose(
     window: timedelta | None = None,
     config: TomographyConfig | None = None,
     max_cells: int = DEFAULT_MAX_CELLS,
+    run: str | None = None,
 ) -> list[Suspect]:
-    """Suspects (links, NICs, switches) from most to least likely; StoreError if there is
-    no twin run in the store. NICs that failed measured boot come first.
+    """Suspects (links, NICs, switches) of the twin run `run` (the latest written when
+    None) from most to least likely; StoreError if the store holds no twin run, or none
+    of that name. NICs that failed measured boot come first.
 
     Only they are listed when nothing else points to a fault: no flow sample is degraded,
     no anomalous log line is an error or worse, and no cable is reported by both its ends
@@ -407,9 +409,13 @@ def diagnose(
     """
     from cloudtwin.diagnosis.attestation import attestation_suspects
 
-    if store.schema_version("twin") is None and (attested := attestation_suspects(store, 0.0)):
-        return _ranked(attested)
-    meta = read_meta(store)
+    twins = run_names(store)
+    boots_alone = not twins if run is None else run not in twins  # `nic boot --db` wrote it
+    if boots_alone:
+        attested = attestation_suspects(store, 0.0, _attested_run(store, run, twins))
+        if attested:
+            return _ranked(attested)
+    meta = read_meta(store, run)
     inventory = _Inventory(store, meta.run)
     window = window or timedelta(seconds=DEFAULT_WINDOW_SAMPLES * meta.sample_s)
     evidence = _log_evidence(store, meta, inventory, window, max_cells)
@@ -418,7 +424,7 @@ def diagnose(
     )
     corroborated = any(len(evidence.witnesses(c)) > 1 for c in evidence.reports)
     if not np.any(degraded > 0) and evidence.errors == 0 and not corroborated:
-        return _ranked(attestation_suspects(store, 0.0))
+        return _ranked(attestation_suspects(store, 0.0, meta.run))
     per_link, messages = evidence.per_link, evidence.messages
     suspects: dict[str, Suspect] = {}
     tomo: dict[str, float] = defaultdict(float)
@@ -448,9 +454,20 @@ def diagnose(
     for suspect in ranked:
         if suspect.kind in ("switch", "gateway"):
             suspect.widen(evidence.span(suspect.component))
-    failed_boot = attestation_suspects(store, max((r.score for r in ranked), default=0.0))
+    failed_boot = attestation_suspects(store, max((r.score for r in ranked), default=0.0), meta.run)
     failed = {f.component for f in failed_boot}
     return _ranked([r for r in ranked if r.component not in failed] + failed_boot)
+
+
+def _attested_run(store: Store, run: str | None, twins: list[str]) -> str | None:
+    """A run of failed boots alone (`nic boot --db`): `run` if it recorded some (StoreError
+    naming every run if not), or every run's when None."""
+    from cloudtwin.store.attestation import attestation_runs
+
+    known = attestation_runs(store)
+    if run is not None and run not in known:
+        raise unknown_run(store, run, twins + [r for r in known if r not in twins])
+    return run
 
 
 def _ranked(suspects: list[Suspect]) -> list[Suspect]:

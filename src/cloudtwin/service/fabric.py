@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from cloudtwin.service.models import Fabric, FabricNode
 from cloudtwin.store.database import Store
+from cloudtwin.store.twin_tables import run_names
 
 __all__ = ["Fabric", "read_fabric"]
 
@@ -17,13 +18,20 @@ _TIER = {"host": 0, "nic": 1, "leaf": 2, "tor": 2, "agg": 3, "spine": 3, "core":
 _SITE_GAP = 1.0
 
 
-def read_fabric(store: Store) -> Fabric:
-    """The nodes and cables of the twin run in the store (empty when there is none)."""
+def read_fabric(store: Store, run: str | None = None) -> Fabric:
+    """The nodes and cables of the twin run `run` in the store (the latest written when
+    None; empty when there is none)."""
     if store.schema_version("twin") is None:
         return Fabric(nodes=[], cables=[])
-    nodes = store.query("SELECT name, kind FROM twin_nodes ORDER BY node")[1]
+    names = run_names(store)
+    if run is None:
+        if not names:
+            return Fabric(nodes=[], cables=[])
+        run = names[0]
+    nodes = store.query("SELECT name, kind FROM twin_nodes WHERE run = ? ORDER BY node", [run])[1]
     pairs = store.query(
-        "SELECT DISTINCT least(src, dst), greatest(src, dst) FROM twin_links ORDER BY 1, 2"
+        "SELECT DISTINCT least(src, dst), greatest(src, dst) FROM twin_links WHERE run = ? ORDER BY 1, 2",
+        [run],
     )[1]
     sites: dict[str, dict[int, list[str]]] = {}
     kinds = {}

@@ -266,8 +266,11 @@ class Fabric(_Answer):
 
 
 class Diagnosis(_Answer):
-    """The top suspects, best first (`cloudtwin diagnose --json`), and the fabric."""
+    """The top suspects of one twin run, best first (`cloudtwin diagnose --json`), and the
+    fabric; `runs` are the store's twin runs, the latest written first."""
 
+    run: str | None = None
+    runs: list[str] = []
     fault_found: bool
     suspects: list[Suspect]
     fabric: Fabric

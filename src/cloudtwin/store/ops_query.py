@@ -77,12 +77,20 @@ def search_lines(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 100,
+    run: str | None = None,
 ) -> QueryResult:
     """Lines whose message contains ``text`` (case-insensitive) or that have a template,
-    optionally in ``[since, until)``, in source and line order."""
+    optionally in ``[since, until)`` and of one twin run (`run`, its devices' lines and its
+    failed boots'), in source and line order."""
     _check_limit(limit)
     _require_ops(store)
     where, params = _time_filter(since, until)
+    if run is not None:
+        from cloudtwin.store.twin_tables import run_sources
+
+        sql, values = run_sources(store, run)
+        where += f" AND {sql}"
+        params += values
     if text is not None:
         where += " AND contains(lower(l.content), lower(?))"
         params.append(text)

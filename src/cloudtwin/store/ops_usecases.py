@@ -291,11 +291,13 @@ def search_logs(
     since: datetime | None = None,
     until: datetime | None = None,
     limit: int = 100,
+    run: str | None = None,
 ) -> list[LogLine]:
-    """Stored lines containing ``text`` (any case) or of a template, in a time range."""
+    """Stored lines containing ``text`` (any case) or of a template, in a time range, of
+    one twin run (`run`) or of every source."""
     if text is None and template_id is None:
         raise LogFormatError("search needs a text or a template id")
-    rows = search_lines(store, text, template_id, since, until, limit)[1]
+    rows = search_lines(store, text, template_id, since, until, limit, run)[1]
     return [LogLine(*row) for row in rows]
 
 

@@ -2,14 +2,16 @@
 
 `cloudtwin diagnose` emits them (diagnosis/emit.py, diagnosis/cloud.py); their logs go
 to the operations tables through `ingest_records`, what is not free text lives here, one
-set of rows per emitted run (`run` is the scenario name). The store owns every table it
-holds.
+set of rows per emitted run (`run` is the scenario name: one store holds the runs of
+several scenarios side by side, and emitting a scenario again replaces its own rows). The
+store owns every table it holds.
 
 A flow sample (a NIC's counters) stands for one sample instant (`until_ts` NULL) or for
 every sample instant from `ts` to `until_ts` (a flow whose rate and path stayed the
 same, counters that stayed the same per interval: a cloud's telemetry is stored on
-change). Version 1 stores lack `until_ts`; they are upgraded in
-place when written to, and read as if every row were one instant.
+change). Version 1 stores lack `until_ts`, version 2 stores the order runs were written
+in (`seq`); both are upgraded in place when written to, and read as they are (every row
+one instant; their one run the latest).
 """
 
 from __future__ import annotations
@@ -30,14 +32,17 @@ __all__ = [
     "ensure_twin_schema",
     "read_meta",
     "replace_rows",
+    "run_names",
+    "run_sources",
+    "unknown_run",
     "until_column",
 ]
 
-TWIN_SCHEMA_VERSION = 2
+TWIN_SCHEMA_VERSION = 3
 
 _DDL = [
     "CREATE TABLE twin_runs (run VARCHAR PRIMARY KEY, strategy VARCHAR, start_ts TIMESTAMP, "
-    "end_ts TIMESTAMP, sample_s DOUBLE, log_prefix VARCHAR)",
+    "end_ts TIMESTAMP, sample_s DOUBLE, log_prefix VARCHAR, seq BIGINT)",
     "CREATE TABLE twin_nodes (run VARCHAR, node INTEGER, name VARCHAR, kind VARCHAR, address VARCHAR)",
     "CREATE TABLE twin_links (run VARCHAR, link_id INTEGER, name VARCHAR, src VARCHAR, dst VARCHAR, "
     "device VARCHAR, interface VARCHAR, capacity_bps DOUBLE)",
@@ -62,11 +67,14 @@ class TwinMeta:
 
 
 def ensure_twin_schema(store: Store) -> None:
-    """Create the twin tables if needed (upgrading version 1 tables in place)."""
-    if store.schema_version("twin") == 1 and not store.read_only:
+    """Create the twin tables if needed (upgrading version 1 and 2 tables in place)."""
+    version = store.schema_version("twin")
+    if version in (1, 2) and not store.read_only:
         with store.transaction() as con:
-            con.execute("ALTER TABLE twin_flow_samples ADD COLUMN until_ts TIMESTAMP")
-            con.execute("ALTER TABLE twin_nic_counters ADD COLUMN until_ts TIMESTAMP")
+            if version == 1:
+                con.execute("ALTER TABLE twin_flow_samples ADD COLUMN until_ts TIMESTAMP")
+                con.execute("ALTER TABLE twin_nic_counters ADD COLUMN until_ts TIMESTAMP")
+            con.execute("ALTER TABLE twin_runs ADD COLUMN seq BIGINT")
             con.execute(
                 "UPDATE schema_version SET version = ? WHERE component = 'twin'", [TWIN_SCHEMA_VERSION]
             )
@@ -79,19 +87,16 @@ def until_column(store: Store) -> str:
 
 
 def replace_rows(store: Store, meta: TwinMeta, rows: Mapping[str, Mapping[str, Sequence[Any]]]) -> None:
-    """Write one run's rows (columns per table), replacing what the run had before."""
+    """Write one run's rows (columns per table), replacing what the run had before; the
+    store's other runs are left as they are, and this one becomes the latest."""
     ensure_twin_schema(store)
-    other = store.query("SELECT run FROM twin_runs WHERE run <> ?", [meta.run])[1]
-    if other:
-        raise StoreError(
-            f"store {store.path}: already holds the twin run {other[0][0]!r}; "
-            "diagnose one run per store (use another store)"
-        )
     with store.transaction() as con:
+        seq = con.execute("SELECT coalesce(max(seq), 0) + 1 FROM twin_runs").fetchone()
         con.execute("DELETE FROM twin_runs WHERE run = ?", [meta.run])
         con.execute(
-            "INSERT INTO twin_runs VALUES (?, ?, ?, ?, ?, ?)",
-            [meta.run, meta.strategy, meta.start, meta.end, meta.sample_s, meta.log_prefix],
+            "INSERT INTO twin_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [meta.run, meta.strategy, meta.start, meta.end, meta.sample_s, meta.log_prefix,
+             seq[0] if seq else 1],
         )
         for table in TABLES:
             con.execute(f"DELETE FROM {table} WHERE run = ?", [meta.run])
@@ -104,14 +109,59 @@ def replace_rows(store: Store, meta: TwinMeta, rows: Mapping[str, Mapping[str, S
             con.unregister("twin_rows")
 
 
-def read_meta(store: Store) -> TwinMeta:
-    """The one twin run in the store; StoreError when there is none."""
+def run_names(store: Store) -> list[str]:
+    """The twin runs in the store, the latest written first (none without twin tables)."""
     if store.schema_version("twin") is None:
+        return []
+    order = "seq DESC NULLS LAST, run" if _has_seq(store) else "run"
+    return [r[0] for r in store.query(f"SELECT run FROM twin_runs ORDER BY {order}")[1]]
+
+
+def run_sources(store: Store, run: str) -> tuple[str, list[str]]:
+    """SQL (on `s.source`) and its parameters that keep the log lines of the run `run`: its
+    devices' (`twin/<run>/...`) and its failed boots' (`attestation/<run>`, and
+    `attestation/<run>/<site>` in a cloud); StoreError when the store holds no such run."""
+    from cloudtwin.store.attestation import attestation_runs, attestation_source
+
+    twins = run_names(store)
+    known = twins + [r for r in attestation_runs(store) if r not in twins]
+    if run not in known:
+        raise unknown_run(store, run, known)
+    prefix = store.query("SELECT log_prefix FROM twin_runs WHERE run = ?", [run])[1] if run in twins else []
+    sql = "(s.source = ? OR starts_with(s.source, ?)" + (" OR starts_with(s.source, ?))" if prefix else ")")
+    params = [attestation_source(run), attestation_source(run) + "/"] + ([prefix[0][0]] if prefix else [])
+    return sql, params
+
+
+def _has_seq(store: Store) -> bool:
+    version = store.schema_version("twin")
+    return version is not None and version >= 3
+
+
+def unknown_run(store: Store, run: str, known: Sequence[str]) -> StoreError:
+    """The one-line error for a run name the store does not hold (HTTP 404)."""
+    held = ", ".join(known) if known else "none"
+    err = StoreError(f"--run {run}: store {store.path} holds no twin run of that name (it holds: {held})",
+                     field="run")
+    err.status = 404
+    return err
+
+
+def read_meta(store: Store, run: str | None = None) -> TwinMeta:
+    """The twin run named `run`, or the latest written one; StoreError when there is none
+    or the store holds no run of that name."""
+    names = run_names(store)
+    if not names:
+        if run is not None:
+            raise unknown_run(store, run, names)
         raise StoreError(
             f"store {store.path}: holds no twin run (diagnose a scenario into it first)"
         )
-    rows = store.query("SELECT * FROM twin_runs ORDER BY run")[1]
-    if not rows:
-        raise StoreError(f"store {store.path}: holds no twin run")
-    run, strategy, start, end, sample_s, prefix = rows[0]
-    return TwinMeta(run, strategy, start, end, float(sample_s), prefix)
+    name = names[0] if run is None else run
+    if name not in names:
+        raise unknown_run(store, name, names)
+    rows = store.query(
+        "SELECT run, strategy, start_ts, end_ts, sample_s, log_prefix FROM twin_runs WHERE run = ?", [name]
+    )[1]
+    run_name, strategy, start, end, sample_s, prefix = rows[0]
+    return TwinMeta(run_name, strategy, start, end, float(sample_s), prefix)

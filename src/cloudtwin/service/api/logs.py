@@ -97,9 +97,13 @@ def search(
     since: Since = None,
     until: Until = None,
     limit: Annotated[int, Query(ge=1, le=10_000)] = 100,
+    run: Annotated[str | None, Query(max_length=500, description="Only this twin run's lines")] = None,
 ) -> LineList:
-    """Lines containing a text or of a template, in a time range, in source and line order."""
-    found = search_logs(store, text, template_id, _naive(since, "since"), _naive(until, "until"), limit)
+    """Lines containing a text or of a template, in a time range, of one twin run or of
+    every source, in source and line order."""
+    found = search_logs(
+        store, text, template_id, _naive(since, "since"), _naive(until, "until"), limit, run
+    )
     return LineList(lines=[LogLine.model_validate(_json(line)) for line in found])
 
 

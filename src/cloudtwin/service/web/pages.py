@@ -158,17 +158,25 @@ def _default_window_s(store: Store) -> float:
 
 
 @router.get("/diagnosis", response_class=HTMLResponse)
-def diagnosis_page(request: Request, store: StoreDep) -> HTMLResponse:
-    """The ranking of likely root causes, drawn on the fabric."""
+def diagnosis_page(
+    request: Request, store: StoreDep, run: Annotated[str | None, Query(max_length=500)] = None
+) -> HTMLResponse:
+    """The ranking of likely root causes of one twin run (the latest unless `run` names
+    one), drawn on its fabric, with links to the store's other runs."""
     from cloudtwin.service.api.diagnosis import diagnosis
+    from cloudtwin.store.twin_tables import run_names
 
+    status = 200
     try:
-        found = diagnosis(store, 10, None)
+        found = diagnosis(store, 10, None, run)
         problem = None
     except CloudtwinError as err:
-        found, problem = None, str(err)
+        found, problem, status = None, str(err), err.status if err.status == 404 else 200
     figure = plots.fabric_figure(found.fabric, found.suspects) if found else None
-    return _page(request, "diagnosis.html", found=found, figure=figure, problem=problem)
+    page = _page(request, "diagnosis.html", found=found, figure=figure, problem=problem,
+                 runs=run_names(store))
+    page.status_code = status
+    return page
 
 
 def _ms(seconds: float | None) -> float | None:

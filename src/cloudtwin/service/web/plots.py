@@ -131,13 +131,22 @@ def log_timeline_figure(timeline: LogTimeline) -> Figure:
 
 #: A tier with more nodes than this names only its suspects (the labels would run together).
 LABELLED_PER_TIER = 40
+#: The narrowest plot area the fabric is drawn for (px: the page in a window about 1,100 px
+#: wide; 1,280 px gives 1,000), and the widest character of a node's name (10 px font,
+#: digits 5.7 px in Chromium): a tier whose names would not fit side by side in that width
+#: names only its suspects.
+PLOT_AREA_PX = 800.0
+CHAR_PX = 5.8
 #: Where a node's name goes, by kind: hosts and NICs below, switches above.
 _LABEL_AT = {"host": "bottom center", "nic": "bottom center"}
+#: The marker of a node, and the ring around a suspect (the top three's, the others').
+_NODE_PX, _RING_PX, _SMALL_RING_PX = 7, 18, 13
 
 
 def fabric_figure(fabric: Fabric, suspects: Sequence[Suspect]) -> Figure:
     """The fabric in tiers, each node named; suspect cables and nodes marked by rank (the
-    top one in red, the next two in orange) and listed in the legend, best first."""
+    top one in red, the next two in orange) and listed in the legend, best first. In a
+    cloud, each site's name heads its fabric and its nodes go by their names in the site."""
     where = {n.name: (n.x, n.y) for n in fabric.nodes}
     rank = {s.component: s.rank for s in suspects}
     plain_x: list[float | None] = []
@@ -160,29 +169,70 @@ def fabric_figure(fabric: Fabric, suspects: Sequence[Suspect]) -> Figure:
                             "name": "cables", "hoverinfo": "skip", "showlegend": False,
                             "line": {"color": "#c8ccd2", "width": 1}}
     top = max((n.y for n in fabric.nodes), default=0)
+    sites = _sites(fabric)
     layout = frame("Suspects on the fabric (red: most likely)", height=460, xaxis={"visible": False},
-                   yaxis={"visible": False, "range": [-0.6, top + 0.4]})  # room for the names
-    return {"data": [cables, *marked, _nodes(fabric, rank)], "layout": layout}
+                   yaxis={"visible": False, "range": [-0.6, top + (0.9 if sites else 0.4)]})  # room for names
+    if sites:
+        layout["annotations"] = [
+            {"x": x, "y": top + 0.6, "text": f"<b>{site}</b>", "showarrow": False, "xanchor": "center",
+             "yanchor": "bottom", "font": {"size": 12, "color": "#1d2733"}, "xref": "x", "yref": "y"}
+            for site, x in sites.items()
+        ]
+    return {"data": [cables, *marked, _nodes(fabric, rank, bool(sites))], "layout": layout}
 
 
-def _nodes(fabric: Fabric, rank: Mapping[str, int]) -> PlotlyObject:
-    """Every node as a marker, named (all of a tier's, or its suspects' when it is crowded)."""
+def _sites(fabric: Fabric) -> dict[str, float]:
+    """A cloud's sites (site-qualified names, `west.leaf1`) and the middle of each one's
+    drawing; empty for one fabric."""
+    spans: dict[str, list[float]] = {}
+    for n in fabric.nodes:
+        site, dot, _ = n.name.partition(".")
+        if not dot:
+            return {}
+        spans.setdefault(site, []).append(n.x)
+    return {site: round((min(xs) + max(xs)) / 2, 3) for site, xs in spans.items()}
+
+
+def _nodes(fabric: Fabric, rank: Mapping[str, int], in_site: bool) -> PlotlyObject:
+    """Every node as a marker, named (all of a tier's, or its suspects' when the tier's names
+    would run together); a suspect's marker is as large as its ring, so its name clears it."""
     nodes = fabric.nodes
-    per_tier: dict[int, int] = {}
-    for n in nodes:
-        per_tier[n.y] = per_tier.get(n.y, 0) + 1
+    labels = {n.name: _label(n.name.partition(".")[2] if in_site else n.name) for n in nodes}
+    named = _tiers_with_room(fabric, labels)
     return {
         "type": "scatter", "mode": "markers+text", "name": "nodes", "showlegend": False,
         "x": [n.x for n in nodes], "y": [n.y for n in nodes],
-        "text": [_label(n.name) if per_tier[n.y] <= LABELLED_PER_TIER or n.name in rank else ""
-                 for n in nodes],
+        "text": [labels[n.name] if n.y in named or n.name in rank else "" for n in nodes],
         "textposition": [_LABEL_AT.get(n.kind, "top center") for n in nodes],
         "textfont": {"size": 10, "color": "#1d2733"},
         "hovertext": [f"{n.name} ({n.kind})" + (f" #{rank[n.name]}" if n.name in rank else "")
                       for n in nodes],
         "hoverinfo": "text",
-        "marker": {"size": 7, "color": [_colour(rank.get(n.name)) for n in nodes]},
+        "marker": {"size": [_ring_px(rank[n.name]) if n.name in rank else _NODE_PX for n in nodes],
+                   "opacity": [0 if n.name in rank else 1 for n in nodes],
+                   "color": [_colour(rank.get(n.name)) for n in nodes]},
     }
+
+
+def _tiers_with_room(fabric: Fabric, labels: Mapping[str, str]) -> set[int]:
+    """The tiers whose names fit side by side when the drawing is PLOT_AREA_PX wide."""
+    xs = [n.x for n in fabric.nodes]
+    if not xs:
+        return set()
+    px_per_unit = PLOT_AREA_PX / max(max(xs) - min(xs) + 1.0, 1.0)
+    tiers: dict[int, list[FabricNode]] = {}
+    for n in fabric.nodes:
+        tiers.setdefault(n.y, []).append(n)
+    room = set()
+    for tier, members in tiers.items():
+        if len(members) > LABELLED_PER_TIER:
+            continue
+        placed = sorted(members, key=lambda n: n.x)
+        widest = max(CHAR_PX * max(len(part) for part in labels[n.name].split("<br>")) for n in placed)
+        gaps = [(b.x - a.x) * px_per_unit for a, b in zip(placed, placed[1:], strict=False)]
+        if all(gap >= widest + 4 for gap in gaps):
+            room.add(tier)
+    return room
 
 
 def _label(name: str) -> str:
@@ -190,11 +240,15 @@ def _label(name: str) -> str:
     return name.replace("/", "<br>")
 
 
+def _ring_px(rank: int) -> int:
+    return _RING_PX if rank <= 3 else _SMALL_RING_PX
+
+
 def _suspect_node(node: FabricNode, rank: int) -> PlotlyObject:
     """A ring around a suspect node, in its rank's colour, listed in the legend."""
     return {"type": "scatter", "mode": "markers", "x": [node.x], "y": [node.y],
             "name": f"#{rank} {node.name}", "legendrank": rank, "hoverinfo": "name",
-            "marker": {"symbol": "circle-open", "size": 18 if rank <= 3 else 13,
+            "marker": {"symbol": "circle-open-dot", "size": _ring_px(rank),
                        "color": _colour(rank), "line": {"width": 3 if rank <= 3 else 1.5}}}
 
 
