@@ -147,7 +147,7 @@ class VmMigration:
         }
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
 class MigrationRun:
     """Every migration's outcome, the tenants' traffic, and each cloud's own log."""
 
