@@ -34,7 +34,28 @@ def test_a_missing_dataset_skips_unless_ci_requires_it(tmp_path: Path) -> None:
     assert f"{REQUIRE_DATASETS}=1 and a dataset is missing" in failed.stdout
 
 
-def test_ci_requires_the_datasets_and_runs_make_test() -> None:
-    lines = (REPO / ".ci" / "run").read_text().splitlines()
-    assert f"export {REQUIRE_DATASETS}=1" in lines
-    assert lines.index(f"export {REQUIRE_DATASETS}=1") < lines.index("make test")
+def _ci(tmp_path: Path, failing: str) -> tuple[int, list[str]]:
+    """.ci/run with a stand-in `make` first on PATH that records each call (its target and
+    whether the datasets are required) and fails for the target `failing`."""
+    bin_ = tmp_path / "bin"
+    bin_.mkdir(exist_ok=True)
+    calls = tmp_path / f"calls-{failing or 'none'}"
+    make = bin_ / "make"
+    make.write_text(
+        "#!/bin/sh\n"
+        f'echo "$1 ${{{REQUIRE_DATASETS}:-unset}}" >> {calls}\n'
+        f'[ "$1" != "{failing}" ]\n'
+    )
+    make.chmod(0o755)
+    env = {**os.environ, "PATH": f"{bin_}{os.pathsep}{os.environ['PATH']}"}
+    env.pop(REQUIRE_DATASETS, None)
+    done = subprocess.run([str(REPO / ".ci" / "run")], env=env, capture_output=True, text=True, timeout=60)
+    return done.returncode, calls.read_text().splitlines()
+
+
+def test_ci_runs_lint_and_tests_with_the_datasets_required(tmp_path: Path) -> None:
+    code, calls = _ci(tmp_path, failing="")
+    assert (code, calls) == (0, ["lint 1", "test 1"])
+    # a lint error fails CI but the tests still run (one report shows both)
+    assert _ci(tmp_path, failing="lint") == (1, ["lint 1", "test 1"])
+    assert _ci(tmp_path, failing="test") == (1, ["lint 1", "test 1"])
