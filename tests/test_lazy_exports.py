@@ -12,7 +12,7 @@ import pytest
 
 from cloudtwin import _type_checking_imports
 
-LAZY = ["cloudtwin.p4", "cloudtwin.scenario", "cloudtwin.store"]
+LAZY = ["cloudtwin.p4", "cloudtwin.scenario", "cloudtwin.store", "cloudtwin.sweep"]
 
 
 @pytest.mark.parametrize("package", LAZY)

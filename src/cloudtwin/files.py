@@ -22,7 +22,7 @@ from contextlib import contextmanager
 
 from cloudtwin.errors import CloudtwinError
 
-__all__ = ["BoundedReader", "open_bounded", "read_bounded", "read_text_bounded"]
+__all__ = ["BoundedReader", "check_readable", "open_bounded", "read_bounded", "read_text_bounded"]
 
 #: How much one read() asks for: a file is read in pieces, so a file that grows while it
 #: is read (a /proc file, a log being written) is still cut at the limit.
@@ -60,6 +60,15 @@ def read_bounded(
         raise error(_os_reason(err, name, what)) from None
     finally:
         os.close(fd)
+
+
+def check_readable(
+    path: str | os.PathLike[str], what: str, error: Callable[[str], CloudtwinError] = CloudtwinError
+) -> None:
+    """Refuse `path` as `read_bounded` would (missing, unreadable, a symlink loop, not a
+    regular file), with the same line, without reading it: a command checks its input
+    files this way before it imports what it runs, so a typo fails at once."""
+    os.close(_open_regular(os.fspath(path), what, error))
 
 
 class BoundedReader:

@@ -9,6 +9,7 @@ from importlib import import_module
 from typing import Any
 
 import typer
+from typer.core import TyperCommand, TyperGroup
 
 from cloudtwin import __version__
 from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
@@ -26,26 +27,75 @@ HELP = (
     "--strategies ecmp,pinning"
 )
 
-#: Every command, in the order help lists them: name -> "module:attribute" (a Typer is a
-#: group of sub-commands). A module is imported only when its command runs (or help lists
-#: them all), so `cloudtwin nic run` does not pay for the simulator's imports. `serve` lives
-#: in a peer of cli/ (DESIGN.md: cli/ and service/ do not import each other).
-COMMANDS = {
-    "run": "cloudtwin.cli.run:run",
-    "compare": "cloudtwin.cli.run:compare",
-    "nccl-tests": "cloudtwin.cli.nccl:nccl_tests",
-    "train": "cloudtwin.cli.train:train",
-    "hpl": "cloudtwin.cli.train:hpl",
-    "evaluate": "cloudtwin.cli.evaluate:evaluate",
-    "results": "cloudtwin.cli.results:app",
-    "logs": "cloudtwin.cli.logs:app",
-    "diagnose": "cloudtwin.cli.diagnose:diagnose",
-    "federate": "cloudtwin.cli.federate:app",
-    "nic": "cloudtwin.cli.nic:app",
-    "migrate": "cloudtwin.cli.migrate:app",
-    "calibrate": "cloudtwin.cli.calibrate:app",
-    "sweep": "cloudtwin.cli.sweep:sweep",
-    "serve": "cloudtwin.service.command:serve",
+#: Every command, in the order help lists them: name -> ("module:attribute", the line
+#: `cloudtwin --help` shows for it). The attribute is a function or a Typer (a group of
+#: sub-commands). A module is imported only when its command runs, or when its own help is
+#: asked for: `cloudtwin --help` lists the commands from these lines alone (a test checks
+#: each against the first paragraph of its command's help), so the listing and `nic run`
+#: do not pay for the simulator's imports. `serve` lives in a peer of cli/ (DESIGN.md:
+#: cli/ and service/ do not import each other).
+COMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("cloudtwin.cli.run:run", "Simulate a scenario and print its performance summary."),
+    "compare": (
+        "cloudtwin.cli.run:compare",
+        "Simulate a scenario under several routing strategies, side by side.",
+    ),
+    "nccl-tests": (
+        "cloudtwin.cli.nccl:nccl_tests",
+        "Sweep a collective over message sizes, nccl-tests style, under each routing strategy.",
+    ),
+    "train": (
+        "cloudtwin.cli.train:train",
+        "Predict an LLM training iteration (workload.kind: training) on the scenario's cluster.",
+    ),
+    "hpl": ("cloudtwin.cli.train:hpl", "Predict HPL (workload.kind: hpl) on the scenario's cluster."),
+    "evaluate": (
+        "cloudtwin.cli.evaluate:evaluate",
+        "Evaluate routing strategies on performance, resiliency and operational complexity.",
+    ),
+    "diagnose": (
+        "cloudtwin.cli.diagnose:diagnose",
+        "Rank likely root causes (links, NICs, switches, gateways, WAN links) from logs and flow "
+        "telemetry, each with its evidence and the time window of its trouble.",
+    ),
+    "sweep": (
+        "cloudtwin.cli.sweep:sweep",
+        "Run a command at every point of a parameter sweep and summarise a metric over seeds.",
+    ),
+    "serve": (
+        "cloudtwin.service.command:serve",
+        "Serve the runs, jobs, logs and diagnoses of a store: an HTTP API and web pages.",
+    ),
+    "results": (
+        "cloudtwin.cli.results:app",
+        "Evaluation runs kept in the store (written by cloudtwin evaluate).",
+    ),
+    "logs": (
+        "cloudtwin.cli.logs:app",
+        "Operations logs: ingest into the store, mine templates, query, detect changes.",
+    ),
+    "federate": (
+        "cloudtwin.cli.federate:app",
+        "Federate independent sites: plan a multi-site scenario (sites, tenants, gateways, WAN "
+        "links, federated networks), apply it to a federation controller and its sites' agents, "
+        "check reachability, and realise it in real Linux network namespaces (up/down, as root).",
+    ),
+    "nic": (
+        "cloudtwin.cli.nic:app",
+        "The smartNIC (Janus) model: how many host cores NIC offload hands back (offload), a P4 "
+        "program on real packets (run), p4c's STF packet tests (stf), and the NIC's measured boot "
+        "(boot).",
+    ),
+    "migrate": (
+        "cloudtwin.cli.migrate:app",
+        "Live VM migration between clouds: how long it takes, how long the VM stops, what it costs "
+        "the tenants sharing the path.",
+    ),
+    "calibrate": (
+        "cloudtwin.cli.calibrate:app",
+        "Make the twin yours: measure this machine's host datapath (datapath, root) or its live "
+        "migrations (migration, QEMU) and write a profile file that scenarios and commands load.",
+    ),
 }
 
 
@@ -64,7 +114,8 @@ def _root(
 
 
 def build_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
-    """The typer application with the commands `names` (all of them by default)."""
+    """The typer application with the commands `names` (all of them by default), each
+    imported from its module."""
     built = typer.Typer(
         name="cloudtwin",
         help=HELP,
@@ -76,7 +127,7 @@ def build_app(names: tuple[str, ...] = tuple(COMMANDS)) -> typer.Typer:
     )
     built.callback()(_root)
     for name in names:
-        module, _, attribute = COMMANDS[name].partition(":")
+        module, _, attribute = COMMANDS[name][0].partition(":")
         target = getattr(import_module(module), attribute)
         if isinstance(target, typer.Typer):
             built.add_typer(target, name=name)
@@ -99,10 +150,21 @@ def _full_app() -> typer.Typer:
 
 @functools.cache
 def _click_command(name: str | None = None) -> Any:
-    """The click command of the application (with only command `name` when given), built
-    once per process: building it inspects every command's signature (about 0.2 s), which
-    each in-process call would otherwise repeat."""
-    return strict_numbers(typer.main.get_command(_full_app() if name is None else build_app((name,))))
+    """The click command of the application with only command `name`; with none, the
+    listing (`cloudtwin`, `--help`, `--version`, an unknown command). Built once per
+    process: building a command inspects its signature, which each in-process call would
+    otherwise repeat."""
+    return strict_numbers(typer.main.get_command(build_app((name,)))) if name else _listing()
+
+
+def _listing() -> Any:
+    """The application's group with every command a stand-in that holds only its help
+    line: the root's help lists them all, and an unknown name is refused with the closest
+    names, without importing one command module. A named command never reaches these."""
+    group = typer.main.get_command(build_app(()))
+    assert isinstance(group, TyperGroup)  # a Typer with a callback is a group
+    group.commands = {name: TyperCommand(name=name, help=line) for name, (_, line) in COMMANDS.items()}
+    return group
 
 
 def main(argv: list[str] | None = None) -> int:

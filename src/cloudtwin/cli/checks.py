@@ -8,15 +8,19 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from cloudtwin.errors import OutputError, RoutingError, ScenarioError
+from cloudtwin.errors import CloudtwinError, OutputError, RoutingError, ScenarioError
+from cloudtwin.files import check_readable
 
 if TYPE_CHECKING:  # a type only: the pydantic models are not imported for `nic run`
     from cloudtwin.scenario.model import Scenario
 
 __all__ = [
+    "check_scenario_file",
+    "readable",
     "check_flows_out_file",
     "check_out_dir",
     "check_out_file",
@@ -43,6 +47,23 @@ def _writable_dir(path: Path, flag: str, shown: Path) -> None:
             pass
     except OSError as err:
         raise OutputError(f"{flag} {shown}: cannot write in {folder} ({err.strerror})") from err
+
+
+def readable(what: str, error: Callable[[str], CloudtwinError]) -> Callable[[Path | None], Path | None]:
+    """A callback for an input file: one that cannot be read is refused while the line is
+    parsed, with the line reading it would give (`PATH: no such WHAT file`), before the
+    command imports what it runs."""
+
+    def check(value: Path | None) -> Path | None:
+        if value is not None:
+            check_readable(value, what, error)
+        return value
+
+    return check
+
+
+#: A scenario file argument's callback (the file `read_scenario_text` reads).
+check_scenario_file = readable("scenario", ScenarioError)
 
 
 def check_out_file(value: Path | None) -> Path | None:

@@ -9,19 +9,22 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_scenario_file
 from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario, stdout
 from cloudtwin.errors import LimitError, StoreError
-from cloudtwin.store.database import DEFAULT_DB, Store
-from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
+from cloudtwin.store.defaults import DEFAULT_DB, DEFAULT_MAX_CELLS
 
 if TYPE_CHECKING:
     from cloudtwin.diagnosis.rank import Suspect
     from cloudtwin.diagnosis.usecase import Diagnosis
+    from cloudtwin.store.database import Store
 
 __all__ = ["diagnose"]
 
 _SCENARIO = typer.Argument(
-    None, help="Simulate this scenario with its faults and emit its operations data first."
+    None,
+    help="Simulate this scenario with its faults and emit its operations data first.",
+    callback=check_scenario_file,
 )
 _DB = typer.Option(DEFAULT_DB, "--db", help="The store file (DuckDB).")
 _TOP = typer.Option(10, "--top", min=1, help="How many suspects to show.")
@@ -41,6 +44,8 @@ _RUN = typer.Option(
 
 
 def _open_store(db: Path, create: bool) -> Store:
+    from cloudtwin.store.database import Store
+
     if not create and not db.exists():
         raise StoreError(f"--db {db}: no store there (run `cloudtwin diagnose SCENARIO --db {db}` first)")
     return Store(db)

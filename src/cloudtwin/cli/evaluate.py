@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_dir
+from cloudtwin.cli.checks import check_out_dir, check_scenario_file
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -23,7 +23,7 @@ from cloudtwin.cli.output import (
     write_text,
 )
 from cloudtwin.errors import ScenarioError, StoreError
-from cloudtwin.store.database import DEFAULT_DB, Store
+from cloudtwin.store.defaults import DEFAULT_DB
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.results import CloudResults, Results
@@ -61,7 +61,9 @@ def _is_federation(path: Path) -> bool:
     return "sites" in parse_yaml(text, str(path))[0]
 
 
-_SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
+)
 _STRATEGIES = typer.Option(
     BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class."
 )
@@ -116,6 +118,8 @@ def evaluate(
         for name, text in result.files.items():
             write_text(folder / name, text)
     if not no_store:
+        from cloudtwin.store.database import Store
+
         with Store(db) as store:
             result = usecases.record_evaluation(store, result)
     run_id = result.run_id
@@ -173,6 +177,8 @@ def _evaluate_cloud(
         write_json(folder / "results.json", document)
     stored = ""
     if db is not None:
+        from cloudtwin.store.database import Store
+
         with Store(db) as store:
             run_id = record_cloud(store, evaluation.results)
             stored = f"; stored as run {run_id} in {db}"

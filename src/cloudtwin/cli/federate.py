@@ -6,19 +6,18 @@ import json
 import os
 import socket
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 import typer
 from rich.table import Table
 
+from cloudtwin.cli.checks import check_scenario_file
 from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario_text, stdout, write_json
 from cloudtwin.errors import FederationError, ScenarioError, needs_extra
-from cloudtwin.intercloud.controller import FederationController
-from cloudtwin.intercloud.dataplane import reachability as twin_reachability
-from cloudtwin.intercloud.federate import apply_plan, modelled_adapter, new_token, run_agents
-from cloudtwin.intercloud.plan import FederationPlan, plan_federation
-from cloudtwin.scenario.federation import load_federation
-from cloudtwin.store.private import PRIVATE_MODE, check_private
+
+if TYPE_CHECKING:  # types only: what a command runs is imported when it runs (help stays quick)
+    from cloudtwin.intercloud.controller import FederationController
+    from cloudtwin.intercloud.plan import FederationPlan
 
 __all__ = ["app"]
 
@@ -34,7 +33,12 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-SCENARIO = typer.Argument(..., help="Multi-site scenario YAML file (with sites:).", show_default=False)
+SCENARIO = typer.Argument(
+    ...,
+    help="Multi-site scenario YAML file (with sites:).",
+    show_default=False,
+    callback=check_scenario_file,
+)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set networks.0.mode=global-nat (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 STATE = typer.Option(
@@ -46,6 +50,9 @@ DB = typer.Option(None, "--db", help="Also write the run's operations data here 
 
 def _plan(path: Path, overrides: list[str] | None) -> FederationPlan:
     """The plan of a multi-site scenario, or of the federation part of a one-cloud file."""
+    from cloudtwin.intercloud.plan import plan_federation
+    from cloudtwin.scenario.federation import load_federation
+
     if is_cloud_file(path):
         return plan_federation(read_cloud(path, overrides).federation_scenario())
     text = read_scenario_text(path)
@@ -126,6 +133,8 @@ _TOKENS_MAX_BYTES = 1 << 20
 def _read_tokens(state: Path) -> _Tokens:
     """The tokens beside `state` ({} when there are none yet); refused when another user
     could read them (as `cloudtwin serve` refuses its token file) or when it is too big."""
+    from cloudtwin.store.private import check_private
+
     path = _tokens_path(state)
     try:
         info = check_private(path, "tokens file", field="tokens")
@@ -150,6 +159,8 @@ def _read_tokens(state: Path) -> _Tokens:
 
 
 def _controller(state: Path) -> tuple[FederationController, _Tokens]:
+    from cloudtwin.intercloud.controller import FederationController
+    from cloudtwin.intercloud.federate import new_token
     from cloudtwin.store.federation import JsonFileStore
 
     tokens = _read_tokens(state)
@@ -174,6 +185,9 @@ def apply(
 
     Example:  cloudtwin federate apply examples/intercloud.yaml --state fed/state.json
     """
+    from cloudtwin.intercloud.federate import apply_plan, modelled_adapter, new_token, run_agents
+    from cloudtwin.store.private import PRIVATE_MODE
+
     planned = _plan(scenario, overrides)
     controller, tokens = _controller(state)
     sites = tokens.setdefault("sites", {})
@@ -226,6 +240,8 @@ def reachability(
 
     Example:  cloudtwin federate reachability examples/intercloud.yaml --json
     """
+    from cloudtwin.intercloud.dataplane import reachability as twin_reachability
+
     planned = _plan(scenario, overrides)
     names = planned.endpoint_names
     if live:
@@ -446,6 +462,8 @@ def serve(
 
     Example:  CLOUDTWIN_FEDERATION_TOKEN=... cloudtwin federate serve --state fed/state.json --port 8750
     """
+    from cloudtwin.store.private import PRIVATE_MODE
+
     with needs_extra("web", "federate serve"):  # fastapi and uvicorn
         import uvicorn
 

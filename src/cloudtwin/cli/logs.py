@@ -14,7 +14,7 @@ from dataclasses import asdict
 from datetime import date, datetime, timedelta
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import typer
 from rich import box
@@ -24,42 +24,14 @@ from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, Trans
 from rich.table import Table
 from rich.text import Text
 
-from cloudtwin.cli.executors import build_executor
 from cloudtwin.errors import LimitError, LogFormatError, StoreError
-from cloudtwin.ops.anomaly import DetectorConfig
-from cloudtwin.ops.pca import PcaConfig
-from cloudtwin.ops.reader import LogStream, log_stream
-from cloudtwin.store.database import (
-    DEFAULT_DB,
-    DEFAULT_MAX_ROWS,
-    DEFAULT_TIMEOUT_S,
-    QueryResult,
-    Store,
-    check_store_file,
-)
+from cloudtwin.store.defaults import DEFAULT_DB, DEFAULT_MAX_CELLS, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
 from cloudtwin.store.documents import finite_json
-from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
-from cloudtwin.store.ops_query import DEFAULT_MAX_CELLS
-from cloudtwin.store.ops_usecases import (
-    AnomalyRow,
-    LineResult,
-    LogInput,
-    QueryLimits,
-    compact_logs,
-    count_logs,
-    detect_log_anomalies,
-    ingest_logs,
-    log_preset,
-    parse_count_key,
-    parse_log,
-    parse_time,
-    parse_window,
-    run_sql,
-    search_logs,
-)
-from cloudtwin.store.ops_usecases import (
-    templates as list_templates,
-)
+
+if TYPE_CHECKING:  # types only: what a command runs is imported when it runs (help stays quick)
+    from cloudtwin.ops.reader import LogStream
+    from cloudtwin.store.database import QueryResult
+    from cloudtwin.store.ops_usecases import AnomalyRow, LineResult
 
 
 class IngestExecutor(StrEnum):
@@ -160,6 +132,8 @@ def _flag_hints() -> Iterator[None]:
 
 def _open_log(path: str) -> LogStream:
     """The log at ``path`` ('-': stdin) as a stream; a path that cannot be read is named."""
+    from cloudtwin.ops.reader import log_stream
+
     if path == "-":
         return log_stream(sys.stdin.buffer, "stdin", close_raw=False)
     try:
@@ -231,6 +205,11 @@ def ingest(
 
     Example:  cloudtwin logs ingest HDFS_2k.log --format hdfs --db ops.duckdb
     """
+    from cloudtwin.cli.executors import build_executor
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
+    from cloudtwin.store.ops_usecases import LogInput, ingest_logs, log_preset
+
     preset = log_preset(log_format, masks)
     if workers is not None and workers < 1:
         raise LogFormatError(f"workers: at least 1, got {workers}")
@@ -285,6 +264,8 @@ def parse(
 
     Example:  cloudtwin logs parse HDFS_2k.log --format hdfs --jsonl
     """
+    from cloudtwin.store.ops_usecases import log_preset, parse_log
+
     preset = log_preset(log_format, masks)
     with _open_log(path) as log:
         summary = parse_log(log, preset, _write_jsonl if jsonl else None)
@@ -316,6 +297,9 @@ def templates(
 
     Example:  cloudtwin logs templates --db ops.duckdb --limit 10
     """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_usecases import templates as list_templates
+
     with Store(db, read_only=True) as store:
         found = list_templates(store, limit)
     _print_rows(_table(found, ["template_id", "lines", "template"]), as_json)
@@ -339,6 +323,9 @@ def search(
 
     Example:  cloudtwin logs search "exception" --since 2008-11-09T21:00:00
     """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_usecases import parse_time, search_logs
+
     if text is None and template is None:
         raise LogFormatError("search needs a TEXT argument or --template ID")
     t0, t1 = parse_time(since, "since"), parse_time(until, "until")
@@ -361,6 +348,10 @@ def compact(db: Path = _DB, as_json: bool = _JSON) -> None:
 
     Example:  cloudtwin logs compact --db ops.duckdb
     """
+    from cloudtwin.store.database import Store, check_store_file
+    from cloudtwin.store.ops_ingest import INGEST_MEMORY_LIMIT
+    from cloudtwin.store.ops_usecases import compact_logs
+
     check_store_file(db)
     if not db.exists():
         raise StoreError(f"db: {db}: no store there (ingest something first)")
@@ -391,6 +382,9 @@ def sql(
 
     Example:  cloudtwin logs sql "SELECT level, count(*) FROM ops_lines GROUP BY level"
     """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_usecases import QueryLimits, run_sql
+
     limits = QueryLimits(max_rows=max_rows, timeout_s=timeout)
     with Store(db, read_only=True) as store, _flag_hints():
         result = run_sql(store, query, limits)
@@ -411,6 +405,15 @@ def counts(
 
     Example:  cloudtwin logs counts --window 1h --by component
     """
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_usecases import (
+        QueryLimits,
+        count_logs,
+        parse_count_key,
+        parse_time,
+        parse_window,
+    )
+
     key = parse_count_key(by)
     length, t0, t1 = parse_window(window), parse_time(since, "since"), parse_time(until, "until")
     with Store(db, read_only=True) as store, _flag_hints():
@@ -443,6 +446,17 @@ def anomalies(
 
     Example:  cloudtwin logs anomalies --window 1h --pca
     """
+    from cloudtwin.ops.anomaly import DetectorConfig
+    from cloudtwin.ops.pca import PcaConfig
+    from cloudtwin.store.database import Store
+    from cloudtwin.store.ops_usecases import (
+        QueryLimits,
+        detect_log_anomalies,
+        parse_count_key,
+        parse_time,
+        parse_window,
+    )
+
     key = parse_count_key(by)
     length, t0, t1 = parse_window(window), parse_time(since, "since"), parse_time(until, "until")
     config = DetectorConfig(history=history, threshold=threshold)

@@ -10,7 +10,7 @@ import typer
 from pydantic import ValidationError
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file, check_plot_file
+from cloudtwin.cli.checks import check_out_file, check_plot_file, check_scenario_file
 from cloudtwin.cli.output import (
     emit_json,
     is_cloud_file,
@@ -22,7 +22,7 @@ from cloudtwin.cli.output import (
     wrote,
 )
 from cloudtwin.errors import MobilityError
-from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.store.defaults import DEFAULT_DB
 
 if TYPE_CHECKING:
     from cloudtwin.mobility.calibration import MigrationCalibration
@@ -52,9 +52,13 @@ _PLAN_SCENARIO = typer.Argument(
     None,
     help="Plan the migrations of this scenario (each alone on its path) instead of flags.",
     show_default=False,
+    callback=check_scenario_file,
 )
 _RUN_SCENARIO = typer.Argument(
-    ..., help="Scenario YAML file with mobility.clouds, vms and migrations.", show_default=False
+    ...,
+    help="Scenario YAML file with mobility.clouds, vms and migrations.",
+    show_default=False,
+    callback=check_scenario_file,
 )
 _OUT = typer.Option(
     None, "--out", "-o", help="Also write the JSON result to this file.", callback=check_out_file

@@ -9,12 +9,16 @@ from typing import TYPE_CHECKING, get_args
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file, check_strategy_list, refuse_ignored_sections
+from cloudtwin.cli.checks import (
+    check_out_file,
+    check_scenario_file,
+    check_strategy_list,
+    refuse_ignored_sections,
+)
 from cloudtwin.cli.output import is_cloud_file, stage_progress, stdout
 from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import ScenarioError
-from cloudtwin.scenario.model import CollectiveOp
-from cloudtwin.topology.estimate import collective_ranks
+from cloudtwin.scenario.names import CollectiveOp
 
 if TYPE_CHECKING:
     from cloudtwin.evaluation.collective import CollectiveMeasurement
@@ -55,6 +59,8 @@ def _table(
 def _check_smallest(scenario: Scenario, workload: CollectiveWorkload, size: int) -> None:
     """nccl-tests counts 4-byte floats (per rank for allgather, reducescatter, alltoall):
     a size that holds none is an empty test."""
+    from cloudtwin.topology.estimate import collective_ranks
+
     per_rank = workload.op in ("allgather", "reducescatter", "alltoall")
     ranks = max(collective_ranks(scenario, workload)) if per_rank else 1
     if size < 4 * ranks:
@@ -62,7 +68,9 @@ def _check_smallest(scenario: Scenario, workload: CollectiveWorkload, size: int)
         raise ScenarioError(f"-b: {size} bytes gives a count of 0; {workload.op} needs at least {unit}")
 
 
-SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
+)
 OP = typer.Option(None, "--op", help=f"Collective ({', '.join(OPS)}); default: the scenario's.")
 BEGIN = typer.Option("1M", "-b", "--minbytes", help="Smallest size (K/M/G = powers of 1024).")
 END = typer.Option("1G", "-e", "--maxbytes", help="Largest size.")

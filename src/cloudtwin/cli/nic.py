@@ -9,7 +9,7 @@ import typer
 import yaml
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file
+from cloudtwin.cli.checks import check_out_file, check_scenario_file, readable
 from cloudtwin.cli.output import atomic_file, emit_json, stdout
 from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
@@ -77,9 +77,26 @@ def run_file(datapath: Any, pcap: Path, out: Path | None, direction: int, input_
             return run_pcap(datapath, source.readinto, sink.write, direction, input_port, str(pcap))
 
 
-_PROGRAM = typer.Argument(..., help="P4-16 program (the subset in docs/smartnic.md).", show_default=False)
-_ENTRIES = typer.Option(None, "--entries", "-e", help="Table entries and meter settings (YAML).")
-_PCAP = typer.Option(..., "--pcap", help="Input capture (pcap, Ethernet).", show_default=False)
+_PROGRAM = typer.Argument(
+    ...,
+    help="P4-16 program (the subset in docs/smartnic.md).",
+    show_default=False,
+    callback=readable("P4 program", NicError),
+)
+_ENTRIES = typer.Option(
+    None,
+    "--entries",
+    "-e",
+    help="Table entries and meter settings (YAML).",
+    callback=readable("table-entries file", NicError),
+)
+_PCAP = typer.Option(
+    ...,
+    "--pcap",
+    help="Input capture (pcap, Ethernet).",
+    show_default=False,
+    callback=readable("pcap", NicError),
+)
 _OUT = typer.Option(
     None, "--out", "-o", help="Write the packets that leave the pipeline here.", callback=check_out_file
 )
@@ -91,10 +108,14 @@ _PORT = typer.Option(
     max=(1 << 32) - 1,
     help="Input port: 0 is the network, 1.. a host function (default: 0 / 1).",
 )
-_NIC_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic:` section).", show_default=False)
+_NIC_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file (its `nic:` section).", show_default=False, callback=check_scenario_file
+)
 _TOP = typer.Option(8, "--top", min=0, help="How many hosts the table lists.")
 _ALL = typer.Option(False, "--all", help="List every host (--json gives every host too).")
-_BOOT_SCENARIO = typer.Argument(..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False)
+_BOOT_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file (its `nic.boot_faults`).", show_default=False, callback=check_scenario_file
+)
 _DB = typer.Option(
     None, "--db", help="Also write attestation failures into this operations store (DuckDB)."
 )

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from cloudtwin.cli.output import emit_json, stdout
-from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.store.defaults import DEFAULT_DB
 
 __all__ = ["app"]
 

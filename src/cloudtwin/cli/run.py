@@ -12,6 +12,7 @@ from rich.table import Table
 from cloudtwin.cli.checks import (
     check_flows_out_file,
     check_out_file,
+    check_scenario_file,
     check_strategy_list,
     refuse_ignored_sections,
 )
@@ -34,7 +35,9 @@ if TYPE_CHECKING:
 
 __all__ = ["compare", "run"]
 
-SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
+)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set fabric.spines=4 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")
 OUT = typer.Option(

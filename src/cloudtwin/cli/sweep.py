@@ -25,11 +25,11 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_plot_file, check_strategy_list
+from cloudtwin.cli.checks import check_plot_file, check_scenario_file, check_strategy_list
 from cloudtwin.cli.executors import build_executor
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, wrote
 from cloudtwin.errors import StoreError, SweepError
-from cloudtwin.store.database import DEFAULT_DB
+from cloudtwin.store.defaults import DEFAULT_DB
 from cloudtwin.sweep import CHECK_LIMIT_S
 
 if TYPE_CHECKING:
@@ -76,7 +76,9 @@ _ZIP = typer.Option(
     ),
 )
 
-_SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+_SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
+)
 _COMMAND = typer.Option(CommandName.run, "--command", "-c", help="What runs at each point.")
 _STRATEGIES = typer.Option(
     None,

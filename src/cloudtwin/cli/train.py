@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import typer
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_file, check_plot_file
+from cloudtwin.cli.checks import check_out_file, check_plot_file, check_scenario_file
 from cloudtwin.cli.output import progress_bar, stdout, wrote
 from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.errors import WorkloadError
@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
 __all__ = ["hpl", "parse_gpus", "train", "write_plot"]
 
-SCENARIO = typer.Argument(..., help="Scenario YAML file.", show_default=False)
+SCENARIO = typer.Argument(
+    ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
+)
 SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.pipeline=8 (repeatable).")
 HPL_SET = typer.Option(None, "--set", "-s", help="Override a key: --set workload.nb=256 (repeatable).")
 JSON = typer.Option(False, "--json", help="Print the result as JSON on stdout and nothing else.")

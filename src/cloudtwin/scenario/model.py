@@ -21,6 +21,7 @@ from cloudtwin.scenario.cluster import Cluster, HplWorkload, TrainingWorkload
 from cloudtwin.scenario.faults import Fault, Reaction
 from cloudtwin.scenario.limits import Limits
 from cloudtwin.scenario.mobility import Mobility, check_mobility
+from cloudtwin.scenario.names import CollectiveOp
 from cloudtwin.scenario.nic import Nic, check_placement
 from cloudtwin.scenario.units import parse_rate, parse_size, parse_time
 
@@ -224,7 +225,6 @@ class PerftestWorkload(_Model):
     start: Duration = 0.0
 
 
-CollectiveOp = Literal["allreduce", "allgather", "reducescatter", "alltoall", "broadcast", "sendrecv"]
 Algorithm = Literal["ring", "tree", "auto"]
 HostOrder = Literal["topology", "random"]
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import typer
 
 from cloudtwin.errors import ServiceError, StoreError, needs_extra
-from cloudtwin.store.database import DEFAULT_DB, check_store_file
+from cloudtwin.store.defaults import DEFAULT_DB
 
 __all__ = ["serve"]
 
@@ -56,6 +56,8 @@ def serve(db: Path = _DB, host: str = _HOST, port: str = _PORT, token_file: Path
     Example:  cloudtwin serve --db cloudtwin.duckdb --port 8000
     """
     number = parse_port(port)
+    from cloudtwin.store.database import check_store_file
+
     check_store_file(db)  # before anything is written beside it
     new_store = not db.exists()
     with needs_extra("web", "serve"):  # fastapi, uvicorn, jinja2, plotly

@@ -13,19 +13,13 @@ from typing import Any
 import duckdb
 
 from cloudtwin.errors import LimitError, StoreError
+from cloudtwin.store.defaults import DEFAULT_DB, DEFAULT_MAX_ROWS, DEFAULT_TIMEOUT_S
 
 __all__ = [
     "DEFAULT_DB", "DEFAULT_MAX_ROWS", "DEFAULT_TIMEOUT_S", "LOCK_WAIT_S", "QueryResult", "Store",
     "check_store_file", "is_lock_conflict", "lock_down",
 ]
 
-#: Where the store lives unless the caller says otherwise.
-DEFAULT_DB = Path("cloudtwin.duckdb")
-
-#: A user query may return at most this many rows unless the caller raises it.
-DEFAULT_MAX_ROWS = 10_000
-#: A user query may run at most this long (seconds) unless the caller raises it.
-DEFAULT_TIMEOUT_S = 60.0
 #: DuckDB's working memory for a store opened to read (its own default is 80% of RAM).
 READ_MEMORY_LIMIT = "2GB"
 

@@ -13,6 +13,7 @@ from cloudtwin.errors import LimitError, StoreError
 from cloudtwin.ops.anomaly import Anomaly, DetectorConfig, detect_changes
 from cloudtwin.ops.pca import PcaConfig, detect_pca
 from cloudtwin.store.database import QueryResult, Store
+from cloudtwin.store.defaults import DEFAULT_MAX_CELLS
 
 __all__ = [
     "DEFAULT_MAX_CELLS",
@@ -25,9 +26,6 @@ __all__ = [
 ]
 
 CountKey = Literal["template", "component"]
-#: Counts per window and key are held as a windows x keys matrix of at most this many
-#: cells (80 MB) unless the caller raises it.
-DEFAULT_MAX_CELLS = 10_000_000
 
 
 @dataclass(frozen=True)

@@ -1,13 +1,21 @@
 """Parameter sweeps: a command over the product (or zip) of varied scenario keys, on a
-local process pool or a Ray cluster, resumable, with every result streamed into the store."""
+local process pool or a Ray cluster, resumable, with every result streamed into the store.
 
-from cloudtwin.sweep.check import CHECK_LIMIT_S, Checked, check_plan
-from cloudtwin.sweep.executors import Executor, Outcome, PoolExecutor, SerialExecutor
-from cloudtwin.sweep.points import SEED, Plan, Point, point_key
-from cloudtwin.sweep.runner import SweepRun, run_points
-from cloudtwin.sweep.summary import Group, Summary, interval95, metric_value, summarize
-from cloudtwin.sweep.task import COMMANDS, Command, Task, default_metric
-from cloudtwin.sweep.values import Vary, parse_vary, split_values
+Names are imported on first use (`cloudtwin.lazy_exports`): `cloudtwin sweep --help` reads
+the check limit without importing the simulator that a sweep's points run."""
+
+from typing import TYPE_CHECKING
+
+from cloudtwin import lazy_exports
+
+if TYPE_CHECKING:
+    from cloudtwin.sweep.check import CHECK_LIMIT_S, Checked, check_plan
+    from cloudtwin.sweep.executors import Executor, Outcome, PoolExecutor, SerialExecutor
+    from cloudtwin.sweep.points import SEED, Plan, Point, point_key
+    from cloudtwin.sweep.runner import SweepRun, run_points
+    from cloudtwin.sweep.summary import Group, Summary, interval95, metric_value, summarize
+    from cloudtwin.sweep.task import COMMANDS, Command, Task, default_metric
+    from cloudtwin.sweep.values import Vary, parse_vary, split_values
 
 __all__ = [
     "CHECK_LIMIT_S",
@@ -36,3 +44,4 @@ __all__ = [
     "split_values",
     "summarize",
 ]
+__getattr__, __dir__ = lazy_exports(__name__)

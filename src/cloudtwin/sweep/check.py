@@ -16,10 +16,13 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cloudtwin.errors import CloudtwinError, LimitError, SweepError
 from cloudtwin.sweep.points import Plan
-from cloudtwin.sweep.task import Task
+
+if TYPE_CHECKING:  # a type only: the limit is read by `cloudtwin sweep --help` too
+    from cloudtwin.sweep.task import Task
 
 __all__ = ["CHECK_LIMIT_S", "FULL_CHECK_S", "Checked", "check_plan"]
 

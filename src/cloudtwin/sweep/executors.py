@@ -21,10 +21,12 @@ from concurrent import futures
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from cloudtwin.errors import CloudtwinError
-from cloudtwin.sweep.task import Task
+
+if TYPE_CHECKING:  # a type only: `cloudtwin sweep --help` and `logs --help` read this module
+    from cloudtwin.sweep.task import Task
 
 __all__ = [
     "Batch",

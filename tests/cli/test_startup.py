@@ -1,0 +1,107 @@
+"""The command line answers at once: `cloudtwin --help` lists the commands without
+importing any of them, and `cloudtwin CMD --help` imports that command's module alone,
+none of the heavy libraries (numpy, scipy, DuckDB, lark, numba, pyarrow) nor the
+pydantic models of the engine. Each case runs in a fresh interpreter and reads its
+`sys.modules`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+
+from cloudtwin.cli.app import COMMANDS, _full_app
+
+REPO = Path(__file__).resolve().parents[2]
+
+HEAVY = ("numpy", "scipy", "duckdb", "lark", "numba", "pyarrow", "pandas")
+
+#: Runs `cloudtwin ARGS` in this interpreter, then prints what it imported: the heavy
+#: libraries, the cloudtwin modules that define pydantic models, and the command modules.
+PROBE = """
+import contextlib, io, json, sys
+from cloudtwin.cli.app import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    code = main(sys.argv[1:])
+loaded = list(sys.modules.items())
+BaseModel = sys.modules["pydantic"].BaseModel if "pydantic" in sys.modules else None
+models = sorted(
+    name for name, module in loaded if name.startswith("cloudtwin.") and BaseModel is not None
+    and any(isinstance(v, type) and issubclass(v, BaseModel) and v.__module__ == name
+            for v in vars(module).values())
+)
+print(json.dumps({
+    "code": code, "help": out.getvalue(),
+    "heavy": sorted({n.partition(".")[0] for n, _ in loaded} & set(HEAVY)),
+    "models": models,
+    "commands": sorted(n for n, _ in loaded if n.startswith(("cloudtwin.cli.", "cloudtwin.service."))),
+}))
+""".replace("HEAVY", repr(HEAVY))
+
+
+def _probe(*args: str) -> dict[str, object]:
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, *args], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+    )
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def test_the_root_help_lists_every_command_without_importing_one() -> None:
+    found = _probe("--help")
+    assert found["code"] == 0 and (found["heavy"], found["models"]) == ([], [])
+    modules = {where.partition(":")[0] for where, _ in COMMANDS.values()}
+    assert not modules & set(found["commands"])  # type: ignore[arg-type]
+    listed = [line.split()[0] for line in str(found["help"]).split("Commands:")[1].splitlines() if line]
+    assert listed == list(COMMANDS)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_a_commands_help_imports_neither_heavy_libraries_nor_engine_models(name: str) -> None:
+    found = _probe(name, "--help")
+    assert found["code"] == 0 and f"Usage: cloudtwin {name}" in str(found["help"])
+    assert (found["heavy"], found["models"]) == ([], [])
+    others = {where.partition(":")[0] for n, (where, _) in COMMANDS.items()}
+    others -= {COMMANDS[name][0].partition(":")[0]}
+    assert not others & set(found["commands"])  # type: ignore[arg-type]
+
+
+def test_each_listed_line_is_its_commands_own_help() -> None:
+    """The lines `cloudtwin --help` shows come from COMMANDS, not from the commands
+    themselves (they are not imported): each must be the first paragraph of its command's help."""
+    group = typer.main.get_command(_full_app())
+    ctx = typer.Context(group)
+    for name, (_, line) in COMMANDS.items():
+        command = group.get_command(ctx, name)  # type: ignore[attr-defined]
+        assert command.get_short_help_str(10**6) == line, name
+
+
+MISSING = "no-such-scenario.yaml"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", MISSING],
+        ["compare", MISSING],
+        ["nccl-tests", MISSING],
+        ["train", MISSING],
+        ["hpl", MISSING],
+        ["evaluate", MISSING],
+        ["diagnose", MISSING],
+        ["sweep", MISSING, "--vary", "seed=1,2"],
+        ["federate", "plan", MISSING],
+        ["migrate", "run", MISSING],
+        ["nic", "offload", MISSING],
+        ["nic", "run", "no-such-program.p4", "--pcap", "examples/p4/host-frames.pcap"],
+    ],
+    ids=lambda args: " ".join(args[:2]),
+)
+def test_a_missing_input_file_is_refused_before_the_command_imports_its_work(args: list[str]) -> None:
+    """The input file is checked while the line is parsed (the same line reading it would
+    give), so a typo costs a blink, not the simulator's imports."""
+    found = _probe(*args)
+    assert found["code"] == 2 and (found["heavy"], found["models"]) == ([], [])
