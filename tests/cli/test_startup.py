@@ -45,7 +45,8 @@ print(json.dumps({
 
 def _probe(*args: str) -> dict[str, object]:
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, *args], cwd=REPO, capture_output=True, text=True, timeout=120, check=True
+        [sys.executable, "-c", PROBE, *args],
+        cwd=REPO, capture_output=True, text=True, timeout=120, check=True,
     )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
