@@ -44,6 +44,26 @@ def test_run_output_has_a_new_files_usual_mode_and_keeps_an_existing_ones(tmp_pa
     assert len(rdpcap(str(kept))) == 6
 
 
+def test_run_keeps_the_parser_tables_in_the_users_cache(tmp_path: Path) -> None:
+    """The first run keeps the P4 parser's tables in a private folder of the user's cache;
+    later runs read them (the file is not written again) and print the same; a broken
+    file is built again and written over, silently, with the same result."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    args = [*GATEWAY, "--pcap", str(P4 / "host-frames.pcap"), "--from", "host", "--json"]
+    first = cloudtwin(*args, env=env)
+    tables = tmp_path / "cache" / "cloudtwin" / "p4-parser.lark"
+    assert first.returncode == 0 and tables.stat().st_size > 0, first.stderr
+    assert tables.parent.stat().st_mode & 0o777 == 0o700
+    written = tables.stat().st_mtime_ns
+    second = cloudtwin(*args, env=env)
+    assert (second.returncode, second.stdout) == (0, first.stdout)
+    assert tables.stat().st_mtime_ns == written  # read, not built again
+    tables.write_bytes(tables.read_bytes()[:1000])
+    third = cloudtwin(*args, env=env)
+    assert (third.returncode, third.stdout, third.stderr) == (0, first.stdout, "")
+    assert tables.stat().st_size > 1000
+
+
 def test_run_prints_a_table() -> None:
     done = cloudtwin(*GATEWAY, "--pcap", str(P4 / "network-frames.pcap"))
     assert done.returncode == 0 and "packets out" in done.stdout and "to port 1" in done.stdout

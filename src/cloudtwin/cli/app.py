@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from cloudtwin import __version__
+from cloudtwin.cli.startup import collector_paused, thawed_at_end
 from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
 from cloudtwin.scenario.units import parse_int, parse_number
 
@@ -169,9 +170,15 @@ def _listing() -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input (a CloudtwinError or a bad flag) is one line and exit code 2."""
+    with thawed_at_end():
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = sys.argv[1:] if argv is None else argv
     try:
-        command = _click_command(args[0] if args and args[0] in COMMANDS else None)
+        with collector_paused():  # start-up: the command's module and typer's command
+            command = _click_command(args[0] if args and args[0] in COMMANDS else None)
         code = command.main(args=argv, prog_name="cloudtwin", standalone_mode=False)
     except SystemExit as exit_:
         code = exit_.code

@@ -14,14 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TaskID,
-    TextColumn,
-    TimeElapsedColumn,
-)
 
 from cloudtwin.errors import ScenarioError
 from cloudtwin.files import read_text_bounded
@@ -29,6 +21,8 @@ from cloudtwin.scenario.safe_yaml import MAX_TEXT_CHARS
 from cloudtwin.store.documents import finite_json
 
 if TYPE_CHECKING:  # types only: a command that reads no scenario does not import the models
+    from rich.progress import TaskID
+
     from cloudtwin.scenario.cloud import CloudScenario
     from cloudtwin.scenario.model import Scenario
 
@@ -167,6 +161,8 @@ def progress_bar(
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
     columns = (
         TextColumn("{task.description}"),
@@ -211,6 +207,8 @@ def stage_progress(label: str, enabled: bool = True) -> Iterator[Callable[[str, 
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
     console = Console(stderr=True)
     columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     with Progress(*columns, console=console, transient=True) as progress:
