@@ -1,5 +1,8 @@
 """Every command that takes a scenario, on the shipped one-cloud file: it runs (per site where
-that is what it means) or refuses in one line naming the command that does; exit 0 or 2."""
+that is what it means) or refuses in one line naming the command that does; exit 0 or 2.
+`diagnose` and `evaluate --db` are in test_one_cloud_store.py; `federate up`/`down` (root,
+network namespaces) in tests/intercloud; the service's job kinds in
+tests/service/test_cloud_jobs.py."""
 
 from __future__ import annotations
 
@@ -27,6 +30,10 @@ CASES = [
     ("nic boot --site west", 0, "7 of 8 NICs attested; 1 quarantined"),
     ("migrate plan", 0, "cache"),
     ("federate plan", 0, "l2-stretch"),
+    ("federate reachability", 0, "west/web/host3 -> east/web/host6"),
+    ("federate evaluate", 0, "gateway east failover / stall (s)"),
+    ("migrate run", 0, "cache"),
+    ("evaluate --strategies ecmp --no-store", 0, "Recommendation: ecmp"),
     ("sweep --vary seed=1,2", 2, "`cloudtwin evaluate examples/one-cloud.yaml --set seed=N`"),
     ("train --site nowhere", 2, "--site: no site named 'nowhere'"),
 ]
@@ -44,6 +51,13 @@ def test_command_runs_or_names_the_command_that_does(command: str, code: int, sh
         lines = done.stderr.strip().splitlines()
         assert len(lines) == 1 and lines[0].startswith("cloudtwin: error: "), done.stderr
         assert "Traceback" not in done.stderr and shown in lines[0]
+
+
+def test_federate_apply_puts_the_clouds_federation_into_the_controller(tmp_path: Path) -> None:
+    state = tmp_path / "state.json"
+    done = cloudtwin("federate", "apply", CLOUD, "--state", str(state), "--json")
+    assert done.returncode == 0, done.stderr
+    assert "ACTIVE" in cloudtwin("federate", "status", "--state", str(state)).stdout
 
 
 def test_train_json_is_per_site() -> None:

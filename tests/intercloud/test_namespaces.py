@@ -161,23 +161,27 @@ def test_routed_modes_ping_like_the_twin(mode: str) -> None:
         assert leftover(prefix) == []
 
 
-def test_cli_up_live_reachability_down() -> None:
+@pytest.mark.parametrize(
+    ("scenario", "endpoints"), [("examples/intercloud.yaml", 12), ("examples/one-cloud.yaml", 15)]
+)
+def test_cli_up_live_reachability_down(scenario: str, endpoints: int) -> None:
+    """`federate up` realises a multi-site scenario's federation, or a one-cloud file's."""
     import json
 
     from tests.cli.cli_helpers import cloudtwin
 
     prefix = unique_prefix()
     try:
-        up = cloudtwin("federate", "up", "examples/intercloud.yaml", "--prefix", prefix, "--json")
+        up = cloudtwin("federate", "up", scenario, "--prefix", prefix, "--json")
         assert up.returncode == 0, up.stderr
-        assert json.loads(up.stdout)["endpoints"] == 12
+        assert json.loads(up.stdout)["endpoints"] == endpoints
         live = cloudtwin(
-            "federate", "reachability", "examples/intercloud.yaml", "--live", "--prefix", prefix, "--json"
+            "federate", "reachability", scenario, "--live", "--prefix", prefix, "--json"
         )
-        twin = cloudtwin("federate", "reachability", "examples/intercloud.yaml", "--json")
+        twin = cloudtwin("federate", "reachability", scenario, "--json")
         assert live.returncode == 0, live.stderr
         assert json.loads(live.stdout) == json.loads(twin.stdout)
-        down = cloudtwin("federate", "down", "examples/intercloud.yaml", "--prefix", prefix, "--json")
+        down = cloudtwin("federate", "down", scenario, "--prefix", prefix, "--json")
         assert down.returncode == 0 and len(json.loads(down.stdout)["removed"]) == len(
             json.loads(up.stdout)["namespaces"]
         )
