@@ -72,6 +72,15 @@ def _argv(example: str) -> list[str]:
     return words[1:]
 
 
+def _shared(word: str) -> str:
+    """A file of a shared dataset (p4c's STF tests) where the tests find the datasets: its
+    files are read while the line is parsed; a test without the dataset skips, naming it."""
+    if not word.startswith(SHARED):
+        return word
+    name, _, rest = word.removeprefix(SHARED).partition("/")
+    return str(dataset(name) / rest)
+
+
 def _check(path: str, command: click.Command, argv: list[str]) -> None:
     """Parse the flags; load the scenario with its overrides where the command has both."""
     words = argv[len(path.split()) :]
@@ -100,10 +109,7 @@ def test_a_help_example_parses_and_its_scenario_loads(
     path: str, command: click.Command, example: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(REPO)
-    argv = _argv(example)
-    for word in argv:  # an example on a shared dataset (p4c's STF tests) reads its files
-        if word.startswith(SHARED) and not (REPO / word).exists():
-            dataset(word.removeprefix(SHARED).split("/")[0])
+    argv = [_shared(word) for word in _argv(example)]
     _check(path, command, argv)
     for override in option_sets(command):
         _check(path, command, [*argv, "--set", override])
