@@ -7,6 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from pydantic import ValidationError
 
 from cloudtwin.engine import SimResult
 from cloudtwin.errors import ScenarioError, WorkloadError
@@ -18,7 +19,14 @@ from cloudtwin.evaluation.report import (
     results,
 )
 from cloudtwin.evaluation.resiliency import bytes_behind, step_value
-from cloudtwin.evaluation.results import Complexity, Performance, Resiliency, Results, StrategyResult
+from cloudtwin.evaluation.results import (
+    Complexity,
+    Performance,
+    Resiliency,
+    Results,
+    StrategyResult,
+    read_results,
+)
 from cloudtwin.scenario import load_scenario
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -90,8 +98,13 @@ def test_document_has_the_documented_keys(small_evaluation) -> None:
 
 def test_the_document_reads_back_as_the_same_results(small_evaluation) -> None:
     document = results(small_evaluation).to_json()
-    stored = json.loads(json.dumps({"run_id": 1, **document}))  # as the store keeps it
+    stored = json.loads(json.dumps(document))  # as the store keeps it
     assert json.dumps(Results.from_json(stored).to_json()) == json.dumps(document)
+    assert json.dumps(read_results(stored).to_json()) == json.dumps(document)
+    # a key no type describes (another version's figure) is refused, not dropped unseen
+    stored["strategies"]["ecmp"]["resiliency"]["surprise_s"] = 1.0
+    with pytest.raises(ValidationError, match=r"strategies\.ecmp\.resiliency\.surprise_s"):
+        read_results(stored)
 
 
 def test_same_seed_same_document() -> None:

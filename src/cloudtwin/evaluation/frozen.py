@@ -4,7 +4,8 @@ A field's name (or its alias, as `from` for a Python keyword) is its JSON key an
 fields' order is the keys' order, so a type is described once: what a run computes, what
 `results.json` and the store keep, what the service's OpenAPI schema shows and what the
 reports read. A field that is left out of the JSON when it is None says so with
-`Field(exclude_if=absent)`.
+`Field(exclude_if=absent)`. A document read back with a key its type does not describe is
+refused (pydantic names the key), so nothing it holds is dropped unseen.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ class Frozen(BaseModel):
     """A frozen results type; `to_json()` is its documented JSON form."""
 
     model_config = ConfigDict(
-        frozen=True, extra="ignore", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+        frozen=True, extra="forbid", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
     )
 
     def to_json(self) -> JsonObject:

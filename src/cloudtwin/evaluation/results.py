@@ -1,9 +1,10 @@
 """The three-fold evaluation's results as frozen types: what `results.json` holds.
 
 Each type's fields are its part of the documented JSON, key for key and in the same order
-(`to_json()` is their dump, see `cloudtwin.evaluation.frozen`); `Results.from_json` reads
-a stored or written document back (what `results show` and the service's pages render),
-ignoring keys it does not describe (`run_id`, `created_at`, ...).
+(`to_json()` is their dump, see `cloudtwin.evaluation.frozen`); `read_results` reads a
+written document back as its type (a fabric's `Results` or a cloud's `CloudResults`) and
+`read_stored` a stored one with the store's bookkeeping (what `results show`, the
+service and its pages show). A key no type describes is refused, not dropped.
 """
 
 from __future__ import annotations
