@@ -9,16 +9,19 @@ from cloudtwin.evaluation.collective import (
 from cloudtwin.evaluation.evaluate import Evaluation, StrategyOutcome, evaluate
 from cloudtwin.evaluation.metrics import RunSummary, summarize
 from cloudtwin.evaluation.results import (
+    CloudResults,
     Complexity,
     MigrationSummary,
     Performance,
     Resiliency,
     Results,
     StrategyResult,
+    read_results,
 )
 from cloudtwin.evaluation.run import Run, build_flows, route_flows, run_scenario, tenant_groups
 
 __all__ = [
+    "CloudResults",
     "CollectiveMeasurement",
     "CollectiveRun",
     "Complexity",
@@ -33,6 +36,7 @@ __all__ = [
     "StrategyResult",
     "build_flows",
     "evaluate",
+    "read_results",
     "route_flows",
     "run_scenario",
     "simulate_collective",
