@@ -83,8 +83,11 @@ def test_nic_offload_runs_every_site() -> None:
     assert [sites[s]["totals"]["quarantined_hosts"] for s in ("east", "west")] == [0, 1]
 
 
-def test_an_unknown_strategy_is_blamed_on_the_flag() -> None:
-    done = cloudtwin("compare", "examples/leaf-spine-perftest.yaml", "--strategies", "ecmp,bogus")
+@pytest.mark.parametrize(
+    "command", [("compare", "examples/leaf-spine-perftest.yaml"), ("evaluate", CLOUD, "--no-store")]
+)
+def test_an_unknown_strategy_is_blamed_on_the_flag(command: tuple[str, ...]) -> None:
+    done = cloudtwin(*command, "--strategies", "ecmp,bogus")
     assert done.returncode == 2
     assert done.stderr.startswith("cloudtwin: error: --strategies: unknown strategy 'bogus'")
 

@@ -10,7 +10,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from cloudtwin.cli.checks import check_out_dir, check_scenario_file
+from cloudtwin.cli.checks import check_out_dir, check_scenario_file, check_strategy_list
 from cloudtwin.cli.output import (
     BUILTIN_STRATEGIES,
     emit_json,
@@ -65,7 +65,8 @@ _SCENARIO = typer.Argument(
     ..., help="Scenario YAML file.", show_default=False, callback=check_scenario_file
 )
 _STRATEGIES = typer.Option(
-    BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class."
+    BUILTIN_STRATEGIES, "--strategies", help="Comma-separated strategies: names or package.module:Class.",
+    callback=check_strategy_list,
 )
 _OUT = typer.Option(
     None, "--out", "-o", help="Report directory (default: evaluation-NAME, NAME the scenario's name).",
