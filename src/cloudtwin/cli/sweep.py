@@ -15,18 +15,9 @@ from typing import TYPE_CHECKING, Literal, TypedDict
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from cloudtwin.cli.checks import check_plot_file, check_scenario_file, check_strategy_list
-from cloudtwin.cli.executors import build_executor
 from cloudtwin.cli.output import emit_json, read_scenario_text, stdout, wrote
 from cloudtwin.errors import StoreError, SweepError
 from cloudtwin.store.defaults import DEFAULT_DB
@@ -121,6 +112,15 @@ _JSON = typer.Option(False, "--json", help="Print the summary as JSON on stdout 
 def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
     """A bar with an ETA on a terminal; otherwise a line on stderr at most once a second."""
     if sys.stderr.isatty() and not quiet:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),
@@ -145,6 +145,8 @@ def _progress(label: str, quiet: bool) -> Iterator[Callable[[int, int], None]]:
 
 
 def _executor(name: ExecutorName, address: str | None, workers: int | None) -> Executor:
+    from cloudtwin.cli.executors import build_executor
+
     return build_executor(name.value, address, workers, error=SweepError)
 
 

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from cloudtwin.errors import CloudtwinError, LimitError, SweepError
-from cloudtwin.sweep.points import Plan
 
-if TYPE_CHECKING:  # a type only: the limit is read by `cloudtwin sweep --help` too
+if TYPE_CHECKING:  # types only: the limit is read by `cloudtwin sweep --help` too
+    from cloudtwin.sweep.points import Plan
     from cloudtwin.sweep.task import Task
 
 __all__ = ["CHECK_LIMIT_S", "FULL_CHECK_S", "Checked", "check_plan"]
