@@ -45,3 +45,16 @@ def test_a_mistyped_fabric_key_names_the_nearest_and_a_far_one_lists_the_keys() 
     with pytest.raises(ScenarioError) as far:
         load_scenario(text, "x.yaml", ["routing.zzz=1"])
     assert str(far.value).endswith("routing.zzz: unknown key (keys here: hash, per_switch_seed, strategy)")
+
+
+@pytest.mark.parametrize(
+    ("override", "said"),
+    [
+        ("mobility.migrations=[{vm: shop}]", "migrations.0.to: Field required (text: the destination site)"),
+        ("federation.sites.0.tenants=[{vni: 7}]", "tenants.0.name: Field required (text: tenant name)"),
+    ],
+)
+def test_a_missing_key_says_what_it_holds(override: str, said: str) -> None:
+    with pytest.raises(ScenarioError) as bad:
+        load_cloud(CLOUD, "one-cloud.yaml", [override])
+    assert str(bad.value).endswith(said)

@@ -168,6 +168,8 @@ def _describe(
     message = str(first["msg"]).removeprefix("Value error, ")
     if first["type"] == "extra_forbidden":
         message = "unknown key" + _nearest(err.title, loc)
+    elif first["type"] == "missing":
+        message += _wanted(err.title, loc)
     elif first["type"] == "union_tag_invalid":
         expected = message.split("tags: ")[-1]
         message = f"unknown kind {first['input'].get('kind')!r}; expected one of {expected}"
@@ -205,17 +207,39 @@ def _models_in(tp: Any) -> list[type[BaseModel]]:
     return [m for arg in typing.get_args(tp) for m in _models_in(arg)]
 
 
-def _nearest(title: str, loc: list[Any]) -> str:
-    """` (did you mean `x`?)` for a mistyped key: the closest key the model at `loc` takes
-    ("" when none is close)."""
+def _models_at(title: str, loc: list[Any]) -> list[type[BaseModel]]:
+    """The models that may hold the last key of `loc` (none when the root is unknown)."""
     root = _root_model(title)
     if root is None or not loc or not isinstance(loc[-1], str):
-        return ""
+        return []
     models = [root]
     for part in loc[:-1]:
         if isinstance(part, str):
             fields = [m.model_fields[part] for m in models if part in m.model_fields]
             models = [sub for f in fields for sub in _models_in(f.annotation)]
+    return models
+
+
+def _wanted(title: str, loc: list[Any]) -> str:
+    """` (text: the destination site)` for a missing key: its type and meaning as the cloud
+    reference gives them ("" when the key is not found)."""
+    from cloudtwin.scenario.reference import MEANINGS, field_type, owner
+
+    for model in _models_at(title, loc):
+        field = model.model_fields.get(loc[-1])
+        if field is not None:
+            meaning = MEANINGS.get(f"{owner(model, loc[-1])}.{loc[-1]}")
+            kind = re.sub(r"\[(\w+)\]\(#\w+\)", r"\1", field_type(field.annotation))  # no links
+            return f" ({kind}" + (f": {meaning})" if meaning else ")")
+    return ""
+
+
+def _nearest(title: str, loc: list[Any]) -> str:
+    """` (did you mean `x`?)` for a mistyped key: the closest key the model at `loc` takes
+    ("" when none is close)."""
+    models = _models_at(title, loc)
+    if not models:
+        return ""
     keys = sorted({name for m in models for name in m.model_fields})
     close = difflib.get_close_matches(loc[-1], keys, n=1, cutoff=0.6)
     if close:

@@ -21,7 +21,16 @@ from pydantic_core import PydanticUndefined
 
 from cloudtwin.scenario.cloud import CloudScenario
 
-__all__ = ["MEANINGS", "ReferenceRow", "Section", "missing_meanings", "reference_markdown", "sections"]
+__all__ = [
+    "MEANINGS",
+    "ReferenceRow",
+    "Section",
+    "field_type",
+    "missing_meanings",
+    "owner",
+    "reference_markdown",
+    "sections",
+]
 
 _CLUSTER = "the GPU node model"
 MEANINGS: dict[str, str] = {
@@ -347,7 +356,8 @@ class Section:
     rows: tuple[ReferenceRow, ...]
 
 
-def _owner(model: type[BaseModel], name: str) -> str:
+def owner(model: type[BaseModel], name: str) -> str:
+    """The class that declares the field `name` of `model` (the key of its meaning)."""
     for cls in model.__mro__:
         if name in getattr(cls, "__annotations__", {}):
             return cls.__name__
@@ -387,24 +397,25 @@ def _unit(field: FieldInfo) -> tuple[str, str]:
     return ("", "")
 
 
-def _type(tp: Any) -> str:
+def field_type(tp: Any) -> str:
+    """A field's type in words: `text`, `one of `a`, `b``, `list of [Model](#model)`."""
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin is typing.Annotated:
-        return _type(args[0])
+        return field_type(args[0])
     if origin is typing.Literal:
         return "one of " + ", ".join(f"`{a}`" for a in args)
     if origin in (typing.Union, types.UnionType):
         kinds = [a for a in args if a is not type(None)]
-        text = " or ".join(_type(a) for a in kinds)
+        text = " or ".join(field_type(a) for a in kinds)
         return text + (" or none" if len(kinds) < len(args) else "")
     if origin in (tuple, list):
         inner = [a for a in args if a is not Ellipsis]
         return "list of " + (
-            _type(inner[0]) if len(inner) == 1 else "(" + ", ".join(_type(a) for a in inner) + ")"
+            field_type(inner[0]) if len(inner) == 1 else "(" + ", ".join(field_type(a) for a in inner) + ")"
         )
     if origin is dict:
-        return f"map of {_type(args[0])} to {_type(args[1])}"
+        return f"map of {field_type(args[0])} to {field_type(args[1])}"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         return f"[{tp.__name__}](#{tp.__name__.lower()})"
     return {int: "integer", float: "number", str: "text", bool: "true/false"}.get(
@@ -467,11 +478,11 @@ def sections(root: type[BaseModel] = CloudScenario) -> list[Section]:
         rows = []
         for name, field in model.model_fields.items():
             unit, example = _unit(field)
-            meaning = MEANINGS.get(f"{_owner(model, name)}.{name}", "")
+            meaning = MEANINGS.get(f"{owner(model, name)}.{name}", "")
             rows.append(
                 ReferenceRow(
                     name,
-                    _type(field.annotation),
+                    field_type(field.annotation),
                     _default(field, unit),
                     f"{unit} (e.g. {example})" if unit else "-",
                     meaning,
