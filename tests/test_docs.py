@@ -94,6 +94,10 @@ def test_every_docs_page_opens_with_a_command() -> None:
     assert len(PAGES) >= 15
     missing = [p.name for p in PAGES if not _opening(p)]
     assert missing == [], f"pages without a command before their first section: {missing}"
+    # ... after saying what the page is for: prose between the title and that command
+    intro = {p.name: p.read_text().split("```console", 1)[0].split("\n", 1)[1].strip() for p in PAGES}
+    unsaid = [name for name, text in intro.items() if len(text) < 80]
+    assert unsaid == [], f"pages whose command comes before what they are for: {unsaid}"
 
 
 def test_no_page_speaks_of_issue_numbers() -> None:
