@@ -196,6 +196,10 @@ def test_fsdp_moves_its_gathers_every_microbatch_and_hsdp_splits_groups() -> Non
     ({"data_parallel": "fsdp", "sharded_optimizer": True}, "workload.sharded_optimizer"),
     ({"sharding_group": 4}, "workload.sharding_group"),
     ({"context": 3}, "workload.context"),
+    ({"recompute_layers": 2}, "workload.recompute_layers"),
+    ({"recompute": "selective", "recompute_layers": 2}, "workload.recompute_layers"),
+    ({"recompute": "full", "recompute_layers": 5}, "workload.recompute_layers"),
+    ({"kernels": "jit"}, "kernels"),
 ])
 def test_bad_new_keys_name_the_field(update: dict, field: str) -> None:
     from pydantic import ValidationError
@@ -249,3 +253,92 @@ def test_flops_and_memory_invariants(
     # One more layer is more parameters and more FLOPs.
     more = w.model_copy(update={"layers": layers + 1})
     assert model.parameters(more) > model.parameters(w) and model.model_flops(more) > model.model_flops(w)
+
+
+def _a100() -> object:
+    from cloudtwin.cluster.profiles import A100_80G_8, BARE_METAL
+    from cloudtwin.cluster.spec import ClusterSpec
+
+    return ClusterSpec(A100_80G_8, BARE_METAL, False, 4, 8, 200e9)
+
+
+def test_eager_kernels_move_the_bytes_a_reference_llama_layer_moves() -> None:
+    llama = dict(layers=2, hidden=1024, heads=8, sequence=256, tensor=1, pipeline=1, activation="swiglu",
+                 ffn_hidden=2816, norm="rmsnorm", position="rope", kv_heads=2)
+    fused, eager = TrainingWorkload(**llama), TrainingWorkload(**llama, kernels="eager")
+    h, f, kv = 1024, 2816, 256
+    # Per token: two norms (4 B per element fused, 36 eager), two residuals (6), SwiGLU
+    # (6 B per FFN element fused, 10 eager), RoPE on Q and K (4 fused, 20 eager), and eager's
+    # contiguous copy of the attention output (4).
+    assert model._elementwise_bytes(fused) == (2 * 4 * h + 2 * 6 * h + 6 * f + 4 * (h + kv), 6)
+    assert model._elementwise_bytes(eager) == (2 * 36 * h + 2 * 6 * h + 10 * f + 20 * (h + kv) + 4 * h, 26)
+    # GeLU, LayerNorm and learned positions are one kernel each either way: only the copy differs.
+    gpt = dict(layers=2, hidden=1024, heads=8, sequence=256, tensor=1, pipeline=1)
+    plain, plain_eager = TrainingWorkload(**gpt), TrainingWorkload(**gpt, kernels="eager")
+    assert model._elementwise_bytes(plain_eager)[0] - model._elementwise_bytes(plain)[0] == 4 * h
+    spec = _a100()
+    slower = model.stage_times(eager, spec, 1).forward_s - model.stage_times(fused, spec, 1).forward_s
+    gpu = spec.profile
+    extra = (model._elementwise_bytes(eager)[0] - model._elementwise_bytes(fused)[0]) * 256
+    expected = 2 * (extra / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency) + 20 * gpu.kernel_launch_s)
+    assert slower == pytest.approx(expected)
+
+
+def test_recomputing_some_layers_costs_their_forward_only() -> None:
+    base = dict(layers=8, hidden=512, heads=8, sequence=256, vocabulary=1000, global_batch=8, tensor=1,
+                pipeline=2, recompute="full")
+    every, half = TrainingWorkload(**base), TrainingWorkload(**base, recompute_layers=2)
+    none = every.model_copy(update={"recompute": "none"})
+    spec = _a100()
+    t_every, t_half, t_none = (model.stage_times(w, spec, 1) for w in (every, half, none))
+    layer = t_none.layer_forward_s
+    # A stage of 4 layers: full recompute runs 4 forwards again, recompute_layers 2 runs two.
+    assert t_every.backward_s - t_none.backward_s == pytest.approx(4 * layer)
+    assert t_half.backward_s - t_none.backward_s == pytest.approx(2 * layer)
+    # FLOPs: half of the layers' forward again (2 of 4 on each of the 2 stages).
+    layers_forward = model.hardware_flops(every) - model.model_flops(none)
+    assert model.hardware_flops(half) - model.model_flops(none) == pytest.approx(layers_forward / 2)
+    # Memory: the recomputed layers keep their input only, the others everything.
+    m_every, m_half, m_none = (model.memory_per_gpu(w, 1).activations for w in (every, half, none))
+    assert m_every < m_half < m_none
+    stored = 2 * 256 * 1 * 512
+    per_layer = model._activation_bytes(none)
+    logits = 4.0 * 256 * 1000 * 2 * 0  # pipeline > 1: no logits on the first stage
+    assert m_half == pytest.approx(stored * 2 * 2 + per_layer * (8 - 4) + per_layer + logits)
+
+
+def test_a_gemm_pays_its_waves_fixed_cost_in_loop_steps() -> None:
+    spec = _a100()
+    gpu = spec.profile
+    # 108 tiles of 256 x 128: one full wave; k = 139 loop steps halve the rate (k0 = 139).
+    m, n, batch = 256, 128, 108
+    for k in (139.0, 4096.0):
+        flops = 2 * m * n * k * batch
+        rate = gpu.peak_bf16_flops * gpu.gemm_efficiency_max * model.FRAMEWORK.gemm_sustained * k / (k + 139)
+        math_s = flops / rate
+        memory_s = 2 * (m * k + k * n + m * n) * batch / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
+        expected = max(math_s, memory_s) + gpu.kernel_launch_s
+        assert model._gemm_s(spec, m, k, n, batch) == pytest.approx(expected)
+    assert gpu.gemm_k_overhead == 139
+
+
+def test_a_sustained_clock_slows_the_tensor_cores_only() -> None:
+    from dataclasses import replace
+
+    from cloudtwin.cluster.profiles import BARE_METAL, H100_80G_8
+    from cloudtwin.cluster.spec import ClusterSpec
+
+    full = replace(H100_80G_8, clock_sustained=1.0)
+    held = replace(H100_80G_8, clock_sustained=0.5)
+    a, b = (ClusterSpec(p, BARE_METAL, False, 8, 8, 400e9) for p in (full, held))
+    w = TrainingWorkload(layers=2, hidden=8192, heads=64, sequence=4096, tensor=1, pipeline=1,
+                         attention="flash", micro_batch=4)
+    launch = H100_80G_8.kernel_launch_s
+    # A compute-bound GEMM takes twice as long at half the clock, less its launch.
+    gemm = (16384, 8192, 8192)
+    assert model._gemm_s(b, *gemm) - launch == pytest.approx(2 * (model._gemm_s(a, *gemm) - launch))
+    forward_a, _ = model._attention_s(w, a)
+    forward_b, _ = model._attention_s(w, b)
+    assert forward_b - launch == pytest.approx(2 * (forward_a - launch))
+    # Memory-bound kernels do not depend on it.
+    assert model._stream_s(a, 1e9, 3) == model._stream_s(b, 1e9, 3)

@@ -44,7 +44,9 @@ class TrainingWorkload(_Model):
     `heads`), `ffn_hidden` (default 4 x hidden for GeLU, 8/3 x hidden rounded up to 256
     for SwiGLU), `activation`, `norm`, `position` (learned embeddings count s x h
     parameters, RoPE none), `tied_embeddings`, `attention` (`flash`: fused attention that
-    keeps no s^2 scores and skips the masked half of causal attention), `sequence`,
+    keeps no s^2 scores and skips the masked half of causal attention), `kernels` (`fused`:
+    norms, activations and RoPE as single kernels, as Megatron, torch.compile or Triton
+    run them; `eager`: one PyTorch kernel per operator), `sequence`,
     `vocabulary`. Parallelism: `tensor` (t), `pipeline` (p, 1F1B; `virtual_stages` v for
     the interleaved schedule; `stage_layers` for uneven stages), `context` (c, context
     parallelism: the sequence split over c GPUs), `sequence_parallel` (Megatron's
@@ -53,7 +55,9 @@ class TrainingWorkload(_Model):
     sharded), `fsdp` (ZeRO-3: weights too, all-gathered per layer), `hsdp` (FSDP inside
     `sharding_group` GPUs, replicated across groups). `sharded_optimizer: true` is
     `zero1`. `recompute`: none, full (every layer's forward again) or selective (the
-    attention core only, Korthikanti et al. 2022).
+    attention core only, Korthikanti et al. 2022); `recompute_layers` N with full: only N
+    layers of each pipeline stage recompute, the others keep their activations
+    (Megatron's `--recompute-num-layers`, FSDP checkpointing every k-th block).
     """
 
     kind: Literal["training"] = "training"
@@ -67,6 +71,7 @@ class TrainingWorkload(_Model):
     position: Literal["learned", "rope"] = "learned"
     tied_embeddings: bool = True
     attention: Literal["standard", "flash"] = "standard"
+    kernels: Literal["fused", "eager"] = "fused"
     sequence: int = Field(2048, ge=1)
     vocabulary: int = Field(50304, ge=1)
     global_batch: int = Field(1536, ge=1)
@@ -84,6 +89,7 @@ class TrainingWorkload(_Model):
     sharding_group: int | None = Field(None, ge=1)
     sharded_optimizer: bool = False
     recompute: Literal["none", "full", "selective"] = "none"
+    recompute_layers: int | None = Field(None, ge=1)
     overlap_grad_reduce: bool = True
     grad_reduce_dtype: Literal["fp32", "bf16"] = "fp32"
     channels: int = Field(2, ge=1, le=64)  # NCCL channels per GPU of a ring (each its own QP)
@@ -108,6 +114,15 @@ class TrainingWorkload(_Model):
         if self.activation == "swiglu":  # LLaMA's 2/3 of 4h, rounded up to a multiple of 256
             return -(-(8 * self.hidden // 3) // 256) * 256
         return 4 * self.hidden
+
+    def recomputed(self, layers: int) -> int:
+        """How many of a stage's `layers` run their forward again in the backward pass
+        (selective recomputation counts every layer: each recomputes its attention core)."""
+        if self.recompute == "none":
+            return 0
+        if self.recompute == "full" and self.recompute_layers is not None:
+            return min(self.recompute_layers, layers)
+        return layers
 
     def stages(self) -> tuple[int, ...]:
         """Layers of each pipeline stage."""
@@ -143,6 +158,14 @@ class TrainingWorkload(_Model):
             )
         if self.sharding_group is not None and self.sharding != "hsdp":
             raise ValueError("workload.sharding_group: only data_parallel hsdp has shard groups")
+        if self.recompute_layers is not None:
+            if self.recompute != "full":
+                raise ValueError("workload.recompute_layers: only recompute full recomputes whole layers")
+            if self.recompute_layers > max(self.stages()):
+                raise ValueError(
+                    f"workload.recompute_layers: {self.recompute_layers} is more than the "
+                    f"{max(self.stages())} layers of a pipeline stage"
+                )
         if self.sequence_parallel and self.tensor == 1:
             raise ValueError(
                 "workload.sequence_parallel: needs tensor > 1 (it splits the tensor group's work)"

@@ -77,7 +77,7 @@ class Framework:
     layer_overhead_s: float
 
 
-FRAMEWORK = Framework(gemm_sustained=0.78, layer_overhead_s=200e-6)
+FRAMEWORK = Framework(gemm_sustained=0.86, layer_overhead_s=550e-6)
 """The one set of constants every prediction uses (fit: see docs/reproducing-vela.md)."""
 
 
@@ -193,10 +193,11 @@ def hardware_flops(w: TrainingWorkload) -> float:
     (1 + s/(6h) + V/(16lh)) for GPT (Narayanan et al. 2021, eq. 3); selective recomputation
     runs the attention core (4 s h per token and layer) again."""
     tokens = w.global_batch * w.sequence
+    layers = sum(w.recomputed(n) for n in w.stages())
     if w.recompute == "full":
-        return model_flops(w) + tokens * w.layers * _layer_forward_flops(w)
+        return model_flops(w) + tokens * layers * _layer_forward_flops(w)
     if w.recompute == "selective":
-        return model_flops(w) + tokens * w.layers * 4 * w.sequence * w.hidden
+        return model_flops(w) + tokens * layers * 4 * w.sequence * w.hidden
     return model_flops(w)
 
 
@@ -296,8 +297,8 @@ def memory_per_gpu(w: TrainingWorkload, data: int) -> MemoryUse:
     over its shard group), and FSDP holds two layers' bf16 weights unsharded (the one
     computing and the one prefetched; an unsharded gradient is reduce-scattered and freed
     as soon as its layer's backward ends). Activations per layer and microbatch as `_activation_bytes`; with
-    full recomputation only each layer's input (2 s b h) is kept, plus one layer's
-    activations while it is recomputed. With 1F1B the first stage holds p microbatches of
+    full recomputation only each recomputed layer's input (2 s b h) is kept, plus one
+    layer's activations while it is recomputed. With 1F1B the first stage holds p microbatches of
     its l/p layers: l layers' worth.
     """
     params = _params_per_gpu(w)
@@ -309,7 +310,9 @@ def memory_per_gpu(w: TrainingWorkload, data: int) -> MemoryUse:
     if w.recompute == "full":
         sp = w.tensor if w.sequence_parallel else 1
         stored = 2 * w.sequence / w.context * w.micro_batch * w.hidden / sp
-        activations = stored * layers_held + per_layer
+        first = w.stages()[0]
+        recomputed = w.recomputed(first) * w.pipeline
+        activations = stored * recomputed + per_layer * (layers_held - recomputed) + per_layer
     else:
         activations = per_layer * layers_held
     # Interleaving keeps more microbatches in flight on the first stage: L (1 + (p-1)/(p v))
@@ -342,12 +345,12 @@ def _wave_efficiency(m: float, n: float, batch: float, sms: int) -> float:
 
 def _gemm_s(spec: ClusterSpec, m: float, k: float, n: float, batch: float = 1.0) -> float:
     """Roofline time of a (batched) GEMM: the slower of math at the sustained GEMM
-    efficiency (quantized to whole tiles and waves) and moving its operands through HBM,
-    plus a kernel launch."""
+    efficiency (quantized to whole tiles and waves, each wave paying its tiles' fixed
+    cost: `gemm_k_overhead`) and moving its operands through HBM, plus a kernel launch."""
     gpu = spec.profile
     flops = 2.0 * m * k * n * batch
-    efficiency = gpu.gemm_efficiency_max * FRAMEWORK.gemm_sustained
-    efficiency *= _wave_efficiency(m, n, batch, gpu.sms)
+    efficiency = gpu.gemm_efficiency_max * FRAMEWORK.gemm_sustained * gpu.clock_sustained
+    efficiency *= _wave_efficiency(m, n, batch, gpu.sms) * k / (k + gpu.gemm_k_overhead)
     math_s = flops / (gpu.peak_bf16_flops * efficiency * spec.compute_factor)
     memory_s = _BYTES * (m * k + k * n + m * n) * batch / (gpu.hbm_bytes_per_s * gpu.hbm_efficiency)
     return max(math_s, memory_s) + gpu.kernel_launch_s
@@ -372,7 +375,9 @@ def _attention_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, float]:
     heads = b * a / t
     if w.attention == "flash":
         flops = 2.0 * b * (s / c) * s * h / t
-        rate = spec.profile.peak_bf16_flops * spec.profile.flash_attention_efficiency * spec.compute_factor
+        gpu = spec.profile
+        efficiency = gpu.flash_attention_efficiency * gpu.clock_sustained
+        rate = gpu.peak_bf16_flops * efficiency * spec.compute_factor
         forward = flops / rate + spec.profile.kernel_launch_s
         return forward, 2.5 * forward
     rows = s / c
@@ -380,6 +385,41 @@ def _attention_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, float]:
     softmax = _stream_s(spec, 9.0 * heads * rows * s, kernels=1)
     forward = gemms + softmax
     return forward, 2 * forward
+
+
+def _elementwise_bytes(w: TrainingWorkload) -> tuple[float, int]:
+    """(bytes per token, kernels) of one layer's forward outside its GEMMs and attention.
+
+    Fused (Megatron's fused kernels, torch.compile, Triton): each norm reads and writes
+    b s h once, each bias-dropout-residual reads 2 and writes 1, the activation reads the
+    MLP's width and writes its output (SwiGLU reads two halves), RoPE reads and writes Q
+    and K: six kernels. Eager PyTorch (`kernels: eager`) runs one kernel per operator, as
+    the reference Llama layers write them: RMSNorm upcasts to fp32, squares, averages,
+    scales, casts back and multiplies by its weight (36 bytes per element against 4);
+    SwiGLU is silu then a product (10 against 6 bytes per element of the FFN width); RoPE
+    multiplies by cos and sin, rotates halves and adds (20 against 4 bytes per element of
+    Q and K); the attention output is made contiguous again (4 bytes per element).
+    LayerNorm and GeLU are single kernels either way. Split over the tensor group (the
+    norms and residuals too with sequence parallelism).
+    """
+    h, t, kv, f = w.hidden, w.tensor, _kv_dim(w), w.ffn
+    sp = t if w.sequence_parallel else 1
+    eager = w.kernels == "eager"
+    rms_eager = eager and w.norm == "rmsnorm"
+    norm = 36.0 if rms_eager else 4.0
+    per_token = (2 * norm * h + 2 * 6.0 * h) / sp
+    if w.activation == "swiglu":
+        per_token += (10.0 if eager else 6.0) * f / t
+    else:
+        per_token += 4.0 * f / t
+    kernels = 6
+    if w.position == "rope":
+        per_token += (20.0 if eager else 4.0) * (h + kv) / t
+    if eager:
+        per_token += 4.0 * h / t
+        kernels += 1 + (10 if rms_eager else 0) + (1 if w.activation == "swiglu" else 0)
+        kernels += 8 if w.position == "rope" else 0
+    return per_token, kernels
 
 
 def _layer_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, float]:
@@ -396,15 +436,8 @@ def _layer_forward_s(w: TrainingWorkload, spec: ClusterSpec) -> tuple[float, flo
         + _gemm_s(spec, tokens, f / t, h)  # MLP down
     )
     attention_fwd, attention_bwd = _attention_s(w, spec)
-    sp = t if w.sequence_parallel else 1
-    # Two norms (read + write), two bias-dropout-residual (read 2, write 1) on b s h (split
-    # over the tensor group with sequence parallelism); the activation on the MLP's width
-    # (SwiGLU reads two halves); RoPE on Q and K.
-    elementwise = _BYTES * tokens * (4 * h + 6 * h) / sp
-    elementwise += _BYTES * tokens * (up + f) / t
-    if w.position == "rope":
-        elementwise += _BYTES * tokens * 2 * (h + kv) / t
-    stream = _stream_s(spec, elementwise, kernels=6)
+    elementwise, kernels = _elementwise_bytes(w)
+    stream = _stream_s(spec, elementwise * tokens, kernels=kernels)
     overhead = FRAMEWORK.layer_overhead_s
     forward = gemms + attention_fwd + stream + overhead
     backward = 2 * gemms + attention_bwd + 2 * stream + overhead
@@ -536,19 +569,16 @@ def stage_times(w: TrainingWorkload, spec: ClusterSpec, data: int) -> StageTimes
     exchange = _context_exchange_s(w, spec, attention_f)
     layer_f += exchange
     layer_b += 2 * exchange
-    if w.recompute == "full":
-        layer_b += layer_f
-    elif w.recompute == "selective":
-        layer_b += attention_f
+    again = layer_f if w.recompute == "full" else attention_f if w.recompute == "selective" else 0.0
     logits = _logits_forward_s(w, spec)
     stages = w.stages()
-    times = [(n * layer_f, n * layer_b) for n in stages]
+    times = [(n * layer_f, n * layer_b + w.recomputed(n) * again) for n in stages]
     times[-1] = (times[-1][0] + logits, times[-1][1] + 2 * logits)
     slowest = max(range(len(stages)), key=lambda k: times[k][0] + times[k][1])
     forward, backward = times[slowest]
     layers = stages[slowest]
-    extra = 2 if w.recompute == "full" else 0
-    tp = _tp_allreduce_s(w, spec) * layers * (4 + extra)
+    extra = 2 * w.recomputed(layers) if w.recompute == "full" else 0
+    tp = _tp_allreduce_s(w, spec) * (4 * layers + extra)
     window = 0.0
     if w.overlap_grad_reduce:
         window = backward * (layers - 1) / layers
