@@ -10,8 +10,9 @@ from typing import TYPE_CHECKING, Any
 import typer
 import yaml
 
+from cloudtwin.cli import output
 from cloudtwin.cli.checks import check_out_file, check_scenario_file, readable
-from cloudtwin.cli.output import atomic_file, emit_json, stdout
+from cloudtwin.cli.output import atomic_file, emit_json
 from cloudtwin.cli.sites import SITE, for_each_site, site_scenarios
 from cloudtwin.cli.startup import collector_paused, keep_freed_blocks
 from cloudtwin.errors import NicError, ScenarioError, needs_extra
@@ -208,7 +209,7 @@ def run(
         table.add_row(f"to port {out_port}", str(count))
     for name, hits in report.table_hits.items():
         table.add_row(f"{name} hits per entry", " ".join(str(h) for h in hits) or "-")
-    stdout.print(table)
+    output.stdout.print(table)
 
 
 STF_BYTES = 4 << 20
@@ -250,9 +251,9 @@ def stf(
     if as_json:
         emit_json(result.to_json())
     elif result.status == "pass":
-        stdout.print(f"pass: {result.matched} of {result.expected} expected packets", highlight=False)
+        output.stdout.print(f"pass: {result.matched} of {result.expected} expected packets", highlight=False)
     elif result.status == "fail":
-        stdout.print(f"fail: {result.reason}", highlight=False, soft_wrap=True)
+        output.stdout.print(f"fail: {result.reason}", highlight=False, soft_wrap=True)
     if result.status == "fail":
         raise typer.Exit(1)
     if result.status == "unsupported":
@@ -309,11 +310,11 @@ def _print_offload(result: NicOffload, top: int, all_hosts: bool) -> None:
             f"{report.slow_path_share[i]:.1%}",
             f"{report.added_latency_s[i] * 1e6:.1f}",
         )
-    stdout.print(table)
+    output.stdout.print(table)
     if shown < hosts:
-        stdout.print(f"{shown} of {hosts} hosts shown; --all lists every host, --json gives them all")
+        output.stdout.print(f"{shown} of {hosts} hosts shown; --all lists every host, --json gives them all")
     totals = report.totals()
-    stdout.print(
+    output.stdout.print(
         f"{totals['hosts']} hosts: {totals['host_cores']:.1f} host cores for the datapath, "
         f"{totals['host_cores_saved']:.1f} handed back by offload "
         f"({totals['host_cores_without_offload']:.1f} without it); "
@@ -321,7 +322,7 @@ def _print_offload(result: NicOffload, top: int, all_hosts: bool) -> None:
     )
     if result.storm is not None:
         storm = result.storm.to_json()
-        stdout.print(
+        output.stdout.print(
             f"connection storm: {storm['baseline_gbps']:.1f} Gbps dips to {storm['minimum_gbps']:.1f} Gbps "
             f"({storm['steady_slow_path_share']:.0%} of new flows on the slow path); "
             f"recovered {storm['recovery_s'] * 1e3:.1f} ms after the storm"
@@ -366,9 +367,9 @@ def boot(
                 failure = f"QUARANTINED: {report.failed_stage} {report.reason}"
                 result = "attested" if report.attested else failure
                 table.add_row(report.host, result, ", ".join(report.booted) or "-", report.measurement[:16])
-            stdout.print(table)
+            output.stdout.print(table)
             attested = len(reports) - len(failed)
-            stdout.print(f"{attested} of {len(reports)} NICs attested; {len(failed)} quarantined")
+            output.stdout.print(f"{attested} of {len(reports)} NICs attested; {len(failed)} quarantined")
         totals = {"hosts": len(reports), "attested": len(reports) - len(failed), "quarantined": len(failed)}
         return {"hosts": {r.host: r.to_json() for r in reports}, "totals": totals}
 

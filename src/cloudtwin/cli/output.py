@@ -13,14 +13,13 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
-from rich.console import Console
-
 from cloudtwin.errors import ScenarioError
 from cloudtwin.files import read_text_bounded
 from cloudtwin.scenario.safe_yaml import MAX_TEXT_CHARS
 from cloudtwin.store.documents import finite_json
 
 if TYPE_CHECKING:  # types only: a command that reads no scenario does not import the models
+    from rich.console import Console
     from rich.progress import TaskID
 
     from cloudtwin.scenario.cloud import CloudScenario
@@ -33,7 +32,6 @@ __all__ = [
     "read_scenario",
     "read_scenario_text",
     "stage_progress",
-    "stdout",
     "write_json",
     "write_text",
     "wrote",
@@ -46,10 +44,20 @@ BUILTIN_STRATEGIES = "ecmp,ecmp-qp,adaptive,spray,pinning"
 #: Width of tables written to a file or a pipe (a terminal gives its own; COLUMNS wins).
 PIPE_WIDTH = 200
 
-stdout = Console(
-    soft_wrap=False,
-    width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH,
-)
+
+def __getattr__(name: str) -> Console:
+    """`stdout`, the console tables are printed on, made when first asked for: a command
+    that prints JSON (`nic run --json`) does not import rich's console."""
+    if name != "stdout":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rich.console import Console
+
+    console = Console(
+        soft_wrap=False,
+        width=None if sys.stdout.isatty() or "COLUMNS" in os.environ else PIPE_WIDTH,
+    )
+    globals()["stdout"] = console
+    return console
 
 
 def read_scenario(path: Path, overrides: list[str] | None) -> Scenario:
@@ -161,6 +169,7 @@ def progress_bar(
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)
@@ -207,6 +216,7 @@ def stage_progress(label: str, enabled: bool = True) -> Iterator[Callable[[str, 
     if not enabled or not sys.stderr.isatty():
         yield None
         return
+    from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)

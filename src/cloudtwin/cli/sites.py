@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario, stdout, write_json
+from cloudtwin.cli import output
+from cloudtwin.cli.output import emit_json, is_cloud_file, read_cloud, read_scenario, write_json
 from cloudtwin.errors import ScenarioError
 
 if TYPE_CHECKING:
@@ -123,7 +124,7 @@ def for_each_site(
         sites: dict[str, object] = {}
         for target in targets:
             if not as_json and len(targets) > 1:
-                stdout.print(f"site {target.site}", style="bold", highlight=False)
+                output.stdout.print(f"site {target.site}", style="bold", highlight=False)
             sites[str(target.site)] = one(target.scenario)
         document = {"sites": sites}
     if out is not None:
