@@ -20,12 +20,13 @@ TEXT = " ".join(DOC.read_text().split())
 MIGRATION = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback.json").read_text())
 PREALLOC = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-prealloc.json").read_text())
 SECOND = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback-2.json").read_text())
+THIRD = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback-3.json").read_text())
 DATAPATH = json.loads((REPO / "src" / "cloudtwin" / "smartnic" / "data" / "linux-kernel.json").read_text())
 
 
 def test_console_commands_run() -> None:
     commands = console_commands(DOC)
-    assert len(commands) == 7  # the page's opening command, then the six of its sections
+    assert len(commands) == 8  # the page's opening command, then the seven of its sections
     for command in commands:
         done = cloudtwin(*shlex.split(command)[1:])
         assert done.returncode == 0, f"{command}\n{done.stderr}"
@@ -81,6 +82,7 @@ def _migration_quotes(profile: dict[str, object]) -> None:
 def test_the_quoted_migration_checks_are_the_shipped_profiles() -> None:
     _migration_quotes(MIGRATION)
     _migration_quotes(SECOND)
+    _migration_quotes(THIRD)
     _migration_quotes(PREALLOC)
 
 

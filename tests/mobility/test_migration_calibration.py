@@ -216,8 +216,9 @@ def test_held_out_migrations_are_graded_through_migrate_plan(tmp_path: Path) -> 
     assert json.loads(checked.stdout)["held_out"][0]["predicted"] == row["predicted"]
 
 
-@pytest.mark.parametrize("shipped", [SHIPPED, SHIPPED.with_name("qemu-tcg-loopback-2.json"), PREALLOC],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "shipped", [SHIPPED, *(SHIPPED.with_name(f"qemu-tcg-loopback-{n}.json") for n in (2, 3)), PREALLOC],
+    ids=lambda p: p.name)
 def test_the_shipped_profile_is_the_fit_of_its_runs_and_its_draw_was_recorded_first(shipped: Path) -> None:
     """The example profile's parameters are the fit of the calibration runs it stores; its
     held-out migrations are the draw of the seed its provenance recorded; each held-out
