@@ -85,7 +85,9 @@ def test_a_memory_error_is_one_line_at_the_cli(
         raise MemoryError
 
     monkeypatch.setattr(run_commands, "_one_fabric", exhausted)  # where `run` reads its scenario
-    code = main(["run", str(tmp_path / "s.yaml")])
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("fabric: {kind: leaf-spine}\n")  # a file there: the missing one is refused first
+    code = main(["run", str(scenario)])
     out, err = capsys.readouterr()
     assert (code, out) == (2, "") and err.count("\n") == 1 and "out of memory" in err
 
