@@ -112,7 +112,10 @@ def _read_parquet(path: Path, origin: str, flows: int) -> pa.Table:
                 raise WorkloadError(
                     f"{origin}: more than {most:,} bytes of data uncompressed, {_hint(flows)}"
                 )
-            return parquet.read()
+            # One thread: arrow's pool of reader threads, still joinable when the
+            # interpreter exits, aborted the process ('terminate called without an
+            # active exception') about one run in ten after its output was written.
+            return parquet.read(use_threads=False)
     except (pa.ArrowInvalid, OSError) as err:
         if isinstance(err, FileNotFoundError):
             raise
