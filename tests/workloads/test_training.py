@@ -7,6 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from cloudtwin.cluster.spec import ClusterSpec
 from cloudtwin.errors import WorkloadError
 from cloudtwin.scenario.cluster import TrainingWorkload
 from cloudtwin.workloads import training as model
@@ -210,10 +211,7 @@ def test_bad_new_keys_name_the_field(update: dict, field: str) -> None:
 
 
 def test_the_slowest_uneven_stage_sets_the_pace() -> None:
-    from cloudtwin.cluster.profiles import A100_80G_8, BARE_METAL
-    from cloudtwin.cluster.spec import ClusterSpec
-
-    spec = ClusterSpec(A100_80G_8, BARE_METAL, False, 4, 8, 200e9)
+    spec = _a100()
     even = TrainingWorkload(layers=8, hidden=1024, heads=8, sequence=512, tensor=1, pipeline=2)
     uneven = even.model_copy(update={"stage_layers": (5, 3)})
     a, b = model.stage_times(even, spec, 1), model.stage_times(uneven, spec, 1)
@@ -255,9 +253,8 @@ def test_flops_and_memory_invariants(
     assert model.parameters(more) > model.parameters(w) and model.model_flops(more) > model.model_flops(w)
 
 
-def _a100() -> object:
+def _a100() -> ClusterSpec:
     from cloudtwin.cluster.profiles import A100_80G_8, BARE_METAL
-    from cloudtwin.cluster.spec import ClusterSpec
 
     return ClusterSpec(A100_80G_8, BARE_METAL, False, 4, 8, 200e9)
 
