@@ -3,8 +3,11 @@ Loghub-2k sample logs kept beside the repository; and the order in which files r
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
+import tempfile
 import threading
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -57,6 +60,16 @@ def pytest_configure(config: pytest.Config) -> None:
     worker ran them while the other had nothing left to do."""
     if getattr(config.option, "loadscopereorder", False):
         config.option.loadscopereorder = False
+    _private_cache()
+
+
+def _private_cache() -> None:
+    """The commands that tests run (in this process or as children) keep what they cache
+    (the P4 parser's tables, checked programs) in a folder of this test process, removed at
+    its end, not in the user's own cache: a run starts as a first run would."""
+    folder = tempfile.mkdtemp(prefix="cloudtwin-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = folder
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -59,9 +59,44 @@ def test_run_keeps_the_parser_tables_in_the_users_cache(tmp_path: Path) -> None:
     assert (second.returncode, second.stdout) == (0, first.stdout)
     assert tables.stat().st_mtime_ns == written  # read, not built again
     tables.write_bytes(tables.read_bytes()[:1000])
+    for kept in (tables.parent / "p4-programs").glob("*.pickle"):
+        kept.unlink()  # else the checked program is read back and the tables are not needed
     third = cloudtwin(*args, env=env)
     assert (third.returncode, third.stdout, third.stderr) == (0, first.stdout, "")
     assert tables.stat().st_size > 1000
+
+
+def test_run_keeps_the_checked_program_and_reads_it_back(tmp_path: Path) -> None:
+    """The first run keeps the checked program beside the parser's tables; a later run reads
+    it back (not written again) and writes the same packets and report; a broken file is
+    a miss, parsed again and written over, with the same result; another program gets a
+    file of its own."""
+    env = {"XDG_CACHE_HOME": str(tmp_path / "cache")}
+    programs = tmp_path / "cache" / "cloudtwin" / "p4-programs"
+
+    def run(out: Path, program: Path = P4 / "vxlan_gateway.p4") -> str:
+        done = cloudtwin(
+            "nic", "run", str(program), "--entries", str(P4 / "vxlan_gateway.entries.yaml"),
+            "--pcap", str(P4 / "host-frames.pcap"), "--from", "host", "--out", str(out), "--json", env=env,
+        )
+        assert (done.returncode, done.stderr) == (0, ""), done.stderr
+        return done.stdout
+
+    first = run(tmp_path / "first.pcap")
+    [kept] = programs.glob("*.pickle")
+    assert programs.stat().st_mode & 0o777 == 0o700
+    written = kept.stat().st_mtime_ns
+    assert run(tmp_path / "second.pcap") == first
+    assert kept.stat().st_mtime_ns == written  # read back, not parsed again
+    assert (tmp_path / "second.pcap").read_bytes() == (tmp_path / "first.pcap").read_bytes()
+    kept.write_bytes(b"\x80\x05not a program")
+    assert run(tmp_path / "third.pcap") == first
+    assert (tmp_path / "third.pcap").read_bytes() == (tmp_path / "first.pcap").read_bytes()
+    assert kept.stat().st_size > 1000
+    renamed = tmp_path / "renamed.p4"
+    renamed.write_text((P4 / "vxlan_gateway.p4").read_text())
+    assert json.loads(run(tmp_path / "fourth.pcap", renamed)) == json.loads(first)
+    assert len(list(programs.glob("*.pickle"))) == 2  # a program is kept by its file name too
 
 
 def test_run_prints_a_table() -> None:

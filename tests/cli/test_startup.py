@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,7 +17,7 @@ import pytest
 import typer
 
 from cloudtwin.cli.app import COMMANDS, _full_app, main
-from cloudtwin.cli.startup import collector_paused, thawed_at_end
+from cloudtwin.cli.startup import BLAS_THREADS, collector_paused, thawed_at_end
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -154,3 +155,35 @@ def test_kept_freed_blocks_are_not_faulted_in_again() -> None:
             pytest.skip("the C library has no mallopt (not glibc)")
         faults[how] = int(done.stdout)
     assert faults["default"] > 1000 and faults["keep"] * 10 < faults["default"]
+
+
+def test_the_cli_asks_openblas_for_one_thread_unless_told(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every command runs numpy's OpenBLAS with one thread (its pool cost about 0.09 s of CPU
+    at numpy's import); a thread count the user set is left as it is."""
+    for name in BLAS_THREADS:
+        monkeypatch.delenv(name, raising=False)
+    assert main(["nic", "--help"]) == 0
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    assert main(["nic", "--help"]) == 0
+    assert "OPENBLAS_NUM_THREADS" not in os.environ
+
+
+THREADS = """
+import os, sys
+from cloudtwin.cli.app import main
+main(sys.argv[1:])
+print(len(os.listdir("/proc/self/task")))
+"""
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="needs Linux's /proc")
+def test_a_command_that_imports_numpy_runs_one_thread(tmp_path: Path) -> None:
+    p4 = REPO / "examples" / "p4"
+    args = ["nic", "run", str(p4 / "vxlan_gateway.p4"), "--entries", str(p4 / "vxlan_gateway.entries.yaml")]
+    args += ["--pcap", str(p4 / "host-frames.pcap"), "--out", str(tmp_path / "out.pcap")]
+    env = {k: v for k, v in os.environ.items() if k not in BLAS_THREADS} | {"XDG_CACHE_HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", THREADS, *args], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "1"

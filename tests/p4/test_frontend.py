@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
+import yaml
 from tests.p4.helpers import EXAMPLES, PROGRAMS
 
 from cloudtwin.errors import NicError, P4Error
-from cloudtwin.p4 import Datapath, PacketBatch, parse_entries, parse_program, read_pcap, write_pcap
+from cloudtwin.p4 import (
+    Datapath,
+    PacketBatch,
+    Program,
+    install,
+    keep_programs,
+    parse_entries,
+    parse_program,
+    read_pcap,
+    write_pcap,
+)
 
 GATEWAY = (EXAMPLES / "vxlan_gateway.p4").read_text()
 
@@ -139,3 +151,58 @@ def test_scapy_reads_what_we_write() -> None:
 def test_batch_of_no_packets() -> None:
     result = _datapath().process(PacketBatch.from_packets([]))
     assert result.packets() == []
+
+
+def _gateway_output(program: Program) -> tuple[list[bytes | None], list[int]]:
+    """The VXLAN gateway's packets and ports for the shipped host frames, its entries installed."""
+    datapath = Datapath(program)
+    install(datapath, yaml.safe_load((EXAMPLES / "vxlan_gateway.entries.yaml").read_text()))
+    capture = read_pcap((EXAMPLES / "host-frames.pcap").read_bytes())
+    result = datapath.process(PacketBatch.from_packets(capture.packets, direction=1, input_port=1))
+    return result.packets(), result.out_port.tolist()
+
+
+def test_a_kept_program_is_read_back_and_runs_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`keep_programs`: the first parse writes the checked program, the second reads it back
+    (the grammar's parser is not asked again) and the two run alike packet for packet."""
+    from cloudtwin.p4 import frontend
+
+    monkeypatch.setattr(frontend, "_PROGRAMS", [])
+    fresh = parse_program(GATEWAY, "vxlan_gateway.p4")
+    keep_programs(tmp_path)
+    first = parse_program(GATEWAY, "vxlan_gateway.p4")
+    [kept] = tmp_path.glob("*.pickle")
+
+    def no_parse() -> None:
+        raise AssertionError("parsed again")
+
+    monkeypatch.setattr(frontend, "_lark", no_parse)
+    again = parse_program(GATEWAY, "vxlan_gateway.p4")
+    assert again is not first and kept.stat().st_size > 1000
+    assert _gateway_output(again) == _gateway_output(first) == _gateway_output(fresh)
+    assert sum(packet is not None for packet in _gateway_output(fresh)[0]) == 6  # 2 of 8 dropped
+
+
+def test_kept_programs_miss_on_another_front_end_and_keep_no_errors(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A program checked by another front end (another file of this package, another
+    lark) is parsed again; a program with an error is not kept; the folder keeps at most
+    KEPT_PROGRAMS files, the oldest dropped first."""
+    from cloudtwin.p4 import frontend
+
+    monkeypatch.setattr(frontend, "_PROGRAMS", [])
+    keep_programs(tmp_path)
+    parse_program(GATEWAY, "a.p4")
+    monkeypatch.setattr(frontend, "_front_end", lambda: "another front end")
+    parse_program(GATEWAY, "a.p4")
+    assert len(list(tmp_path.glob("*.pickle"))) == 2
+    with pytest.raises(P4Error):
+        parse_program(GATEWAY.replace("transition parse_inner;", "transition nowhere;"), "a.p4")
+    assert len(list(tmp_path.glob("*.pickle"))) == 2
+    monkeypatch.setattr(frontend, "KEPT_PROGRAMS", 2)
+    parse_program(GATEWAY, "b.p4")
+    assert len(list(tmp_path.glob("*.pickle"))) == 2
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))

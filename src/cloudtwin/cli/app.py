@@ -12,7 +12,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup
 
 from cloudtwin import __version__
-from cloudtwin.cli.startup import collector_paused, thawed_at_end
+from cloudtwin.cli.startup import collector_paused, one_blas_thread, thawed_at_end
 from cloudtwin.errors import BAD_INPUT_EXIT_CODE, CloudtwinError, exit_code_of
 from cloudtwin.scenario.units import parse_int, parse_number
 
@@ -170,6 +170,7 @@ def _listing() -> Any:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the CLI; bad input (a CloudtwinError or a bad flag) is one line and exit code 2."""
+    one_blas_thread()
     with thawed_at_end():
         return _main(argv)
 

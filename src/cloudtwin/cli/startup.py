@@ -4,14 +4,31 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-__all__ = ["collector_paused", "keep_freed_blocks", "thawed_at_end"]
+__all__ = ["collector_paused", "keep_freed_blocks", "one_blas_thread", "thawed_at_end"]
 
 #: glibc's mallopt parameters (malloc.h) and the values `keep_freed_blocks` gives them.
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _TRIM_BYTES, _MMAP_BYTES = 128 << 20, 64 << 20
+
+
+BLAS_THREADS = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")
+"""What numpy's OpenBLAS reads, once, when numpy is first imported, for its thread count."""
+
+
+def one_blas_thread() -> None:
+    """Ask numpy's OpenBLAS for one thread, unless the user's environment says otherwise.
+
+    OpenBLAS starts a thread per core when numpy is first imported, and on a 2-core machine
+    that start took about 0.09 s of CPU, half of numpy's import, in every command. No
+    command does dense linear algebra big enough to gain from the threads (a window of
+    telemetry's PCA is the largest), and one thread gives the same sums on any machine.
+    Has no effect once numpy is imported (the CLI imports it only inside a command)."""
+    if not any(name in os.environ for name in BLAS_THREADS):
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
 
 
 @contextmanager

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from cloudtwin.p4.batch import BatchResult, PacketBatch
     from cloudtwin.p4.datapath import Datapath, compile_program
     from cloudtwin.p4.entries import parse_entries
-    from cloudtwin.p4.frontend import keep_parser_tables, parse_program
+    from cloudtwin.p4.frontend import keep_parser_tables, keep_programs, parse_program
     from cloudtwin.p4.pcap import Capture, Records, index_pcap, iter_pcap, read_pcap, write_pcap
     from cloudtwin.p4.program import Program
     from cloudtwin.p4.run import RunReport, install, load_datapath, run_capture, run_pcap
@@ -38,6 +38,7 @@ __all__ = [
     "install",
     "iter_pcap",
     "keep_parser_tables",
+    "keep_programs",
     "load_datapath",
     "parse_entries",
     "parse_program",
