@@ -1,12 +1,14 @@
 """Benchmark of the smartNIC model: `cloudtwin nic run` end to end on the VXLAN gateway, and
 offload accounting for the 1,536-GPU Vela scenario.
 
-    python benchmarks/smartnic.py [--packets 2097152] [--repeat 3] [--no-cli] [--json]
+    python benchmarks/smartnic.py [--packets 2097152] [--repeat 3] [--no-cli] [--cli-repeat 3]
+                                  [--all-cores] [--json]
 
 The shipped captures are scaled up by repeating their records (timestamps moved on by
 each repetition): `host-frames.pcap` (tenant frames, encapsulated) and
 `network-frames.pcap` (VXLAN from the network, decapsulated), half the packets each, one
-file each way. The whole path a user runs is measured on each file, on one core: reading
+file each way. The whole path a user runs is measured on each file, on one core (or every
+core with --all-cores, as a user runs it): reading
 and indexing the capture, building batches, processing, making the output records and
 writing the output file (a new file: the one a previous pass wrote is removed, and dirty
 pages written back, before the clock starts). It is measured in this process, through the
@@ -28,6 +30,8 @@ import argparse
 import json
 import os
 import resource
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -108,15 +112,17 @@ def _settle(out: Path) -> None:
         os.sync()
 
 
-def cli_runs(files: list[tuple[Path, str, int]], folder: Path) -> tuple[float, float, float, float, float]:
-    """`cloudtwin nic run` on every file, one process each: the children's CPU and wall
-    seconds, the CPU seconds of one run on the shipped 8-packet capture (start-up), the
+def cli_runs(files: list[tuple[Path, str, int]], folder: Path) -> dict[str, float]:
+    """`cloudtwin nic run` on every file, one process each: the children's user, kernel and
+    wall seconds, the CPU seconds of one run on the shipped 8-packet capture (start-up), the
     largest resident set of any of them (MiB), and the start-up of a user's very first run
     (the parser's tables built and the program checked, not read back: their cache folder
     is new, in `folder`)."""
-    env = {**os.environ, "XDG_CACHE_HOME": str(folder / "cache")}
+    cache = folder / "cache"
+    shutil.rmtree(cache, ignore_errors=True)
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
 
-    def run(pcap: Path, origin: str) -> tuple[float, float]:
+    def run(pcap: Path, origin: str) -> tuple[float, float, float]:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         out = folder / f"cli-{pcap.name}"
         _settle(out)
@@ -126,17 +132,19 @@ def cli_runs(files: list[tuple[Path, str, int]], folder: Path) -> tuple[float, f
         command += ["--from", origin, "--out", str(out), "--json"]
         subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
-        cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        return cpu, time.perf_counter() - started
+        wall = time.perf_counter() - started
+        return after.ru_utime - before.ru_utime, after.ru_stime - before.ru_stime, wall
 
-    first, _ = run(EXAMPLES / "host-frames.pcap", "host")
-    startup, _ = run(EXAMPLES / "host-frames.pcap", "host")
-    cpu = wall = 0.0
+    first = sum(run(EXAMPLES / "host-frames.pcap", "host")[:2])
+    startup = sum(run(EXAMPLES / "host-frames.pcap", "host")[:2])
+    user = system = wall = 0.0
     for path, origin, _ in files:
-        seconds, elapsed = run(path, origin)
-        cpu, wall = cpu + seconds, wall + elapsed
+        u, k, w = run(path, origin)
+        user, system, wall = user + u, system + k, wall + w
     peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024  # Linux: KiB
-    return cpu, wall, startup, peak_mib, first
+    return {
+        "user": user, "system": system, "wall": wall, "startup": startup, "peak_mib": peak_mib, "first": first
+    }
 
 
 def vela_accounting_s() -> tuple[float, float]:
@@ -169,7 +177,9 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         passes = [in_process(files, folder) for _ in range(args.repeat)]
         phases, cpu, _ = min(passes, key=lambda p: p[1])
         wall = min(p[2] for p in passes)
-        cli = cli_runs(files, folder) if args.cli else None
+        rounds = [cli_runs(files, folder) for _ in range(args.cli_repeat)] if args.cli else []
+    cli = {key: statistics.median(r[key] for r in rounds) for key in rounds[0]} if rounds else None
+    cli_cpu = [r["user"] + r["system"] for r in rounds]
     seconds, saved = vela_accounting_s()
     return {
         "packets": packets,
@@ -177,11 +187,15 @@ def measure(args: argparse.Namespace) -> dict[str, object]:
         "in_process_packets_per_cpu_second": packets / cpu,
         "in_process_packets_per_wall_second": packets / wall,
         "phase_share": {k: v / cpu for k, v in phases.items()},
-        "cli_packets_per_cpu_second": packets / cli[0] if cli else None,
-        "cli_packets_per_wall_second": packets / cli[1] if cli else None,
-        "cli_startup_cpu_s": cli[2] if cli else None,
-        "cli_peak_rss_mib": cli[3] if cli else None,
-        "cli_first_startup_cpu_s": cli[4] if cli else None,
+        "cli_packets_per_cpu_second": packets / statistics.median(cli_cpu) if cli else None,
+        "cli_packets_per_cpu_second_each": [packets / c for c in cli_cpu],
+        "cli_packets_per_wall_second": packets / cli["wall"] if cli else None,
+        "cli_user_s": cli["user"] if cli else None,
+        "cli_system_s": cli["system"] if cli else None,
+        "cli_startup_cpu_s": cli["startup"] if cli else None,
+        "cli_peak_rss_mib": cli["peak_mib"] if cli else None,
+        "cli_first_startup_cpu_s": cli["first"] if cli else None,
+        "cores": "all" if args.all_cores else "one",
         "in_process_peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "target_packets_per_cpu_second": TARGET_PPS,
         "bmv2_packets_per_second": BMV2_PPS,
@@ -197,7 +211,7 @@ def report(figures: dict[str, object]) -> None:
     cpu, wall = float(f["in_process_packets_per_cpu_second"]), float(f["in_process_packets_per_wall_second"])
     print(
         f"nic run, VXLAN gateway, {f['packets']:,} packets (half encapsulated, half decapsulated; "
-        f"one file each way), one core, read + process + write:"
+        f"one file each way), {'every core' if f['cores'] == 'all' else 'one core'}, read + process + write:"
     )
     print(
         f"  in process: {cpu:,.0f} packets per CPU second ({verdict(cpu)} the target of {TARGET_PPS:,}; "
@@ -207,12 +221,16 @@ def report(figures: dict[str, object]) -> None:
     assert isinstance(shares, dict)
     print("  CPU share: " + ", ".join(f"{name} {share:.0%}" for name, share in shares.items()))
     if f["cli_packets_per_cpu_second"] is not None:
+        each = f["cli_packets_per_cpu_second_each"]
+        assert isinstance(each, list)
         print(
             f"  as `cloudtwin nic run` processes: {float(f['cli_packets_per_cpu_second']):,.0f} packets per "
-            f"CPU second, {float(f['cli_packets_per_wall_second']):,.0f} per wall-clock second; each process "
-            f"spends {float(f['cli_startup_cpu_s']):.2f} CPU s starting (imports, program, entries; "
+            f"CPU second (median of {len(each)} rounds: " + ", ".join(f"{r:,.0f}" for r in each) + "), "
+            f"{float(f['cli_packets_per_wall_second']):,.0f} per wall-clock second; of the CPU, "
+            f"{float(f['cli_user_s']):.2f} s user and {float(f['cli_system_s']):.2f} s in the kernel; each "
+            f"process spends {float(f['cli_startup_cpu_s']):.2f} CPU s starting (imports, program, entries; "
             f"{float(f['cli_first_startup_cpu_s']):.2f} s on a user's first run, which builds the parser's "
-            f"tables); peak memory {float(f['cli_peak_rss_mib']):,.0f} MiB per process"
+            f"tables and checks the program); peak memory {float(f['cli_peak_rss_mib']):,.0f} MiB per process"
         )
         startup = float(f["cli_startup_cpu_s"])
         rest = float(f["packets"]) / float(f["cli_packets_per_cpu_second"]) - int(f["files"]) * startup
@@ -231,11 +249,19 @@ def main() -> None:
     parser.add_argument("--packets", type=int, default=2_097_152, help="packets in all (half each way)")
     parser.add_argument("--repeat", type=int, default=3, help="in-process passes; the best is kept")
     parser.add_argument("--no-cli", dest="cli", action="store_false", help="skip the whole-process runs")
+    parser.add_argument(
+        "--cli-repeat", type=int, default=3, help="rounds of whole-process runs; the median is printed"
+    )
+    parser.add_argument(
+        "--all-cores",
+        action="store_true",
+        help="run on every core, as a user does (default: one core, children too)",
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON object")
     args = parser.parse_args()
-    if args.packets < 2 or args.repeat < 1:
-        parser.error("--packets must be at least 2 and --repeat at least 1")
-    if hasattr(os, "sched_setaffinity"):
+    if args.packets < 2 or args.repeat < 1 or args.cli_repeat < 1:
+        parser.error("--packets must be at least 2, --repeat and --cli-repeat at least 1")
+    if hasattr(os, "sched_setaffinity") and not args.all_cores:
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})  # one core, children too
     figures = measure(args)
     if args.json:

@@ -33,7 +33,20 @@ def test_the_scaled_captures_hold_half_each_way_in_time_order(tmp_path: Path) ->
 
 @pytest.mark.slow
 def test_a_small_run_reports_every_figure(tmp_path: Path) -> None:
-    figures = _benchmark().measure(argparse.Namespace(packets=4_000, repeat=1, cli=False))
+    options = argparse.Namespace(packets=4_000, repeat=1, cli=False, cli_repeat=1, all_cores=False)
+    figures = _benchmark().measure(options)
     assert figures["packets"] == 4_000 and figures["in_process_packets_per_cpu_second"] > 0
     assert set(figures["phase_share"]) == {"read", "batch", "process", "output", "write"}
     assert figures["cli_packets_per_cpu_second"] is None and figures["load_average_before"]
+
+
+@pytest.mark.slow
+def test_whole_process_rounds_report_their_median_and_kernel_share(tmp_path: Path) -> None:
+    """Each round runs the command on both files with a new cache folder (a user's first run,
+    then start-up alone, then the files); the printed rate is the median round's."""
+    options = argparse.Namespace(packets=2_000, repeat=1, cli=True, cli_repeat=3, all_cores=True)
+    figures = _benchmark().measure(options)
+    each = figures["cli_packets_per_cpu_second_each"]
+    assert len(each) == 3 and figures["cli_packets_per_cpu_second"] == sorted(each)[1]
+    assert figures["cli_user_s"] > 0 and figures["cli_system_s"] >= 0 and figures["cores"] == "all"
+    assert figures["cli_first_startup_cpu_s"] > 0 and figures["cli_startup_cpu_s"] > 0
