@@ -67,8 +67,9 @@ def _at_line(err: NicError, path: Path, node: yaml.Node | None) -> NicError:
 
 
 PARSER_TABLES = "p4-parser.lark"
-KEPT_PROGRAMS = "p4-programs"
 """The file, in the user's cache folder, that keeps the P4 parser's tables between runs."""
+KEPT_PROGRAMS = "p4-programs"
+"""The folder, in the user's cache folder, that keeps checked P4 programs between runs."""
 
 
 def cache_folder() -> Path | None:
