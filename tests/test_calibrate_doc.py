@@ -22,12 +22,13 @@ PREALLOC = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-prealloc.json"
 SECOND = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback-2.json").read_text())
 THIRD = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-loopback-3.json").read_text())
 QUIET = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-quiet.json").read_text())
+QUIET_PREALLOC = json.loads((REPO / "examples" / "profiles" / "qemu-tcg-prealloc-quiet.json").read_text())
 DATAPATH = json.loads((REPO / "src" / "cloudtwin" / "smartnic" / "data" / "linux-kernel.json").read_text())
 
 
 def test_console_commands_run() -> None:
     commands = console_commands(DOC)
-    assert len(commands) == 9  # the page's opening command, then the eight of its sections
+    assert len(commands) == 10  # the page's opening command, then the nine of its sections
     for command in commands:
         done = cloudtwin(*shlex.split(command)[1:])
         assert done.returncode == 0, f"{command}\n{done.stderr}"
@@ -86,6 +87,7 @@ def test_the_quoted_migration_checks_are_the_shipped_profiles() -> None:
     _migration_quotes(THIRD)
     _migration_quotes(PREALLOC)
     _migration_quotes(QUIET)
+    _migration_quotes(QUIET_PREALLOC)
 
 
 def test_before_and_after_table_is_fresh() -> None:
