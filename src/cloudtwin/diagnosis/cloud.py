@@ -42,9 +42,10 @@ from cloudtwin.diagnosis.emit import (
     MTU_BYTES,
     PAUSE_QUANTA_BITS,
     EmitConfig,
-    _Log,
+    Log,
     node_address,
 )
+from cloudtwin.diagnosis.joined import device_of, joined_ports, switch_noise
 from cloudtwin.engine.maxmin import max_min_rates
 from cloudtwin.faults.events import FabricState, expand_faults
 from cloudtwin.flows import Paths
@@ -59,45 +60,19 @@ from cloudtwin.twin.cloud import CloudRun
 from cloudtwin.twin.run import RunHistory
 from cloudtwin.twin.wan import wan_fault_links
 
-__all__ = ["CLOUD_NOISE_PER_DEVICE_S", "CLOUD_DECOYS_PER_S", "cloud_records", "emit_cloud", "joined_ports"]
+__all__ = ["CLOUD_NOISE_PER_DEVICE_S", "CLOUD_DECOYS_PER_S", "cloud_records", "emit_cloud"]
 
 #: Healthy periodic lines per second from each switch, gateway and WAN edge.
 CLOUD_NOISE_PER_DEVICE_S = 4.0
 #: Harmless transceiver warnings naming a random cable, per second over the whole cloud.
 CLOUD_DECOYS_PER_S = 0.5
-_NOISE = (
-    "%LLDP-6-NEIGHBOR_REFRESH: LLDP neighbor on {port} refreshed, ttl 120",
-    "%NTP-6-SYNC: clock synchronized to 10.255.0.{a}, offset {b} us",
-    "%PLATFORM-6-TEMP: sensor {a} at {c} C, within limits",
-    "%SYSMGR-6-HEARTBEAT: service {svc} heartbeat ok",
-)
-_SERVICES = ("bgp", "bfd", "vrrp", "ike", "lldp")
-
-
-def joined_ports(joined: SitesTopology) -> list[str]:
-    """Per directed link of the joined sites, its port at the sending node."""
-    names = [""] * joined.link_count
-    count: dict[int, int] = {}
-    for link in range(joined.link_count):
-        node = int(joined.link_src[link])
-        k = count.get(node, 0)
-        count[node] = k + 1
-        names[link] = f"eth{k}" if joined.node_kinds[node] == "nic" else f"Ethernet1/{k + 1}"
-    return names
-
-
-def _device(name: str) -> str:
-    """The device that logs for a node: a NIC's host, or the node itself."""
-    return name.split("/")[0]
-
-
 @dataclass
 class _Cloud:
     """What the log writers share: the joined sites, their port names and the log."""
 
     run: CloudRun
     ports: list[str]
-    log: _Log
+    log: Log
 
     @property
     def joined(self) -> SitesTopology:
@@ -110,7 +85,7 @@ class _Cloud:
         """The sending node of `link` reports its port down or up."""
         joined = self.joined
         src = int(joined.link_src[link])
-        device, port = _device(self.name(src)), self.ports[link]
+        device, port = device_of(self.name(src)), self.ports[link]
         if joined.node_kinds[src] == "nic":
             word = "down" if down else "up"
             self.log.at(
@@ -140,7 +115,7 @@ class _Cloud:
 
     def port_degraded(self, t: float, link: int, capacity_bps: float) -> None:
         src = int(self.joined.link_src[link])
-        device, port = _device(self.name(src)), self.ports[link]
+        device, port = device_of(self.name(src)), self.ports[link]
         self.log.at(
             t,
             device,
@@ -348,21 +323,7 @@ def _noise(cloud: _Cloud, end_s: float, rng: np.random.Generator) -> None:
     def silent(node: int, t: float) -> bool:
         return any(a <= t < b for a, b in dead.get(node, ()))
 
-    for node, kind in enumerate(joined.node_kinds):
-        if kind == "nic":
-            continue
-        own = np.flatnonzero(joined.link_src == node)
-        count = int(rng.poisson(config.noise_per_switch_s * (end_s - begin)))
-        for t in np.sort(rng.uniform(begin, end_s, count)).tolist():
-            text = _NOISE[int(rng.integers(len(_NOISE)))].format(
-                port=cloud.ports[int(rng.choice(own))],
-                a=int(rng.integers(1, 9)),
-                b=int(rng.integers(1, 400)),
-                c=int(rng.integers(30, 60)),
-                svc=_SERVICES[int(rng.integers(len(_SERVICES)))],
-            )
-            if not silent(node, t):
-                cloud.log.at(t, cloud.name(node), "info", text.split("-")[0].lstrip("%").lower(), text)
+    switch_noise(cloud.log, joined, cloud.ports, end_s, rng, silent)
     kinds = np.array(joined.node_kinds)
     inner = np.flatnonzero((kinds[joined.link_src] != "nic") & (kinds[joined.link_dst] != "nic"))
     count = int(rng.poisson(config.decoys_per_s * (end_s - begin)))
@@ -383,7 +344,7 @@ def _noise(cloud: _Cloud, end_s: float, rng: np.random.Generator) -> None:
 
 def cloud_records(run: CloudRun, config: EmitConfig, end_s: float) -> list[LogRecord]:
     """Every log line of the cloud's run (site, gateway and WAN events, noise), in time order."""
-    cloud = _Cloud(run, joined_ports(run.joined), _Log(config))
+    cloud = _Cloud(run, joined_ports(run.joined), Log(config))
     _site_events(cloud)
     _gateway_events(cloud)
     _wan_events(cloud)
@@ -575,7 +536,7 @@ def _inventory(
         "name": [joined.link_name(k) for k in range(joined.link_count)],
         "src": [joined.node_names[int(n)] for n in joined.link_src],
         "dst": [joined.node_names[int(n)] for n in joined.link_dst],
-        "device": [_device(joined.node_names[int(n)]) for n in joined.link_src],
+        "device": [device_of(joined.node_names[int(n)]) for n in joined.link_src],
         "interface": ports,
         "capacity_bps": capacity_bps[: joined.link_count].astype(float).tolist(),
     }

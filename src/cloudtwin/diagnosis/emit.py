@@ -101,7 +101,9 @@ def _device(topology: Topology, node: int) -> str:
     return name.split("/")[0]
 
 
-class _Log:
+class Log:
+    """The log lines a run's devices write, each stamped from the start of the history."""
+
     def __init__(self, config: EmitConfig) -> None:
         self.config = config
         self.records: list[LogRecord] = []
@@ -111,7 +113,7 @@ class _Log:
         self.records.append(LogRecord(when, device, level, component, content))
 
 
-def _port_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
+def _port_events(log: Log, run: FaultedRun, ports: list[str]) -> None:
     """Link down/up/degraded lines from the switches (and hosts) at both ends of each link."""
     topology = run.topology
     base = topology.capacity_bps.astype(float)
@@ -146,7 +148,7 @@ def _port_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
         previous = capacity
 
 
-def _session_events(log: _Log, t: float, device: str, port: str, peer: str, up: bool,
+def _session_events(log: Log, t: float, device: str, port: str, peer: str, up: bool,
                     local: bool, timing: Reaction) -> None:
     """A switch's ECMP member removal (local repair), BFD and BGP lines for one port."""
     if not up:
@@ -164,7 +166,7 @@ def _session_events(log: _Log, t: float, device: str, port: str, peer: str, up: 
     log.at(t + timing.bfd_detect, device, "info", "bgp", f"%BGP-5-ADJCHANGE: neighbor {peer} Up")
 
 
-def _routing_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
+def _routing_events(log: Log, run: FaultedRun, ports: list[str]) -> None:
     """BFD/BGP sessions and ECMP members where switches repair, and controller events
     where a controller does (both with pinning through UDP source ports)."""
     topology, timing = run.topology, run.scenario.reaction
@@ -198,7 +200,7 @@ def _routing_events(log: _Log, run: FaultedRun, ports: list[str]) -> None:
                    f"installed {repair.rules_changed} flow rules")
 
 
-def _job_events(log: _Log, run: FaultedRun) -> None:
+def _job_events(log: Log, run: FaultedRun) -> None:
     """Job start/finish and slow steps: a flow that took over SLOW_FACTOR times its line-rate time,
     the time its bytes take at its share of the NIC among its connection's QPs."""
     bench, result, topology = run.bench, run.result, run.topology
@@ -223,7 +225,7 @@ def _job_events(log: _Log, run: FaultedRun) -> None:
                f"({fct[f] / ideal[f]:.1f}x line rate)")
 
 
-def _noise(log: _Log, run: FaultedRun, ports: list[str], end_s: float, rng: np.random.Generator) -> None:
+def _noise(log: Log, run: FaultedRun, ports: list[str], end_s: float, rng: np.random.Generator) -> None:
     """Healthy periodic lines from every switch, and rare harmless transceiver warnings."""
     topology, config = run.topology, log.config
     switches = np.flatnonzero(topology.node_kind != NodeKind.NIC)
@@ -254,7 +256,7 @@ def _noise(log: _Log, run: FaultedRun, ports: list[str], end_s: float, rng: np.r
 
 def run_records(run: FaultedRun, config: EmitConfig, end_s: float) -> list[LogRecord]:
     """Every log record of the run (fault, routing, job and noise lines), in time order."""
-    log = _Log(config)
+    log = Log(config)
     ports = interface_names(run.topology)
     _port_events(log, run, ports)
     _routing_events(log, run, ports)

@@ -17,7 +17,8 @@ from datetime import timedelta
 
 import numpy as np
 
-from cloudtwin.diagnosis.emit import EmitConfig, _Log, node_address
+from cloudtwin.diagnosis.emit import EmitConfig, Log, node_address
+from cloudtwin.diagnosis.joined import device_of, joined_ports, switch_noise
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, MAX_SAMPLES
 from cloudtwin.engine.maxmin import max_min_rates
 from cloudtwin.ops.record import LogRecord
@@ -28,32 +29,7 @@ from cloudtwin.twin.federation import FederationRun
 
 __all__ = ["emit_federation", "federation_records"]
 
-_NOISE = (
-    "%LLDP-6-NEIGHBOR_REFRESH: LLDP neighbor on {port} refreshed, ttl 120",
-    "%NTP-6-SYNC: clock synchronized to 10.255.0.{a}, offset {b} us",
-    "%PLATFORM-6-TEMP: sensor {a} at {c} C, within limits",
-    "%SYSMGR-6-HEARTBEAT: service {svc} heartbeat ok",
-)
-_SERVICES = ("bgp", "bfd", "vrrp", "ike", "lldp")
-
-
-def _ports(run: FederationRun) -> list[str]:
-    joined = run.joined
-    names = [""] * joined.link_count
-    count: dict[int, int] = {}
-    for link in range(joined.link_count):
-        node = int(joined.link_src[link])
-        k = count.get(node, 0)
-        count[node] = k + 1
-        names[link] = f"eth{k}" if joined.node_kinds[node] == "nic" else f"Ethernet1/{k + 1}"
-    return names
-
-
-def _device(name: str) -> str:
-    return name.split("/")[0]
-
-
-def _gateway_events(log: _Log, run: FederationRun, ports: list[str]) -> None:
+def _gateway_events(log: Log, run: FederationRun, ports: list[str]) -> None:
     joined = run.joined
     index = {s.name: i for i, s in enumerate(joined.sites)}
     active = {s.name: 0 for s in joined.sites}
@@ -106,31 +82,12 @@ def _gateway_events(log: _Log, run: FederationRun, ports: list[str]) -> None:
         )
 
 
-def _noise(log: _Log, run: FederationRun, ports: list[str], end_s: float, rng: np.random.Generator) -> None:
-    joined, config = run.joined, log.config
-    begin = -config.history_s
-    for node, kind in enumerate(joined.node_kinds):
-        if kind == "nic":
-            continue
-        own = np.flatnonzero(joined.link_src == node)
-        count = int(rng.poisson(config.noise_per_switch_s * (end_s - begin)))
-        for t in np.sort(rng.uniform(begin, end_s, count)).tolist():
-            text = _NOISE[int(rng.integers(len(_NOISE)))].format(
-                port=ports[int(rng.choice(own))],
-                a=int(rng.integers(1, 9)),
-                b=int(rng.integers(1, 400)),
-                c=int(rng.integers(30, 60)),
-                svc=_SERVICES[int(rng.integers(len(_SERVICES)))],
-            )
-            log.at(t, joined.node_names[node], "info", text.split("-")[0].lstrip("%").lower(), text)
-
-
 def federation_records(run: FederationRun, config: EmitConfig, end_s: float) -> list[LogRecord]:
     """Every log line of the run (gateway events and healthy noise), in time order."""
-    log = _Log(config)
-    ports = _ports(run)
+    log = Log(config)
+    ports = joined_ports(run.joined)
     _gateway_events(log, run, ports)
-    _noise(log, run, ports, end_s, np.random.default_rng([run.plan.scenario.seed, 11]))
+    switch_noise(log, run.joined, ports, end_s, np.random.default_rng([run.plan.scenario.seed, 11]))
     return sorted(log.records, key=lambda r: (r.timestamp or config.start, r.source, r.content))
 
 
@@ -196,7 +153,7 @@ def _inventory(run: FederationRun, ports: list[str]) -> dict[str, dict[str, list
         "name": [joined.link_name(k) for k in range(joined.link_count)],
         "src": [joined.node_names[int(n)] for n in joined.link_src],
         "dst": [joined.node_names[int(n)] for n in joined.link_dst],
-        "device": [_device(joined.node_names[int(n)]) for n in joined.link_src],
+        "device": [device_of(joined.node_names[int(n)]) for n in joined.link_src],
         "interface": ports,
         "capacity_bps": joined.capacity_bps.astype(float).tolist(),
     }
@@ -223,7 +180,11 @@ def emit_federation(store: Store, run: FederationRun, config: EmitConfig | None 
     replace_rows(
         store,
         meta,
-        {**_inventory(run, _ports(run)), "twin_flow_samples": samples, "twin_nic_counters": nic_rows},
+        {
+            **_inventory(run, joined_ports(run.joined)),
+            "twin_flow_samples": samples,
+            "twin_nic_counters": nic_rows,
+        },
     )
     by_device: dict[str, list[LogRecord]] = {}
     for record in federation_records(run, config, end_s):
