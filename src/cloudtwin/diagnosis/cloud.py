@@ -45,7 +45,7 @@ from cloudtwin.diagnosis.emit import (
     Log,
     node_address,
 )
-from cloudtwin.diagnosis.joined import device_of, joined_ports, switch_noise
+from cloudtwin.diagnosis.joined import device_of, joined_inventory, joined_ports, switch_noise
 from cloudtwin.engine.maxmin import max_min_rates
 from cloudtwin.faults.events import FabricState, expand_faults
 from cloudtwin.flows import Paths
@@ -520,29 +520,6 @@ def _count_nic(
         values[2] += min(marks, dt / CNP_INTERVAL_S)
 
 
-def _inventory(
-    joined: SitesTopology, ports: list[str], capacity_bps: np.ndarray
-) -> dict[str, dict[str, list]]:
-    """Nodes and links of the joined sites; each link's capacity as the run built it (a
-    VM's NIC at its virtual function's rate, a gateway's or WAN link's at its tunnel goodput)."""
-    nodes = {
-        "node": list(range(len(joined.node_names))),
-        "name": list(joined.node_names),
-        "kind": list(joined.node_kinds),
-        "address": [node_address(n) for n in range(len(joined.node_names))],
-    }
-    links = {
-        "link_id": list(range(joined.link_count)),
-        "name": [joined.link_name(k) for k in range(joined.link_count)],
-        "src": [joined.node_names[int(n)] for n in joined.link_src],
-        "dst": [joined.node_names[int(n)] for n in joined.link_dst],
-        "device": [device_of(joined.node_names[int(n)]) for n in joined.link_src],
-        "interface": ports,
-        "capacity_bps": capacity_bps[: joined.link_count].astype(float).tolist(),
-    }
-    return {"twin_nodes": nodes, "twin_links": links}
-
-
 def emit_cloud(store: Store, clean: CloudRun, hit: CloudRun) -> TwinMeta:
     """Write the faulted run's operations data into the store (replacing an earlier run's).
 
@@ -564,7 +541,7 @@ def emit_cloud(store: Store, clean: CloudRun, hit: CloudRun) -> TwinMeta:
         log_prefix=prefix,
     )
     ports = joined_ports(hit.joined)
-    rows = {**_inventory(hit.joined, ports, hit.capacity_bps), **_telemetry(hit, sample_s, config)}
+    rows = {**joined_inventory(hit.joined, ports, hit.capacity_bps), **_telemetry(hit, sample_s, config)}
     replace_rows(store, meta, rows)
     by_device: dict[str, list[LogRecord]] = {}
     for record in cloud_records(hit, config, end_s):

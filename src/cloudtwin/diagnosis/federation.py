@@ -18,7 +18,7 @@ from datetime import timedelta
 import numpy as np
 
 from cloudtwin.diagnosis.emit import EmitConfig, Log, node_address
-from cloudtwin.diagnosis.joined import device_of, joined_ports, switch_noise
+from cloudtwin.diagnosis.joined import joined_inventory, joined_ports, switch_noise
 from cloudtwin.diagnosis.rates import DEFAULT_SAMPLE_S, MAX_SAMPLES
 from cloudtwin.engine.maxmin import max_min_rates
 from cloudtwin.ops.record import LogRecord
@@ -140,26 +140,6 @@ def _telemetry(run: FederationRun, config: EmitConfig) -> tuple[dict[str, list],
     return rows, interval
 
 
-def _inventory(run: FederationRun, ports: list[str]) -> dict[str, dict[str, list]]:
-    joined = run.joined
-    nodes = {
-        "node": list(range(len(joined.node_names))),
-        "name": list(joined.node_names),
-        "kind": list(joined.node_kinds),
-        "address": [node_address(n) for n in range(len(joined.node_names))],
-    }
-    links = {
-        "link_id": list(range(joined.link_count)),
-        "name": [joined.link_name(k) for k in range(joined.link_count)],
-        "src": [joined.node_names[int(n)] for n in joined.link_src],
-        "dst": [joined.node_names[int(n)] for n in joined.link_dst],
-        "device": [device_of(joined.node_names[int(n)]) for n in joined.link_src],
-        "interface": ports,
-        "capacity_bps": joined.capacity_bps.astype(float).tolist(),
-    }
-    return {"twin_nodes": nodes, "twin_links": links}
-
-
 def emit_federation(store: Store, run: FederationRun, config: EmitConfig | None = None) -> TwinMeta:
     """Write the federation run's logs, telemetry and inventory into the store (replacing any run)."""
     config = config or EmitConfig(sample_s=DEFAULT_SAMPLE_S, noise_per_switch_s=4.0)
@@ -181,7 +161,7 @@ def emit_federation(store: Store, run: FederationRun, config: EmitConfig | None 
         store,
         meta,
         {
-            **_inventory(run, joined_ports(run.joined)),
+            **joined_inventory(run.joined, joined_ports(run.joined), run.joined.capacity_bps),
             "twin_flow_samples": samples,
             "twin_nic_counters": nic_rows,
         },

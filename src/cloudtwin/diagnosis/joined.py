@@ -1,7 +1,8 @@
 """What the devices of joined sites (a federation, a cloud) log alike: their port names, the
-healthy periodic lines of every switch, gateway and WAN edge, and which device logs for a
-node. The federation's and the cloud's emitters both write these, from one generator in
-the same order, so that one scenario gives the same lines in either."""
+healthy periodic lines of every switch, gateway and WAN edge, which device logs for a
+node, and the inventory of nodes and links. The federation's and the cloud's emitters
+both write these, from one generator in the same order, so that one scenario gives the
+same lines in either."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from collections.abc import Callable
 
 import numpy as np
 
-from cloudtwin.diagnosis.emit import Log
+from cloudtwin.diagnosis.emit import Log, node_address
 from cloudtwin.topology.sites import SitesTopology
 
-__all__ = ["device_of", "joined_ports", "switch_noise"]
+__all__ = ["device_of", "joined_inventory", "joined_ports", "switch_noise"]
 
 _NOISE = (
     "%LLDP-6-NEIGHBOR_REFRESH: LLDP neighbor on {port} refreshed, ttl 120",
@@ -33,6 +34,29 @@ def joined_ports(joined: SitesTopology) -> list[str]:
         count[node] = k + 1
         names[link] = f"eth{k}" if joined.node_kinds[node] == "nic" else f"Ethernet1/{k + 1}"
     return names
+
+
+def joined_inventory(
+    joined: SitesTopology, ports: list[str], capacity_bps: np.ndarray
+) -> dict[str, dict[str, list]]:
+    """Nodes and links of the joined sites as the operations store keeps them; each link's
+    capacity as the run built it (`capacity_bps`, one per link and maybe more after)."""
+    nodes = {
+        "node": list(range(len(joined.node_names))),
+        "name": list(joined.node_names),
+        "kind": list(joined.node_kinds),
+        "address": [node_address(n) for n in range(len(joined.node_names))],
+    }
+    links = {
+        "link_id": list(range(joined.link_count)),
+        "name": [joined.link_name(k) for k in range(joined.link_count)],
+        "src": [joined.node_names[int(n)] for n in joined.link_src],
+        "dst": [joined.node_names[int(n)] for n in joined.link_dst],
+        "device": [device_of(joined.node_names[int(n)]) for n in joined.link_src],
+        "interface": ports,
+        "capacity_bps": capacity_bps[: joined.link_count].astype(float).tolist(),
+    }
+    return {"twin_nodes": nodes, "twin_links": links}
 
 
 def device_of(name: str) -> str:
