@@ -206,3 +206,36 @@ def test_kept_programs_miss_on_another_front_end_and_keep_no_errors(
     parse_program(GATEWAY, "b.p4")
     assert len(list(tmp_path.glob("*.pickle"))) == 2
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob(".*"))
+
+
+def test_a_control_variables_initial_value_reaches_every_packet() -> None:
+    """A variable declared with a value at the control's scope holds it when the control
+    runs (the values are set after the parser, before the apply block)."""
+    flagged = GATEWAY.replace("mac_t local_mac = 0;", "mac_t local_mac = 0;\n    bit<8> vxlan_flags = 0x08;")
+    flagged = flagged.replace("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = vxlan_flags;")
+    assert flagged.count("vxlan_flags") == 2
+    packets, ports = _gateway_output(parse_program(flagged, "flagged.p4"))
+    assert (packets, ports) == _gateway_output(parse_program(GATEWAY, "vxlan_gateway.p4"))
+    assert sum(packet is not None for packet in packets) == 6
+
+
+def test_a_return_inside_an_action_ends_the_action_not_its_caller() -> None:
+    """`return` in an action with a header parameter (inlined at its call, the header copied
+    in and back) ends the action only: what it set before returning is copied back, and
+    what the apply block does after the call still happens."""
+    returning = GATEWAY.replace(
+        "action drop() { drop_packet(); }",
+        "action drop() { drop_packet(); }\n"
+        "    action mark(inout vxlan_t v) { v.flags = 0x08; return; v.flags = 0xFF; }",
+    )
+    returning = returning.replace("hdr.vxlan.flags = 0x08;", "hdr.vxlan.flags = 0; mark(hdr.vxlan);")
+    returning = returning.replace("hdr.vxlan.reserved2 = 0;", "hdr.vxlan.reserved2 = 7;")
+    assert returning.count("mark(") == 2 and "reserved2 = 7" in returning
+    packets, ports = _gateway_output(parse_program(returning, "returning.p4"))
+    before, same_ports = _gateway_output(parse_program(GATEWAY, "vxlan_gateway.p4"))
+    assert ports == same_ports and sum(packet is not None for packet in packets) == 6
+    for packet, old in zip(packets, before, strict=True):
+        if packet is not None and old is not None:
+            # after the outer Ethernet, IPv4 and UDP: the VXLAN header's flags ... reserved2
+            assert packet[42] == 0x08 and packet[49] == 7
+            assert packet[:49] == old[:49] and packet[50:] == old[50:]

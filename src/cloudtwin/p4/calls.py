@@ -243,16 +243,7 @@ class CallCompiler(ParserCompiler):
             self.compiling.pop()
             self.scopes, self.params, self.roles, self.returns, self.writable, self.control = saved
 
-        def run(ctx: Context, mask: np.ndarray) -> None:
-            for step in enter:
-                step(ctx, mask)
-            returned, ctx.returned = ctx.returned, None
-            body(ctx, mask)
-            ctx.returned = returned
-            for step in leave:
-                step(ctx, mask)
-
-        return run
+        return _framed(enter, body, leave)
 
     def bind(
         self, prefix: str, params: list[tuple[str, str, str, int]], args: list[Tree], node: Tree
@@ -338,16 +329,7 @@ class CallCompiler(ParserCompiler):
             self.compiling.pop()
             self.scopes, self.params, self.returns, self.writable = saved
 
-        def run(ctx: Context, mask: np.ndarray) -> None:
-            for step in enter:
-                step(ctx, mask)
-            returned, ctx.returned = ctx.returned, None
-            body(ctx, mask)
-            ctx.returned = returned
-            for step in leave:
-                step(ctx, mask)
-
-        return run
+        return _framed(enter, body, leave)
 
     def function_call(self, name: str, args: list[Tree], node: Tree) -> Expr:
         """A call of a function, inlined here: copy in, run the body, copy out, its value."""
@@ -426,3 +408,19 @@ class CallCompiler(ParserCompiler):
             add_at(octets, where, ctx.length[rows])
 
         return run
+
+
+def _framed(enter: list[StmtFn], body: StmtFn, leave: list[StmtFn]) -> StmtFn:
+    """A control's or an action's body as it runs: its parameters copied in, the body run
+    with a `return` of its own (the caller's restored after), its parameters copied out."""
+
+    def run(ctx: Context, mask: np.ndarray) -> None:
+        for step in enter:
+            step(ctx, mask)
+        returned, ctx.returned = ctx.returned, None
+        body(ctx, mask)
+        ctx.returned = returned
+        for step in leave:
+            step(ctx, mask)
+
+    return run

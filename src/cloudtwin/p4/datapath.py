@@ -265,15 +265,21 @@ class Datapath:
             return self.pna.process(batch)
         return self.single_pass(batch)
 
-    def single_pass(self, batch: PacketBatch) -> BatchResult:
-        """One pass of every packet of `batch` through parser, control and deparser."""
-        ctx = self.context(batch)
+    def parse_and_control(self, ctx: Context) -> np.ndarray:
+        """The parser over every packet of `ctx`, then the control's variables and the
+        control over those it accepted; which it accepted."""
         self.parser(ctx)
         alive = ~ctx.parser_error
         for key, init in self.var_inits:
             ctx.put(key, init.fn(ctx, alive), alive)
         if alive.any():
             self.control(ctx, alive)
+        return alive
+
+    def single_pass(self, batch: PacketBatch) -> BatchResult:
+        """One pass of every packet of `batch` through parser, control and deparser."""
+        ctx = self.context(batch)
+        self.parse_and_control(ctx)
         dropped = ctx.drop | ctx.parser_error
         data, length = self.deparse(ctx, ~dropped)
         return BatchResult(data, length, np.where(dropped, -1, ctx.port), dropped, ctx.parser_error)

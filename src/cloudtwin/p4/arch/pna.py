@@ -316,12 +316,7 @@ class PnaRuntime(PnaExterns):
         ctx = dp.context(batch)
         ctx.values["istd.timestamp"] = ctx.values["istd.timestamp_ns"]
         ctx.values["istd.recirculated"] = np.full(ctx.n, int(recirculated), dtype=np.uint64)
-        dp.parser(ctx)
-        alive = ~ctx.parser_error
-        for key, init in dp.var_inits:
-            ctx.put(key, init.fn(ctx, alive), alive)
-        if alive.any():
-            dp.control(ctx, alive)
+        alive = dp.parse_and_control(ctx)
         for k in range(MIRROR_SLOTS):
             sessions = ctx.values.get(f"$mirror.{k}")
             if sessions is None:
